@@ -1,0 +1,1 @@
+"""grounding: evidence-relative grounding of LLM trajectories under incomplete KG evidence."""

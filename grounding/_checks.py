@@ -1,0 +1,141 @@
+"""Input validation shared by the public API.
+
+Shape and dtype checks always run (shapes are static under ``jit``). Value checks
+(NaN, ranges, normalisation, empty feasible sets) run only when the argument is a
+concrete array; inside ``jit``/``vmap``/``grad`` the values are tracers and cannot be
+inspected without a host round trip, so there the functions document what they return
+on the degenerate case instead of raising.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.typing import ArrayLike
+
+__all__ = [
+    "is_concrete",
+    "as_float_array",
+    "check_log_prob",
+    "check_energy",
+    "check_nonnegative_scalar",
+    "check_reliability",
+    "check_same_last_axis",
+    "normalization_tolerance",
+]
+
+
+def is_concrete(*xs: object) -> bool:
+    """True when no argument is a JAX tracer (so its values can be inspected)."""
+    return not any(isinstance(x, jax.core.Tracer) for x in xs)
+
+
+def as_float_array(x: ArrayLike, name: str, *, min_ndim: int = 0) -> jax.Array:
+    """Convert to a floating JAX array, raising ``TypeError`` for non-numeric input."""
+    if isinstance(x, (str, bytes)) or x is None:
+        raise TypeError(f"{name} must be an array of numbers, got {type(x).__name__}")
+    try:
+        arr = jnp.asarray(x)
+    except TypeError as exc:  # e.g. ragged lists, objects
+        raise TypeError(f"{name} must be an array of numbers: {exc}") from None
+    if arr.dtype == jnp.bool_ or not (
+        jnp.issubdtype(arr.dtype, jnp.floating) or jnp.issubdtype(arr.dtype, jnp.integer)
+    ):
+        raise TypeError(f"{name} must have a real numeric dtype, got {arr.dtype}")
+    if not jnp.issubdtype(arr.dtype, jnp.floating):
+        arr = arr.astype(jnp.result_type(float))
+    if arr.ndim < min_ndim:
+        raise ValueError(f"{name} must have at least {min_ndim} dimension(s), got shape {arr.shape}")
+    return arr
+
+
+def normalization_tolerance(dtype: np.dtype) -> float:
+    """Tolerance on ``|log sum p|`` for a prior to count as normalised: ``sqrt(eps(dtype))``.
+
+    ``3.5e-4`` in float32 and ``1.5e-8`` in float64.
+    """
+    return float(np.sqrt(np.finfo(dtype).eps))
+
+
+def _no_nan(arr: jax.Array, name: str) -> None:
+    if bool(jnp.any(jnp.isnan(arr))):
+        raise ValueError(f"{name} contains NaN")
+
+
+def check_log_prob(
+    x: ArrayLike, name: str, *, normalized: bool = True, allow_empty: bool = False
+) -> jax.Array:
+    """Validate log-probabilities along the last axis (the candidate axis)."""
+    arr = as_float_array(x, name, min_ndim=1)
+    if arr.shape[-1] == 0 and not allow_empty:
+        raise ValueError(f"{name} has an empty candidate axis (shape {arr.shape})")
+    if not is_concrete(arr):
+        return arr
+    _no_nan(arr, name)
+    if bool(jnp.any(arr == jnp.inf)):
+        raise ValueError(f"{name} contains +inf: log-probabilities must be <= 0")
+    if normalized:
+        from grounding._numerics import logsumexp
+
+        tol = normalization_tolerance(arr.dtype)
+        total = logsumexp(arr, axis=-1)
+        bad = ~(jnp.abs(total) <= tol)
+        if bool(jnp.any(bad)):
+            worst = float(jnp.max(jnp.where(jnp.isfinite(total), jnp.abs(total), jnp.inf)))
+            raise ValueError(
+                f"{name} does not normalise: |logsumexp| = {worst:.3g} > {tol:.2g} "
+                "(pass log-probabilities that sum to one along the last axis)"
+            )
+    return arr
+
+
+def check_energy(x: ArrayLike, name: str = "energy", *, min_ndim: int = 1) -> jax.Array:
+    """Energies take values in ``R ∪ {+inf}`` (Def. 2): no NaN, no ``-inf``."""
+    arr = as_float_array(x, name, min_ndim=min_ndim)
+    if min_ndim >= 1 and arr.shape[-1] == 0:
+        raise ValueError(f"{name} has an empty candidate axis (shape {arr.shape})")
+    if is_concrete(arr):
+        _no_nan(arr, name)
+        if bool(jnp.any(arr == -jnp.inf)):
+            raise ValueError(f"{name} contains -inf: energies take values in R ∪ {{+inf}}")
+    return arr
+
+
+def check_nonnegative_scalar(
+    x: ArrayLike, name: str, *, allow_inf: bool = False, strict: bool = False
+) -> jax.Array:
+    """A non-negative (or positive) parameter such as ``lambda``, ``tau`` or ``kappa``."""
+    arr = as_float_array(x, name)
+    if is_concrete(arr):
+        _no_nan(arr, name)
+        if strict and bool(jnp.any(arr <= 0)):
+            raise ValueError(f"{name} must be > 0, got {np.asarray(arr)}")
+        if bool(jnp.any(arr < 0)):
+            raise ValueError(f"{name} must be >= 0, got {np.asarray(arr)}")
+        if not allow_inf and bool(jnp.any(jnp.isinf(arr))):
+            raise ValueError(f"{name} must be finite, got {np.asarray(arr)}")
+    return arr
+
+
+def check_reliability(x: ArrayLike, name: str = "reliability") -> jax.Array:
+    """Edge reliabilities ``w_e`` live in ``(0, 1]`` (Eq. (8))."""
+    arr = as_float_array(x, name)
+    if is_concrete(arr):
+        _no_nan(arr, name)
+        if bool(jnp.any((arr <= 0) | (arr > 1))):
+            raise ValueError(f"{name} must lie in (0, 1], got values in [{float(jnp.min(arr))}, "
+                             f"{float(jnp.max(arr))}]")
+    return arr
+
+
+def check_same_last_axis(a: jax.Array, b: jax.Array, name_a: str, name_b: str) -> None:
+    """Arrays indexed by candidates must agree on the candidate (last) axis and broadcast."""
+    try:
+        jnp.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        raise ValueError(
+            f"{name_a} with shape {a.shape} and {name_b} with shape {b.shape} do not broadcast"
+        ) from None
+    if a.shape[-1:] != b.shape[-1:] and 1 not in (a.shape[-1:] + b.shape[-1:]):
+        raise ValueError(f"{name_a} and {name_b} differ on the candidate axis")

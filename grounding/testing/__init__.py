@@ -1,0 +1,1 @@
+"""Hypothesis strategies and axiom checks for users' own test suites."""

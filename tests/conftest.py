@@ -1,0 +1,48 @@
+"""Test configuration: Hypothesis profiles and float64 for the theorem checks.
+
+Profiles (select with ``HYPOTHESIS_PROFILE=<name>``; ``ci`` when ``CI`` is set, else ``dev``):
+
+- ``dev``: 50 examples per property, randomised, with a deadline, for quick local runs.
+- ``ci``: 100 examples per property, derandomised (reproducible), no deadline.
+- ``thorough``: 1000 examples, for the ``slow`` exhaustive runs.
+"""
+
+from __future__ import annotations
+
+import os
+
+import jax
+import pytest
+from hypothesis import HealthCheck, settings
+
+# Theorem checks run in float64; float32 agreement is tested explicitly with float32 inputs.
+jax.config.update("jax_enable_x64", True)
+
+settings.register_profile(
+    "dev",
+    max_examples=50,
+    deadline=2000,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "ci",
+    max_examples=100,
+    derandomize=True,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "thorough",
+    max_examples=1000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+
+@pytest.fixture(autouse=True)
+def _x64():
+    """Every test runs with 64-bit JAX arrays enabled (see module docstring)."""
+    assert jax.config.jax_enable_x64
+    yield
