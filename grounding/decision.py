@@ -1,0 +1,170 @@
+r"""Statuses (Sec. 3.3), status-aware energies (Axiom 4), selective grounding (Eq. (22),
+Prop. 9), calibration, and abstention-consistent decisions (Axiom 8)."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.typing import ArrayLike
+
+from grounding._checks import check_energy, check_nonnegative_scalar
+from grounding.evidence import EvidenceState, EvidenceStatus, Triple
+
+__all__ = [
+    "Action",
+    "classify_status",
+    "classify_claim",
+    "status_energy",
+    "selective_rule",
+    "decide",
+    "IsotonicCalibrator",
+]
+
+
+class Action(enum.IntEnum):
+    """The action space of Sec. 4."""
+
+    ANSWER = 0
+    ABSTAIN = 1
+    RETRIEVE = 2
+    VERIFY = 3
+
+
+def classify_status(
+    support_energy: ArrayLike, counter_support: ArrayLike, in_schema: ArrayLike, eps_s: ArrayLike
+) -> jax.Array:
+    r"""The four evidence statuses of Sec. 3.3, as :class:`EvidenceStatus` codes.
+
+    Precedence: out of schema (the claim is not expressible), then contradicted (reliable
+    counter-support, even if some path also supports it: conflicting evidence is not
+    support), then supported (:math:`E^{\mathrm{sup}}_R \le \epsilon_s`), else unsupported.
+    """
+    e = check_energy(support_energy, "support_energy", min_ndim=0)
+    counter = jnp.asarray(counter_support, bool)
+    schema = jnp.asarray(in_schema, bool)
+    return jnp.where(
+        ~schema,
+        int(EvidenceStatus.OUT_OF_SCHEMA),
+        jnp.where(
+            counter,
+            int(EvidenceStatus.CONTRADICTED),
+            jnp.where(e <= eps_s, int(EvidenceStatus.SUPPORTED), int(EvidenceStatus.UNSUPPORTED)),
+        ),
+    )
+
+
+def classify_claim(
+    state: EvidenceState, claim: Triple, support_energy: float, eps_s: float, min_reliability: float = 0.0
+) -> EvidenceStatus:
+    """Status of one ``(head, relation, tail)`` claim against an :class:`EvidenceState`."""
+    code = classify_status(
+        jnp.asarray(support_energy),
+        state.counter_support(claim, min_reliability),
+        state.in_schema(claim),
+        eps_s,
+    )
+    return EvidenceStatus(int(code))
+
+
+def status_energy(raw_energy: ArrayLike, status: ArrayLike, kappa: ArrayLike,
+                  contradiction_penalty: ArrayLike | None = None) -> jax.Array:
+    r"""Slack-extended, contradiction-dominant energy (Eq. (19) + Axiom 4).
+
+    Supported and unsupported candidates get :math:`\min\{E, \kappa\}` (Eq. (19)); out-of-schema
+    candidates get :math:`\kappa` (missing support of the strongest kind, not falsity);
+    contradicted candidates get :math:`\kappa + \kappa_c` (default :math:`\kappa_c = \kappa`), so
+    :math:`E(\rho_b) \ge E(\rho_u) + \kappa_c` for every contradicted :math:`\rho_b` and unsupported
+    :math:`\rho_u` (Axiom 4 with :math:`\kappa_R = \kappa_c`).
+    """
+    e = check_energy(raw_energy, "raw_energy", min_ndim=0)
+    kappa = check_nonnegative_scalar(kappa, "kappa", allow_inf=True, strict=True)
+    kc = kappa if contradiction_penalty is None else check_nonnegative_scalar(
+        contradiction_penalty, "contradiction_penalty", allow_inf=True, strict=True)
+    s = jnp.asarray(status)
+    slack = jnp.minimum(e, kappa)  # Eq. (19)
+    out = jnp.where(s == int(EvidenceStatus.OUT_OF_SCHEMA), kappa, slack)
+    return jnp.where(s == int(EvidenceStatus.CONTRADICTED), kappa + kc, out)  # Axiom 4
+
+
+def selective_rule(scores: ArrayLike, theta: ArrayLike) -> tuple[jax.Array, jax.Array]:
+    r"""Selective grounding, Eq. (22): emit :math:`\hat\rho = \arg\max_\rho s_R(\rho)` iff
+    :math:`\max_\rho s_R(\rho) \ge \theta`.
+
+    Returns:
+        ``(emit, index)``: a boolean and the argmax index (meaningful only when ``emit``).
+    """
+    s = jnp.asarray(scores)
+    return jnp.max(s, axis=-1) >= theta, jnp.argmax(s, axis=-1)  # Eq. (22)
+
+
+def decide(
+    log_posterior: ArrayLike,
+    status: ArrayLike,
+    margin_threshold: float = 0.0,
+    theta: float | None = None,
+) -> Action:
+    r"""Abstention-consistent decision (Axiom 8).
+
+    - best candidate contradicted ⇒ ABSTAIN;
+    - best candidate unsupported or out of schema ⇒ RETRIEVE (absence is not falsity: look again);
+    - log-posterior margin between best and runner-up below ``margin_threshold`` ⇒ VERIFY;
+    - posterior mass of the best below ``theta`` (Eq. (22)) ⇒ ABSTAIN;
+    - otherwise ANSWER.
+    """
+    lp = np.asarray(log_posterior, dtype=float)
+    st = np.asarray(status)
+    order = np.argsort(-lp, kind="stable")
+    best = int(order[0])
+    if st[best] == EvidenceStatus.CONTRADICTED:
+        return Action.ABSTAIN
+    if st[best] in (EvidenceStatus.UNSUPPORTED, EvidenceStatus.OUT_OF_SCHEMA):
+        return Action.RETRIEVE
+    if lp.size > 1 and lp[best] - lp[int(order[1])] < margin_threshold:
+        return Action.VERIFY
+    if theta is not None and np.exp(lp[best]) < theta:
+        return Action.ABSTAIN
+    return Action.ANSWER
+
+
+@dataclasses.dataclass
+class IsotonicCalibrator:
+    """Isotonic-regression calibration of a support score (pool-adjacent-violators).
+
+    Fits a non-decreasing map from scores to the empirical frequency of the external
+    correctness event, as Prop. 9 requires of :math:`s_R`. Prediction is the step function
+    of the fitted blocks (no extrapolation beyond the observed score range).
+    """
+
+    thresholds_: np.ndarray | None = None
+    values_: np.ndarray | None = None
+
+    def fit(self, scores: ArrayLike, labels: ArrayLike) -> IsotonicCalibrator:
+        s = np.asarray(scores, dtype=float)
+        y = np.asarray(labels, dtype=float)
+        if s.ndim != 1 or s.shape != y.shape or s.size == 0:
+            raise ValueError("scores and labels must be non-empty 1-D arrays of one length")
+        if np.any(np.isnan(s)) or not np.all((y == 0) | (y == 1)):
+            raise ValueError("scores must not contain NaN and labels must be 0/1")
+        order = np.argsort(s, kind="stable")
+        s, y = s[order], y[order]
+        blocks: list[list[float]] = []  # [sum_y, count, min_score]
+        for si, yi in zip(s, y):
+            blocks.append([yi, 1.0, si])
+            while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] >= blocks[-1][0] / blocks[-1][1]:
+                ys, n, _ = blocks.pop()
+                blocks[-1][0] += ys
+                blocks[-1][1] += n
+        self.thresholds_ = np.array([b[2] for b in blocks])
+        self.values_ = np.array([b[0] / b[1] for b in blocks])
+        return self
+
+    def predict(self, scores: ArrayLike) -> np.ndarray:
+        if self.thresholds_ is None:
+            raise RuntimeError("IsotonicCalibrator.predict called before fit")
+        s = np.asarray(scores, dtype=float)
+        idx = np.clip(np.searchsorted(self.thresholds_, s, side="right") - 1, 0, len(self.values_) - 1)
+        return self.values_[idx]
