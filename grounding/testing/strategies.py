@@ -1,0 +1,131 @@
+"""Hypothesis strategies for grounding objects, importable by users' own test suites.
+
+Strategies draw a seed integer and build arrays with NumPy's generator (never a JAX PRNG
+key), so shrinking works on the seed and sizes, and failures replay exactly.
+
+Example:
+    >>> from hypothesis import given
+    >>> from grounding.testing.strategies import prior_energy
+    >>> @given(prior_energy())
+    ... def test_posterior_normalises(pe):
+    ...     ...
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+
+from grounding.evidence import TypedGraph
+
+__all__ = [
+    "seeds",
+    "lambdas",
+    "log_simplex",
+    "energies",
+    "prior_energy",
+    "perturbed_energies",
+    "path_families",
+    "typed_graphs",
+    "binary_partitions",
+]
+
+seeds = st.integers(min_value=0, max_value=2**32 - 1)
+
+
+def lambdas(min_value: float = 1e-6, max_value: float = 1e6, zero: bool = True) -> st.SearchStrategy[float]:
+    """Grounding strengths, log-uniform over ``[min_value, max_value]`` (and optionally 0)."""
+    lo, hi = np.log10(min_value), np.log10(max_value)
+    s = st.floats(lo, hi).map(lambda e: float(10.0**e))
+    return st.one_of(st.just(0.0), s) if zero else s
+
+
+def _dirichlet(rng: np.random.Generator, n: int, zeros: bool) -> np.ndarray:
+    conc = rng.choice([0.1, 1.0, 10.0])
+    p = rng.dirichlet(np.full(n, conc))
+    p = np.maximum(p, 1e-300)
+    if zeros and n > 1:
+        kill = rng.random(n) < 0.3
+        kill[rng.integers(n)] = False  # keep at least one candidate
+        p = np.where(kill, 0.0, p)
+    p = p / p.sum()
+    with np.errstate(divide="ignore"):
+        return np.log(p)
+
+
+@st.composite
+def log_simplex(draw, n_min: int = 1, n_max: int = 8, zeros: bool = False, n: int | None = None) -> np.ndarray:
+    """A normalised log-probability vector (``-inf`` entries when ``zeros``)."""
+    size = n if n is not None else draw(st.integers(n_min, n_max))
+    rng = np.random.default_rng(draw(seeds))
+    return _dirichlet(rng, size, zeros)
+
+
+def _energies(rng: np.random.Generator, n: int, inf_frac: float, scale: float) -> np.ndarray:
+    e = rng.exponential(scale, n) * rng.choice([0.0, 1.0], n, p=[0.1, 0.9])
+    if inf_frac:
+        e = np.where(rng.random(n) < inf_frac, np.inf, e)
+    return e
+
+
+@st.composite
+def energies(draw, n: int | None = None, n_min: int = 1, n_max: int = 8,
+             allow_inf: bool = False, scale: float = 2.0) -> np.ndarray:
+    """Energies in ``[0, inf)`` (with ties at 0) and optionally ``+inf`` entries."""
+    size = n if n is not None else draw(st.integers(n_min, n_max))
+    rng = np.random.default_rng(draw(seeds))
+    return _energies(rng, size, 0.3 if allow_inf else 0.0, scale)
+
+
+@st.composite
+def prior_energy(draw, n_min: int = 1, n_max: int = 8, zeros: bool = False,
+                 allow_inf: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """A ``(log_prior, energy)`` pair on one candidate set."""
+    n = draw(st.integers(n_min, n_max))
+    return draw(log_simplex(n=n, zeros=zeros)), draw(energies(n=n, allow_inf=allow_inf))
+
+
+@st.composite
+def perturbed_energies(draw, n_min: int = 2, n_max: int = 8) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(log_prior, E_R, E_R')``: two finite evidence energies on one candidate set (Thm. 3)."""
+    n = draw(st.integers(n_min, n_max))
+    rng = np.random.default_rng(draw(seeds))
+    e = _energies(rng, n, 0.0, 2.0)
+    delta = rng.uniform(-1, 1, n) * rng.choice([0.01, 0.3, 3.0])
+    return draw(log_simplex(n=n)), e, np.maximum(e + delta, 0.0)
+
+
+@st.composite
+def path_families(draw, p_min: int = 1, p_max: int = 8, allow_inf: bool = True,
+                  zeros: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """``(path_energy, log_path_prior)`` for Eq. (13): at least one finite positive-prior path."""
+    p = draw(st.integers(p_min, p_max))
+    rng = np.random.default_rng(draw(seeds))
+    lw = _dirichlet(rng, p, zeros)
+    e = _energies(rng, p, 0.3 if allow_inf else 0.0, 2.0)
+    e[int(np.argmax(lw))] = rng.exponential(2.0)  # one admissible path with positive prior
+    return e, lw
+
+
+@st.composite
+def typed_graphs(draw, n_min: int = 2, n_max: int = 6, e_max: int = 12, r_max: int = 3) -> TypedGraph:
+    """Small typed directed multigraphs with cycles, self-loops and parallel edges."""
+    n = draw(st.integers(n_min, n_max))
+    r = draw(st.integers(1, r_max))
+    m = draw(st.integers(1, e_max))
+    rng = np.random.default_rng(draw(seeds))
+    triples = [(f"v{rng.integers(n)}", f"r{rng.integers(r)}", f"v{rng.integers(n)}") for _ in range(m)]
+    w = np.where(rng.random(m) < 0.5, 1.0, rng.uniform(0.05, 1.0, m))
+    return TypedGraph.from_triples(
+        triples, w,
+        entities=[f"v{i}" for i in range(n)], relations=[f"r{i}" for i in range(r)],
+    )
+
+
+@st.composite
+def binary_partitions(draw, n: int) -> np.ndarray:
+    """A boolean mask over ``n`` candidates with at least one True and one False (n >= 2)."""
+    rng = np.random.default_rng(draw(seeds))
+    mask = rng.random(n) < 0.5
+    mask[0], mask[-1] = True, False
+    return rng.permutation(mask)
