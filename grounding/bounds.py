@@ -109,7 +109,8 @@ def tv_bound_sharp(lam: ArrayLike, omega: ArrayLike) -> jax.Array:
     (the ratio of the extremes, not each extreme, is bounded), which doubles the argument.
 
     Attained exactly by two candidates with :math:`\Delta E = (0, \omega)` and prior chosen so
-    that :math:`Q = (\sqrt b/(1+\sqrt b),\, 1/(1+\sqrt b))` (see
+    that :math:`Q = (1/(1+\sqrt b),\, \sqrt b/(1+\sqrt b))`, i.e. the mass :math:`p` sits where
+    :math:`f` is smallest (see
     :func:`grounding.testing.tight_instances.thm3_sharp_instance`).
     """
     lam = check_nonnegative_scalar(lam, "lam", allow_inf=True)
@@ -318,9 +319,5 @@ def constraint_tradeoff(log_prior: ArrayLike, energy: ArrayLike, lams: ArrayLike
     :math:`G(\lambda) = \mathbb E_{P_\lambda}[E]` (non-increasing) for each ``lam`` in ``lams``."""
     lams = jnp.asarray(lams)
     lp = check_log_prob(log_prior, "log_prior")
-
-    def one(lam):
-        post = gibbs_log_posterior(lp, energy, lam)
-        return kl_divergence(post, lp), expected_energy(post, energy)
-
-    return jax.vmap(one)(lams)
+    post = gibbs_log_posterior(lp, energy, lams)  # [len(lams), n] by broadcasting
+    return kl_divergence(post, lp), expected_energy(post, energy)

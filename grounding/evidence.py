@@ -176,12 +176,13 @@ class TypedGraph:
         keep = np.asarray(keep, dtype=bool)
         if keep.shape != (self.n_edges,):
             raise ValueError(f"keep must have shape ({self.n_edges},), got {keep.shape}")
+        # NumPy indexing then one transfer per array: cheap inside Monte-Carlo loops
         return dataclasses.replace(
             self,
-            head=self.head[keep],
-            relation=self.relation[keep],
-            tail=self.tail[keep],
-            reliability=self.reliability[keep],
+            head=jnp.asarray(np.asarray(self.head)[keep]),
+            relation=jnp.asarray(np.asarray(self.relation)[keep]),
+            tail=jnp.asarray(np.asarray(self.tail)[keep]),
+            reliability=jnp.asarray(np.asarray(self.reliability)[keep]),
         )
 
     def add_triples(self, triples: Iterable[Triple], reliability: float = 1.0) -> TypedGraph:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.typing import ArrayLike
 
 from grounding._checks import (
@@ -89,7 +90,7 @@ def gibbs_log_posterior(log_prior: ArrayLike, energy: ArrayLike, lam: ArrayLike)
     log_prior, energy = _prior_and_energy(log_prior, energy)
     lam = check_nonnegative_scalar(lam, "lam")
     logits = log_prior - scaled_energy(jnp.expand_dims(lam, -1), energy)  # numerator of Eq. (7)
-    if is_concrete(logits) and bool(jnp.any(jnp.all(logits == -jnp.inf, axis=-1))):
+    if is_concrete(logits) and (np.asarray(logits) == -np.inf).all(axis=-1).any():
         raise ValueError(
             "gibbs_log_posterior: Z_R(lambda) = 0 (no candidate has positive prior mass and "
             "finite energy); use slack_energy to keep unsupported candidates"
@@ -132,7 +133,7 @@ def hard_log_posterior(log_prior: ArrayLike, energy: ArrayLike, eps: ArrayLike) 
     if is_concrete(eps) and bool(jnp.any(jnp.isnan(eps))):
         raise ValueError("eps contains NaN")
     logits = jnp.where(hard_feasible(energy, eps), log_prior, -jnp.inf)  # Eq. (6) numerator
-    if is_concrete(logits) and bool(jnp.any(jnp.all(logits == -jnp.inf, axis=-1))):
+    if is_concrete(logits) and (np.asarray(logits) == -np.inf).all(axis=-1).any():
         raise ValueError(
             "hard_log_posterior: the feasible set F_R has zero prior mass, so Eq. (6) is "
             "undefined (abstain, retrieve more evidence, or use the soft posterior)"

@@ -97,35 +97,37 @@ def hard_rule_requirements(
 
 
 # ----------------------------------------------------------------------------- Sec. 8.1 processes
+# A process maps (world, rng) to a boolean keep-mask over the world's edges (NumPy, cheap to
+# sample many times); ``world.subgraph(mask)`` is the observed snapshot.
 def independent_edge_retention(world: TypedGraph, probs: np.ndarray | float,
-                               rng: np.random.Generator) -> TypedGraph:
+                               rng: np.random.Generator) -> np.ndarray:
     """Each edge retrieved independently with its probability (the baseline of Prop. 4)."""
     p = np.broadcast_to(np.asarray(probs, dtype=float), (world.n_edges,))
-    return world.subgraph(rng.random(world.n_edges) < p)
+    return rng.random(world.n_edges) < p
 
 
-def entity_dropout(world: TypedGraph, p_miss: float, rng: np.random.Generator) -> TypedGraph:
+def entity_dropout(world: TypedGraph, p_miss: float, rng: np.random.Generator) -> np.ndarray:
     """Correlated failure: each entity is missed with probability ``p_miss`` and every edge
     touching a missed entity disappears with it (a lost seed removes its neighbourhood)."""
     missed = rng.random(world.n_nodes) < p_miss
     h, t = np.asarray(world.head), np.asarray(world.tail)
-    return world.subgraph(~(missed[h] | missed[t]))
+    return ~(missed[h] | missed[t])
 
 
 def relation_dropout(world: TypedGraph, p_miss: Sequence[float] | np.ndarray,
-                     rng: np.random.Generator) -> TypedGraph:
+                     rng: np.random.Generator) -> np.ndarray:
     """Missing-not-at-random failure: a whole relation type is missed with its own probability."""
     p = np.asarray(p_miss, dtype=float)
     if p.shape != (len(world.relations),):
         raise ValueError(f"p_miss must have one entry per relation ({len(world.relations)})")
     missed = rng.random(len(world.relations)) < p
-    return world.subgraph(~missed[np.asarray(world.relation)])
+    return ~missed[np.asarray(world.relation)]
 
 
 def coverage_monte_carlo(
     world: TypedGraph,
     paths: Sequence[Sequence[Triple]],
-    process: Callable[[TypedGraph, np.random.Generator], TypedGraph],
+    process: Callable[[TypedGraph, np.random.Generator], np.ndarray],
     n_samples: int,
     seed: int,
     retained: Callable[[TypedGraph], bool] | None = None,
@@ -135,17 +137,32 @@ def coverage_monte_carlo(
     Optionally also estimates :math:`\Pr_R[\rho^\dagger \in F_R]` for a hard rule ``retained``
     evaluated on each sampled snapshot (Prop. 4 says it is at most the coverage).
 
+    Args:
+        world: the latent world :math:`G^*`.
+        paths: the sufficient support paths :math:`\mathcal P^\dagger(q)`, as triples of ``world``.
+        process: the evidence process, returning a keep-mask over ``world``'s edges.
+        n_samples: Monte-Carlo sample size.
+        seed: NumPy seed.
+        retained: optional hard rule on the observed snapshot.
+
     Returns:
-        ``(coverage, retention)``; ``retention`` is ``nan``-free: 0.0 when no rule is given.
+        ``(coverage, retention)``; ``retention`` is 0.0 when no rule is given.
     """
     if n_samples < 1:
         raise ValueError("n_samples must be >= 1")
     rng = np.random.default_rng(seed)
+    triples = world.triples()
+    # each path is a list of edge-index groups, one per triple (parallel copies form a group)
+    groups = []
+    for p in paths:
+        g = [np.flatnonzero([x == tuple(t) for x in triples]) for t in p]
+        if any(len(ix) == 0 for ix in g):
+            raise ValueError(f"path {p} has triples that are not in the world")
+        groups.append(g)
     cov = ret = 0
     for _ in range(n_samples):
-        r = process(world, rng)
-        present = set(r.triples())
-        cov += any(all(e in present for e in p) for p in paths)
+        keep = np.asarray(process(world, rng), dtype=bool)
+        cov += any(all(keep[ix].any() for ix in g) for g in groups)
         if retained is not None:
-            ret += bool(retained(r))
+            ret += bool(retained(world.subgraph(keep)))
     return cov / n_samples, ret / n_samples

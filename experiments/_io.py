@@ -1,0 +1,137 @@
+"""Shared plumbing for the experiments: arguments, atomic writes, figures, progress bars.
+
+Every output file is written atomically: the bytes go to a temporary file in the target
+directory, which is then ``os.replace``-d onto the final name, so a reader never sees a
+half-written figure or table (and an interrupted run leaves the previous file intact).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import jax  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from tqdm import tqdm  # noqa: E402
+
+__all__ = [
+    "parse_args",
+    "setup",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "write_json",
+    "write_csv",
+    "save_figure",
+    "progress",
+    "plt",
+]
+
+
+def parse_args(argv: Sequence[str] | None, description: str) -> argparse.Namespace:
+    """``--quick`` (default) / ``--full`` and ``--out DIR`` (default ``results/``)."""
+    parser = argparse.ArgumentParser(description=description)
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--quick", dest="full", action="store_false", help="small run (default)")
+    mode.add_argument("--full", dest="full", action="store_true", help="full-size run")
+    parser.add_argument("--out", type=Path, default=Path("results"), help="output directory")
+    parser.set_defaults(full=False)
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    args.out.mkdir(parents=True, exist_ok=True)
+    return args
+
+
+def setup() -> None:
+    """float64 for the theorem checks (measured values are compared with bounds to ~1e-12)."""
+    jax.config.update("jax_enable_x64", True)
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``path`` via a temporary file in the same directory and ``os.replace``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def _jsonable(x: Any) -> Any:
+    """Plain JSON: numpy/JAX scalars and arrays to Python; non-finite floats to strings."""
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, (np.ndarray, jax.Array)):
+        return _jsonable(np.asarray(x).tolist())
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        x = float(x)
+        return x if math.isfinite(x) else ("nan" if math.isnan(x) else ("inf" if x > 0 else "-inf"))
+    return x
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> Path:
+    text = json.dumps(_jsonable(obj), indent=2, allow_nan=False, sort_keys=False)
+    return atomic_write_text(path, text + "\n")
+
+
+def write_csv(
+    path: str | os.PathLike, header: Sequence[str], rows: Iterable[Sequence[Any]]
+) -> Path:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow([_fmt(v) for v in row])
+    return atomic_write_text(path, buf.getvalue())
+
+
+def _fmt(v: Any) -> Any:
+    if isinstance(v, (float, np.floating)):
+        return repr(float(v))
+    if isinstance(v, (np.integer, np.bool_)):
+        return v.item()
+    return v
+
+
+def save_figure(fig: Any, path: str | os.PathLike, dpi: int = 150) -> Path:
+    """Render ``fig`` to PNG in memory, write it atomically, and close it."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    plt.close(fig)
+    return atomic_write_bytes(path, buf.getvalue())
+
+
+def progress(iterable: Iterable, desc: str, total: int | None = None) -> Iterable:
+    """A tqdm bar on stderr (disappears when done)."""
+    return tqdm(iterable, desc=desc, total=total, leave=False, dynamic_ncols=True)

@@ -1,0 +1,119 @@
+"""Each experiment runs in quick mode, writes its files, and its numbers are sane."""
+
+from __future__ import annotations
+
+import csv
+import importlib
+import json
+
+import numpy as np
+import pytest
+
+from experiments import EXPERIMENTS
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Every experiment once, in quick mode: name -> (out dir, returned paths)."""
+    out = {}
+    for name in EXPERIMENTS:
+        d = tmp_path_factory.mktemp(name)
+        main = importlib.import_module(f"experiments.{name}").main
+        out[name] = d, main(["--quick", "--out", str(d)])
+    return out
+
+
+@pytest.fixture(scope="module")
+def results(runs):
+    return {name: json.loads((d / f"{name}.json").read_text()) for name, (d, _) in runs.items()}
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_outputs_exist_and_are_complete(runs, name):
+    out, paths = runs[name]
+    expected = sorted(f"{name}.{ext}" for ext in ("png", "csv", "json"))
+    assert sorted(p.name for p in paths) == expected
+    for p in paths:
+        assert p.exists() and p.stat().st_size > 0
+    assert (out / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with open(out / f"{name}.csv", newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert len(rows) > 1 and all(len(r) == len(rows[0]) for r in rows)
+    json.loads((out / f"{name}.json").read_text())  # valid strict JSON
+    assert not [f for f in out.iterdir() if f.name.endswith(".tmp")]  # atomic writes cleaned up
+
+
+def test_main_runs_all_and_prints_one_line_per_file(tmp_path, capsys, monkeypatch):
+    """``python -m experiments`` wiring, with the experiments stubbed (they are run above)."""
+    import experiments.__main__ as runner
+
+    def fake(name):
+        def main(argv):
+            return [tmp_path / f"{name}.{ext}" for ext in ("png", "csv", "json")]
+        return type("M", (), {"main": staticmethod(main)})
+
+    monkeypatch.setattr(runner.importlib, "import_module", lambda mod: fake(mod.split(".")[-1]))
+    assert runner.main(["--quick", "--out", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 3 * len(EXPERIMENTS)
+    assert [ln.split("\t")[0] for ln in lines[::3]] == list(EXPERIMENTS)
+
+
+def test_fig2_two_worlds(results):
+    r = results["fig2_two_worlds"]
+    assert r["same_observation"] is True
+    w1, w2 = r["worlds"]["W1"], r["worlds"]["W2"]
+    assert w1["claim_true"] is True and w2["claim_true"] is False
+    for w in (w1, w2):
+        assert w["claim_observed"] is False
+        assert w["hard_rule_decision"] == 0
+        assert w["hard_mass_claim"] == 0.0  # Prop. 3: hard support collapse
+        assert all(m > 0 for m in w["soft_mass_claim"])  # finite slack keeps it
+        assert w["status"][0] == "UNSUPPORTED"
+        assert w["action_at_lambda_1"] == "RETRIEVE"
+    assert w1["soft_mass_claim"] == w2["soft_mass_claim"]  # same R, same posterior
+    assert r["thm1"]["hard_rule_F_R"] == dict(keeps_true_unobserved=False,
+                                              rejects_false_unsupported=True, both=False)
+    assert r["thm1"]["retain_unless_contradicted"]["both"] is False
+    assert r["fully_observed_W1"]["hard_mass"][0] == pytest.approx(1.0)
+
+
+def test_thm3_tv_bound(results):
+    r = results["thm3_tv_bound"]
+    assert r["violations_sharp"] == 0 and r["violations_paper"] == 0
+    assert r["max_ratio_sharp"] <= 1.0 + 1e-12
+    assert r["max_ratio_paper"] <= 1.0 + 1e-12
+    assert r["max_log_ratio_over_bound"] <= 1.0 + 1e-9
+    at = r["attaining"]
+    assert r["attaining"]["max_abs_gap_to_sharp"] < 1e-12  # on the sharp curve
+    # measured TV <= sharp bound <= paper bound, with the paper's bound strictly loose.
+    assert all(t <= s + 1e-12 for t, s in zip(at["tv"], at["sharp_bound"], strict=True))
+    assert all(s < p for s, p in zip(at["sharp_bound"], at["paper_bound"], strict=True))
+    assert r["swapped_prior"]["max_ratio_sharp"] < 1.0
+
+
+def test_prop6_soft_to_hard(results):
+    r = results["prop6_soft_to_hard"]
+    assert r["exact_strictly_decreasing"] is True
+    assert r["measured_nonincreasing"] is True
+    assert r["max_abs_error"] < 1e-14
+    assert r["max_rel_error_resolved"] < 1e-9
+    lou = r["lou_seal"]
+    for lam in ("0.5", "2.0"):
+        for k in range(2):
+            tv = np.asarray(lou["measured"][lam][k])
+            assert np.all(np.diff(tv) <= 1e-15)
+            assert tv[-1] < 1e-12 < tv[0]
+    assert lou["S_R_fully_observed"] == [True, False, False, False, False]
+
+
+def test_prop13_tradeoff(results):
+    r = results["prop13_tradeoff"]
+    assert r["F_nondecreasing"] is True and r["G_nonincreasing"] is True
+    obs, full = r["lou_seal"]["observed_R"], r["lou_seal"]["W1_fully_observed"]
+    for d in (obs, full):
+        assert d["F"][0] == pytest.approx(0.0, abs=1e-12)  # lambda = 0: the prior
+        assert np.all(np.diff(d["mass_correct"]) >= -1e-12)
+    assert full["mass_correct_limit"] > 0.99 and full["map"][-1] == "correct_2014"
+    assert 0 < obs["mass_correct_limit"] < 0.5  # tied at the slack with other unsupported ones
+    assert obs["map"][-1] == "unsupported_generic"
