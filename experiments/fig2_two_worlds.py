@@ -41,31 +41,72 @@ def _draw_world(ax, graph, pos, title, highlight=(), hidden=(), highlight_color=
     g.add_edges_from((h, t) for h, _, t in triples)
     route = {"lou_seal", "san_francisco_giants"} | {t for _, _, t in highlight}
     colors = ["#ffd27f" if n in route else "#dde6f0" for n in g.nodes]
-    nx.draw_networkx_nodes(g, pos, ax=ax, node_size=260, node_color=colors, edgecolors="#555555",
-                           linewidths=0.5)
+    nx.draw_networkx_nodes(
+        g, pos, ax=ax, node_size=260, node_color=colors, edgecolors="#555555", linewidths=0.5
+    )
     nx.draw_networkx_labels(g, pos, ax=ax, labels={n: _label(n) for n in g.nodes}, font_size=5.6)
     plain = [(h, t) for h, _, t in triples if (h, _, t) not in set(highlight)]
-    nx.draw_networkx_edges(g, pos, ax=ax, edgelist=plain, edge_color="#8a8a8a", width=0.7,
-                           arrowsize=6, node_size=260)
-    nx.draw_networkx_edge_labels(g, pos, ax=ax, edge_labels={(h, t): r.replace("_", " ")
-                                 for h, r, t in triples if (h, r, t) not in set(highlight)},
-                                 font_size=4.6, font_color="#555555", rotate=False,
-                                 bbox=dict(alpha=0.0))
+    nx.draw_networkx_edges(
+        g, pos, ax=ax, edgelist=plain, edge_color="#8a8a8a", width=0.7, arrowsize=6, node_size=260
+    )
+    nx.draw_networkx_edge_labels(
+        g,
+        pos,
+        ax=ax,
+        edge_labels={
+            (h, t): r.replace("_", " ") for h, r, t in triples if (h, r, t) not in set(highlight)
+        },
+        font_size=4.6,
+        font_color="#555555",
+        rotate=False,
+        bbox=dict(alpha=0.0),
+    )
     if highlight:
         hl = [(h, t) for h, _, t in highlight]
-        nx.draw_networkx_edges(g, pos, ax=ax, edgelist=hl, edge_color=highlight_color, width=2.2,
-                               arrowsize=10, node_size=260)
-        nx.draw_networkx_edge_labels(g, pos, ax=ax, edge_labels={(h, t): "most recent WS win"
-                                     for h, _, t in highlight}, font_size=5,
-                                     font_color=highlight_color, rotate=False, bbox=dict(alpha=0.0))
+        nx.draw_networkx_edges(
+            g,
+            pos,
+            ax=ax,
+            edgelist=hl,
+            edge_color=highlight_color,
+            width=2.2,
+            arrowsize=10,
+            node_size=260,
+        )
+        nx.draw_networkx_edge_labels(
+            g,
+            pos,
+            ax=ax,
+            edge_labels={(h, t): "most recent WS win" for h, _, t in highlight},
+            font_size=5,
+            font_color=highlight_color,
+            rotate=False,
+            bbox=dict(alpha=0.0),
+        )
     if hidden:
         hd = [(h, t) for h, _, t in hidden]
         g.add_edges_from(hd)
-        nx.draw_networkx_edges(g, pos, ax=ax, edgelist=hd, edge_color="tab:red", width=1.2,
-                               style="dotted", arrowsize=8, node_size=260)
-        nx.draw_networkx_edge_labels(g, pos, ax=ax, edge_labels={(h, t): "not retrieved: ?"
-                                     for h, _, t in hidden}, font_size=5, font_color="tab:red",
-                                     rotate=False, bbox=dict(alpha=0.0))
+        nx.draw_networkx_edges(
+            g,
+            pos,
+            ax=ax,
+            edgelist=hd,
+            edge_color="tab:red",
+            width=1.2,
+            style="dotted",
+            arrowsize=8,
+            node_size=260,
+        )
+        nx.draw_networkx_edge_labels(
+            g,
+            pos,
+            ax=ax,
+            edge_labels={(h, t): "not retrieved: ?" for h, _, t in hidden},
+            font_size=5,
+            font_color="tab:red",
+            rotate=False,
+            bbox=dict(alpha=0.0),
+        )
     ax.set_title(title, fontsize=8)
     ax.set_axis_off()
 
@@ -95,15 +136,19 @@ def run(full: bool = False) -> dict:
     from grounding.worlds import hard_rule_requirements, truth
 
     ex = lou_seal_example()
-    lams = np.array([0.5, 1.0, 2.0, 4.0, 8.0]) if not full else np.array(
-        [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0])
+    lams = (
+        np.array([0.5, 1.0, 2.0, 4.0, 8.0])
+        if not full
+        else np.array([0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0])
+    )
     lam_curve = np.geomspace(0.01, 100.0, 60 if not full else 400)
     all_lams = np.concatenate([lams, [1.0], lam_curve])
     worlds = {"W1": ex.world_1, "W2": ex.world_2}
     states = {k: ex.observe(w) for k, w in worlds.items()}
     states["W1_fully_observed"] = lou_seal_evidence(ex.world_1)
-    same_obs = all(sorted(states[k].graph.triples()) == sorted(ex.observed.triples())
-                   for k in worlds)
+    same_obs = all(
+        sorted(states[k].graph.triples()) == sorted(ex.observed.triples()) for k in worlds
+    )
     grounded = {k: ex.ground(s) for k, s in states.items()}
     soft, hard = _posteriors()(
         ex.log_prior,
@@ -134,7 +179,7 @@ def run(full: bool = False) -> dict:
             energy=np.asarray(g.energy),
             soft_mass=soft[k_idx, :nl],
             soft_mass_claim=soft[k_idx, :nl, i],
-            soft_curve_claim=soft[k_idx, nl + 1:, i],
+            soft_curve_claim=soft[k_idx, nl + 1 :, i],
             map_at_lambda_1=ex.names[int(np.argmax(post1))],
             action_at_lambda_1=decide(post1, g.status).name,
         )
@@ -144,11 +189,14 @@ def run(full: bool = False) -> dict:
         return int(not state.counter_support(claim))
 
     thm1 = {}
-    for rule_name, rule in (("hard_rule_F_R", ex.hard_rule),
-                            ("retain_unless_contradicted", retain_unless_contradicted)):
+    for rule_name, rule in (
+        ("hard_rule_F_R", ex.hard_rule),
+        ("retain_unless_contradicted", retain_unless_contradicted),
+    ):
         keeps, rejects = hard_rule_requirements(rule, list(worlds.values()), ex.observe, ex.claim)
-        thm1[rule_name] = dict(keeps_true_unobserved=keeps, rejects_false_unsupported=rejects,
-                               both=keeps and rejects)
+        thm1[rule_name] = dict(
+            keeps_true_unobserved=keeps, rejects_false_unsupported=rejects, both=keeps and rejects
+        )
 
     return dict(
         claim=ex.claim,
@@ -182,17 +230,31 @@ def plot(res: dict):
 
     fig = plt.figure(figsize=(14, 9.5))
     grid = fig.add_gridspec(2, 6, height_ratios=[1.5, 1.0], hspace=0.22, wspace=0.9)
-    axes = [fig.add_subplot(grid[0, 2 * k:2 * k + 2]) for k in range(3)]
-    _draw_world(axes[0], ex_graphs["W1"], pos,
-                "latent world $W_1$: last title = 2014 (claim TRUE)",
-                highlight=[claim], highlight_color="tab:green")
-    _draw_world(axes[1], ex_graphs["W2"], pos,
-                "latent world $W_2$: last title = 2012 (claim FALSE)",
-                highlight=[alt], highlight_color="tab:purple")
-    _draw_world(axes[2], ex_graphs["R"], pos,
-                "observed $R = O_q(W_1) = O_q(W_2)$" + ("  (identical)" if res["same_observation"]
-                                                        else "  (DIFFER!)"),
-                hidden=[claim])
+    axes = [fig.add_subplot(grid[0, 2 * k : 2 * k + 2]) for k in range(3)]
+    _draw_world(
+        axes[0],
+        ex_graphs["W1"],
+        pos,
+        "latent world $W_1$: last title = 2014 (claim TRUE)",
+        highlight=[claim],
+        highlight_color="tab:green",
+    )
+    _draw_world(
+        axes[1],
+        ex_graphs["W2"],
+        pos,
+        "latent world $W_2$: last title = 2012 (claim FALSE)",
+        highlight=[alt],
+        highlight_color="tab:purple",
+    )
+    _draw_world(
+        axes[2],
+        ex_graphs["R"],
+        pos,
+        "observed $R = O_q(W_1) = O_q(W_2)$"
+        + ("  (identical)" if res["same_observation"] else "  (DIFFER!)"),
+        hidden=[claim],
+    )
 
     # Panel: decision / mass of the 2014 trajectory per world.
     ax = fig.add_subplot(grid[1, 0:3])
@@ -204,46 +266,77 @@ def plot(res: dict):
     for k, (w, color) in enumerate((("W1", "tab:green"), ("W2", "tab:purple"))):
         d = res["worlds"][w]
         vals = [d["hard_mass_claim"]] + list(d["soft_mass_claim"])
-        bars = ax.bar(x + (k - 0.5) * width, vals, width, color=color, alpha=0.75,
-                      label=f"{w}: claim {'true' if d['claim_true'] else 'false'}")
+        bars = ax.bar(
+            x + (k - 0.5) * width,
+            vals,
+            width,
+            color=color,
+            alpha=0.75,
+            label=f"{w}: claim {'true' if d['claim_true'] else 'false'}",
+        )
         for b, v in zip(bars, vals, strict=True):
             ax.text(b.get_x() + b.get_width() / 2, v + 0.01, f"{v:.2f}", ha="center", fontsize=6)
     ax.set_xticks(x, labels, fontsize=7)
     ax.set_ylabel("posterior mass of the 2014 trajectory", fontsize=8)
     w1 = res["worlds"]["W1"]
-    ax.set_title("same $R$ ⇒ same decision in both worlds:\nhard rule rejects it (wrong in $W_1$); "
-                 f"finite slack keeps it, labelled {w1['status'][0].lower()} → "
-                 f"{w1['action_at_lambda_1'].lower()}", fontsize=8)
+    ax.set_title(
+        "same $R$ ⇒ same decision in both worlds:\nhard rule rejects it (wrong in $W_1$); "
+        f"finite slack keeps it, labelled {w1['status'][0].lower()} → "
+        f"{w1['action_at_lambda_1'].lower()}",
+        fontsize=8,
+    )
     for k in range(2):
-        ax.text(x[0] + (k - 0.5) * width, 0.04, "rejected", rotation=90, ha="center", va="bottom",
-                fontsize=7, color="tab:red")
+        ax.text(
+            x[0] + (k - 0.5) * width,
+            0.04,
+            "rejected",
+            rotation=90,
+            ha="center",
+            va="bottom",
+            fontsize=7,
+            color="tab:red",
+        )
     ax.set_ylim(0, max(0.5, 1.15 * float(np.max(w1["soft_mass_claim"]))))
     ax.legend(fontsize=7, loc="upper right")
     ax.tick_params(axis="y", labelsize=7)
 
     ax = fig.add_subplot(grid[1, 3:6])
     lc = res["lambda_curve"]
-    ax.semilogx(lc, w1["soft_curve_claim"], color="tab:blue",
-                label="soft, finite slack, in $R$ (both worlds)")
+    ax.semilogx(
+        lc,
+        w1["soft_curve_claim"],
+        color="tab:blue",
+        label="soft, finite slack, in $R$ (both worlds)",
+    )
     ax.semilogx(lc, np.zeros_like(lc), color="tab:red", ls="--", label="hard, in $R$ (both worlds)")
     fo = res["fully_observed_W1"]
-    ax.semilogx(lc, fo["soft_curve_claim"], color="tab:green", alpha=0.8,
-                label="soft, $W_1$ fully observed")
-    ax.semilogx(lc, np.full_like(lc, fo["hard_mass"][0]), color="tab:green", ls=":",
-                label="hard, $W_1$ fully observed")
+    ax.semilogx(
+        lc, fo["soft_curve_claim"], color="tab:green", alpha=0.8, label="soft, $W_1$ fully observed"
+    )
+    ax.semilogx(
+        lc,
+        np.full_like(lc, fo["hard_mass"][0]),
+        color="tab:green",
+        ls=":",
+        label="hard, $W_1$ fully observed",
+    )
     ax.set_xlabel("grounding strength $\\lambda$", fontsize=8)
     ax.set_ylabel("mass of the 2014 trajectory", fontsize=8)
     thm = res["thm1"]
-    ax.set_title("Thm. 1 check (hard rule): keeps true-unobserved = "
-                 f"{thm['hard_rule_F_R']['keeps_true_unobserved']},\nrejects false-unsupported = "
-                 f"{thm['hard_rule_F_R']['rejects_false_unsupported']} (no rule can do both)",
-                 fontsize=8)
+    ax.set_title(
+        "Thm. 1 check (hard rule): keeps true-unobserved = "
+        f"{thm['hard_rule_F_R']['keeps_true_unobserved']},\nrejects false-unsupported = "
+        f"{thm['hard_rule_F_R']['rejects_false_unsupported']} (no rule can do both)",
+        fontsize=8,
+    )
     ax.set_ylim(-0.03, 1.05)
     ax.legend(fontsize=7, loc="center right")
     ax.tick_params(labelsize=7)
-    fig.suptitle("Fig. 2 — Lou Seal non-identifiability: two latent worlds, one observed evidence "
-                 f"state (slack $\\kappa$={res['kappa']:g}; prior is a declared LLM stand-in)",
-                 fontsize=10)
+    fig.suptitle(
+        "Fig. 2 — Lou Seal non-identifiability: two latent worlds, one observed evidence "
+        f"state (slack $\\kappa$={res['kappa']:g}; prior is a declared LLM stand-in)",
+        fontsize=10,
+    )
     return fig
 
 
@@ -254,17 +347,23 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
     out = args.out
     rows = []
     for w, d in res["worlds"].items():
-        rows.append([w, d["claim_true"], "hard_rule", "", d["hard_rule_decision"],
-                     d["hard_mass_claim"]])
+        rows.append(
+            [w, d["claim_true"], "hard_rule", "", d["hard_rule_decision"], d["hard_mass_claim"]]
+        )
         for lam, m in zip(res["lambdas"], d["soft_mass_claim"], strict=True):
             rows.append([w, d["claim_true"], "soft_slack", lam, 1, m])
     paths = [
         save_figure(plot(res), out / f"{NAME}.png"),
-        write_csv(out / f"{NAME}.csv",
-                  ["world", "claim_true", "rule", "lambda", "retained", "mass_2014_trajectory"],
-                  rows),
-        write_json(out / f"{NAME}.json", {k: v for k, v in res.items() if k != "graphs"}
-                   | {"graphs": {k: g.triples() for k, g in res["graphs"].items()}}),
+        write_csv(
+            out / f"{NAME}.csv",
+            ["world", "claim_true", "rule", "lambda", "retained", "mass_2014_trajectory"],
+            rows,
+        ),
+        write_json(
+            out / f"{NAME}.json",
+            {k: v for k, v in res.items() if k != "graphs"}
+            | {"graphs": {k: g.triples() for k, g in res["graphs"].items()}},
+        ),
     ]
     return paths
 

@@ -77,8 +77,11 @@ def run(full: bool = False) -> dict:
             map=[ex.names[j] for j in map_idx],
             mass_correct_limit=float(post[k, -1, i]),
         )
-    switch = [lams[j] for j in range(1, len(lams))
-              if lou["W1_fully_observed"]["map"][j] != lou["W1_fully_observed"]["map"][j - 1]]
+    switch = [
+        lams[j]
+        for j in range(1, len(lams))
+        if lou["W1_fully_observed"]["map"][j] != lou["W1_fully_observed"]["map"][j - 1]
+    ]
     return dict(
         lambdas=lams,
         candidates=ex.names,
@@ -100,14 +103,22 @@ def plot(res: dict):
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.6))
     lams = res["lambdas"]
     lou = res["lou_seal"]
-    styles = (("observed_R", "tab:blue", "Lou Seal in $R$ (edge missing)"),
-              ("W1_fully_observed", "tab:green", "Lou Seal, $W_1$ fully observed"))
+    styles = (
+        ("observed_R", "tab:blue", "Lou Seal in $R$ (edge missing)"),
+        ("W1_fully_observed", "tab:green", "Lou Seal, $W_1$ fully observed"),
+    )
 
     ax = axes[0]
     rnd = res["random"]
     for k in range(len(rnd["F"])):
-        ax.plot(rnd["F"][k], rnd["G"][k], color="tab:gray", lw=0.6, alpha=0.5,
-                label="random instances" if k == 0 else None)
+        ax.plot(
+            rnd["F"][k],
+            rnd["G"][k],
+            color="tab:gray",
+            lw=0.6,
+            alpha=0.5,
+            label="random instances" if k == 0 else None,
+        )
     for key, color, label in styles:
         ax.plot(lou[key]["F"], lou[key]["G"], color=color, lw=2, label=label)
         ax.plot(lou[key]["F"][0], lou[key]["G"][0], "o", color=color, ms=4)
@@ -122,9 +133,11 @@ def plot(res: dict):
         ax.semilogx(x, lou[key]["F"][1:], color=color, lw=2, label=f"F, {label}")
         ax.semilogx(x, lou[key]["G"][1:], color=color, lw=2, ls="--", label=f"G, {label}")
     ax.set_xlabel("$\\lambda$")
-    ax.set_title("F non-decreasing, G non-increasing "
-                 f"(max violations {res['max_F_decrease']:.0e}, {res['max_G_increase']:.0e})",
-                 fontsize=10)
+    ax.set_title(
+        "F non-decreasing, G non-increasing "
+        f"(max violations {res['max_F_decrease']:.0e}, {res['max_G_increase']:.0e})",
+        fontsize=10,
+    )
     ax.legend(fontsize=7)
 
     ax = axes[2]
@@ -136,9 +149,16 @@ def plot(res: dict):
         for j, name in enumerate(names):
             sel = np.array([m == name for m in maps])
             if sel.any():
-                ax.scatter(x[sel], np.full(sel.sum(), y), s=6, marker="s",
-                           color=plt.cm.tab10(j + 5), label=f"MAP: {name}" if key == "observed_R"
-                           or name not in set(lou["observed_R"]["map"]) else None)
+                ax.scatter(
+                    x[sel],
+                    np.full(sel.sum(), y),
+                    s=6,
+                    marker="s",
+                    color=plt.cm.tab10(j + 5),
+                    label=f"MAP: {name}"
+                    if key == "observed_R" or name not in set(lou["observed_R"]["map"])
+                    else None,
+                )
     ax.set_xlabel("$\\lambda$")
     ax.set_ylabel("posterior mass of the correct 2014 trajectory")
     ax.set_ylim(-0.17, 1.03)
@@ -159,13 +179,23 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
     rows = []
     for key in lou:
         for j, lam in enumerate(res["lambdas"]):
-            rows.append([key, lam, lou[key]["F"][j], lou[key]["G"][j], lou[key]["map"][j],
-                         lou[key]["mass_correct"][j]])
+            rows.append(
+                [
+                    key,
+                    lam,
+                    lou[key]["F"][j],
+                    lou[key]["G"][j],
+                    lou[key]["map"][j],
+                    lou[key]["mass_correct"][j],
+                ]
+            )
     return [
         save_figure(plot(res), out / f"{NAME}.png"),
-        write_csv(out / f"{NAME}.csv",
-                  ["state", "lambda", "F_kl", "G_expected_energy", "map", "mass_correct_2014"],
-                  rows),
+        write_csv(
+            out / f"{NAME}.csv",
+            ["state", "lambda", "F_kl", "G_expected_energy", "map", "mass_correct_2014"],
+            rows,
+        ),
         write_json(out / f"{NAME}.json", res),
     ]
 

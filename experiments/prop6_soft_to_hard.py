@@ -98,15 +98,17 @@ def run(full: bool = False) -> dict:
         lam_m=lam_m,
         lambdas=LAMBDAS,
         names=lou_names + [f"random_{k}" for k in range(n_inst)],
-        lou_seal=dict(candidates=ex.names, S_R_observed=s_r, S_R_fully_observed=s_full,
-                      prior=np.exp(lou_lp)),
+        lou_seal=dict(
+            candidates=ex.names, S_R_observed=s_r, S_R_fully_observed=s_full, prior=np.exp(lou_lp)
+        ),
         tv=tv,
         exact=exact,
         max_abs_error=float(np.max(err)),
         max_rel_error_resolved=float(np.max(rel)),
         exact_strictly_decreasing=bool(np.all(diffs < 0)),
-        measured_nonincreasing=bool(all(np.all(np.diff(tv[lam], axis=1) <= 1e-15)
-                                        for lam in LAMBDAS)),
+        measured_nonincreasing=bool(
+            all(np.all(np.diff(tv[lam], axis=1) <= 1e-15) for lam in LAMBDAS)
+        ),
         max_tv_at_largest=float(max(np.max(tv[lam][:, -1]) for lam in LAMBDAS)),
     )
 
@@ -117,31 +119,62 @@ def plot(res: dict):
     ax = axes[0]
     exact = res["exact"]
     for k in range(2, min(len(exact), 22)):
-        ax.loglog(x, exact[k], color="tab:gray", lw=0.7, alpha=0.6,
-                  label="random instances: exact $u/(1+u)$" if k == 2 else None)
-        ax.loglog(x[::3], res["tv"][LAMBDAS[0]][k, ::3], ".", color="tab:gray", ms=3, alpha=0.8,
-                  label="random instances: measured" if k == 2 else None)
+        ax.loglog(
+            x,
+            exact[k],
+            color="tab:gray",
+            lw=0.7,
+            alpha=0.6,
+            label="random instances: exact $u/(1+u)$" if k == 2 else None,
+        )
+        ax.loglog(
+            x[::3],
+            res["tv"][LAMBDAS[0]][k, ::3],
+            ".",
+            color="tab:gray",
+            ms=3,
+            alpha=0.8,
+            label="random instances: measured" if k == 2 else None,
+        )
     for k, color in ((0, "tab:blue"), (1, "tab:green")):
         ax.loglog(x, exact[k], color=color, lw=2, label=res["names"][k] + ": exact")
         for lam, mk in zip(LAMBDAS, ("o", "x"), strict=True):
-            ax.loglog(x[::2], res["tv"][lam][k, ::2], mk, color=color, ms=4, mfc="none",
-                      label=f"measured, $\\lambda$={lam:g}" if k == 0 else None)
+            ax.loglog(
+                x[::2],
+                res["tv"][lam][k, ::2],
+                mk,
+                color=color,
+                ms=4,
+                mfc="none",
+                label=f"measured, $\\lambda$={lam:g}" if k == 0 else None,
+            )
     ax.set_xlabel("$\\lambda M$")
     ax.set_ylabel("TV$(P^R_{\\lambda,M},\\ P_0(\\cdot\\mid S_R))$")
-    ax.set_title("Prop. 6: soft → hard as $\\lambda M\\to\\infty$ (points measured, lines exact)",
-                 fontsize=10)
+    ax.set_title(
+        "Prop. 6: soft → hard as $\\lambda M\\to\\infty$ (points measured, lines exact)",
+        fontsize=10,
+    )
     ax.legend(fontsize=7, loc="lower left")
     ax.set_ylim(1e-18, 1.5)
 
     ax = axes[1]
     for lam, color, lw in zip(LAMBDAS, ("tab:purple", "tab:orange"), (3.0, 1.2), strict=True):
-        ax.loglog(x, np.maximum(np.max(np.abs(res["tv"][lam] - exact), axis=0), 1e-20),
-                  color=color, lw=lw, alpha=0.8, label=f"$\\lambda$={lam:g}")
+        ax.loglog(
+            x,
+            np.maximum(np.max(np.abs(res["tv"][lam] - exact), axis=0), 1e-20),
+            color=color,
+            lw=lw,
+            alpha=0.8,
+            label=f"$\\lambda$={lam:g}",
+        )
     ax.axhline(np.finfo(float).eps, color="gray", ls="--", lw=0.8, label="float64 eps")
     ax.set_xlabel("$\\lambda M$")
     ax.set_ylabel("max |measured − exact| over instances")
-    ax.set_title(f"all {len(exact)} instances; max rel. error {res['max_rel_error_resolved']:.1e}"
-                 "\n(where exact TV > 1e-12)", fontsize=10)
+    ax.set_title(
+        f"all {len(exact)} instances; max rel. error {res['max_rel_error_resolved']:.1e}"
+        "\n(where exact TV > 1e-12)",
+        fontsize=10,
+    )
     ax.set_ylim(1e-20, 1e-12)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -158,12 +191,17 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
         for j, lm in enumerate(res["lam_m"]):
             rows.append([name, lm, res["exact"][k, j]] + [res["tv"][lam][k, j] for lam in LAMBDAS])
     summary = {k: v for k, v in res.items() if k not in ("tv", "exact", "names")}
-    summary["lou_seal"] |= dict(exact=res["exact"][:2],
-                                measured={str(lam): res["tv"][lam][:2] for lam in LAMBDAS})
+    summary["lou_seal"] |= dict(
+        exact=res["exact"][:2], measured={str(lam): res["tv"][lam][:2] for lam in LAMBDAS}
+    )
     return [
         save_figure(plot(res), out / f"{NAME}.png"),
-        write_csv(out / f"{NAME}.csv", ["instance", "lambda_M", "exact_tv"]
-                  + [f"measured_tv_lambda_{lam:g}" for lam in LAMBDAS], rows),
+        write_csv(
+            out / f"{NAME}.csv",
+            ["instance", "lambda_M", "exact_tv"]
+            + [f"measured_tv_lambda_{lam:g}" for lam in LAMBDAS],
+            rows,
+        ),
         write_json(out / f"{NAME}.json", summary),
     ]
 

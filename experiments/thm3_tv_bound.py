@@ -53,8 +53,14 @@ def _measure():
         tv = tv_distance(p_new, p_ref)
         on = log_prior > -jnp.inf
         log_ratio = jnp.max(jnp.where(on, jnp.abs(p_new - p_ref), 0.0), axis=-1)  # log-space inputs
-        return (tv, omega, tv_bound(lam, omega), tv_bound_sharp(lam, omega),
-                log_ratio, log_ratio_bound(lam, omega))
+        return (
+            tv,
+            omega,
+            tv_bound(lam, omega),
+            tv_bound_sharp(lam, omega),
+            log_ratio,
+            log_ratio_bound(lam, omega),
+        )
 
     return jax.jit(measure)
 
@@ -111,8 +117,18 @@ def run(full: bool = False) -> dict:
         out = [np.asarray(o) for o in measure(lp, e_ref, e_new, lam)]
         rows.append(np.column_stack([x, lam, *out, two_level, sizes]))
     data = np.concatenate(rows)
-    cols = ["lam_omega_target", "lam", "tv", "omega", "paper_bound", "sharp_bound",
-            "max_abs_log_ratio", "log_ratio_bound", "two_level", "n_candidates"]
+    cols = [
+        "lam_omega_target",
+        "lam",
+        "tv",
+        "omega",
+        "paper_bound",
+        "sharp_bound",
+        "max_abs_log_ratio",
+        "log_ratio_bound",
+        "two_level",
+        "n_candidates",
+    ]
     lam_omega = data[:, 1] * data[:, 3]
 
     curve = np.geomspace(0.01, 14.0, 200)
@@ -151,16 +167,37 @@ def plot(res: dict):
     ax = axes[0]
     data, x = res["data"], res["lam_omega"]
     two = data[:, 8] > 0
-    ax.scatter(x[two], data[two, 2], s=3, alpha=0.3, color="tab:blue", lw=0,
-               label="two-level $\\Delta E\\in\\{0,\\omega\\}$")
-    ax.scatter(x[~two], data[~two, 2], s=3, alpha=0.3, color="tab:gray", lw=0,
-               label="continuous random $\\Delta E$")
+    ax.scatter(
+        x[two],
+        data[two, 2],
+        s=3,
+        alpha=0.3,
+        color="tab:blue",
+        lw=0,
+        label="two-level $\\Delta E\\in\\{0,\\omega\\}$",
+    )
+    ax.scatter(
+        x[~two],
+        data[~two, 2],
+        s=3,
+        alpha=0.3,
+        color="tab:gray",
+        lw=0,
+        label="continuous random $\\Delta E$",
+    )
     c = res["curve"]
     ax.plot(c, np.tanh(c / 2), color="tab:red", lw=1.6, label="paper: $\\tanh(\\lambda\\omega/2)$")
     ax.plot(c, np.tanh(c / 4), color="black", lw=1.6, label="sharp: $\\tanh(\\lambda\\omega/4)$")
     at = res["attaining"]
-    ax.plot(at["lam_omega"], at["tv"], "o", mfc="none", color="tab:orange", ms=6,
-            label="attaining 2-candidate instance")
+    ax.plot(
+        at["lam_omega"],
+        at["tv"],
+        "o",
+        mfc="none",
+        color="tab:orange",
+        ms=6,
+        label="attaining 2-candidate instance",
+    )
     ax.set_xscale("log")
     ax.set_xlabel("$\\lambda\\,\\omega$,  $\\omega=\\mathrm{osc}_S(E_R-E_{R'})$")
     ax.set_ylabel("$\\mathrm{TV}(P^R_\\lambda, P^{R'}_\\lambda)$")
@@ -168,12 +205,33 @@ def plot(res: dict):
     ax.legend(fontsize=7, loc="upper left", markerscale=2)
 
     ax = axes[1]
-    ax.scatter(x, data[:, 2] / data[:, 5], s=3, alpha=0.25, color="black", lw=0,
-               label=f"TV / sharp (max {res['max_ratio_sharp']:.4f})")
-    ax.scatter(x, data[:, 2] / data[:, 4], s=3, alpha=0.25, color="tab:red", lw=0,
-               label=f"TV / paper (max {res['max_ratio_paper']:.4f})")
-    ax.plot(at["lam_omega"], at["tv"] / at["sharp_bound"], "o", mfc="none", color="tab:orange",
-            ms=6, label="attaining instance / sharp")
+    ax.scatter(
+        x,
+        data[:, 2] / data[:, 5],
+        s=3,
+        alpha=0.25,
+        color="black",
+        lw=0,
+        label=f"TV / sharp (max {res['max_ratio_sharp']:.4f})",
+    )
+    ax.scatter(
+        x,
+        data[:, 2] / data[:, 4],
+        s=3,
+        alpha=0.25,
+        color="tab:red",
+        lw=0,
+        label=f"TV / paper (max {res['max_ratio_paper']:.4f})",
+    )
+    ax.plot(
+        at["lam_omega"],
+        at["tv"] / at["sharp_bound"],
+        "o",
+        mfc="none",
+        color="tab:orange",
+        ms=6,
+        label="attaining instance / sharp",
+    )
     ax.axhline(1.0, color="gray", lw=0.8, ls="--")
     ax.set_xscale("log")
     ax.set_ylim(0, 1.08)

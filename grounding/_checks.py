@@ -46,7 +46,9 @@ def as_float_array(x: ArrayLike, name: str, *, min_ndim: int = 0) -> jax.Array:
     if not jnp.issubdtype(arr.dtype, jnp.floating):
         arr = arr.astype(jnp.result_type(float))
     if arr.ndim < min_ndim:
-        raise ValueError(f"{name} must have at least {min_ndim} dimension(s), got shape {arr.shape}")
+        raise ValueError(
+            f"{name} must have at least {min_ndim} dimension(s), got shape {arr.shape}"
+        )
     return arr
 
 

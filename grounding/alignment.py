@@ -213,8 +213,12 @@ def _dtw_step(u, l, d, c, p):
     return c + _min3(u, l, d)  # Eq. (3)
 
 
-def _soft_dtw_step(u, l, d, c, gamma):
-    return c - gamma * logsumexp(-jnp.stack([u, l, d]) / gamma, axis=0)  # Eq. (3)
+def _soft_dtw_step(u, l, d, c, gamma):  # double where: finite gradients in gamma at +inf
+    prev = jnp.stack([u, l, d])
+    ok = jnp.isfinite(prev)
+    lse = logsumexp(jnp.where(ok, -jnp.where(ok, prev, 0.0) / gamma, -jnp.inf), axis=0)
+    ok = jnp.isfinite(lse)
+    return jnp.where(ok, c - gamma * jnp.where(ok, lse, 0.0), jnp.inf)  # Eq. (3)
 
 
 def _edit_step(u, l, d, c, gap):
@@ -343,7 +347,7 @@ def sinkhorn(
                \qquad H(P) = -\sum_{ij} P_{ij} \log P_{ij},
 
     with ``f = eps log a - eps LSE_j((g_j - C_ij)/eps)``, symmetrically ``g``, and
-    ``P_ij = exp((f_i + g_j - C_ij)/eps)``. At convergence
+    ``P_ij = exp((f_i + g_j - C_ij)/eps)`` (iterated as ``f/eps``, ``g/eps``). At convergence
     :math:`0 \le \langle P_\epsilon, C\rangle - \mathrm{OT}(C) \le \epsilon\min(H(a), H(b))`;
     after ``n_iter`` (static) steps ``P`` is the entropic plan for marginals ``(P1, b)``,
     so both sides widen by ``max|C| * marginal_error``. Small ``epsilon`` converges slowly.
@@ -382,16 +386,16 @@ def _sinkhorn_kernel(cost, a, b, eps, n_iter: int) -> SinkhornResult:
     def safe_log(w):
         return jnp.where(w > 0, jnp.log(jnp.where(w > 0, w, 1.0)), -jnp.inf)
 
-    log_a, log_b = safe_log(a), safe_log(b)
+    log_a, log_b, k = safe_log(a), safe_log(b), -cost / eps  # scaled potentials u = f/eps
 
-    def body(_, fg):
-        f, g = fg
-        f = eps * log_a - eps * logsumexp((g[None, :] - cost) / eps, axis=1)
-        g = eps * log_b - eps * logsumexp((f[:, None] - cost) / eps, axis=0)
-        return f, g
+    def body(_, uv):
+        u, v = uv
+        u = log_a - logsumexp(v[None, :] + k, axis=1)
+        v = log_b - logsumexp(u[:, None] + k, axis=0)
+        return u, v
 
-    f, g = jax.lax.fori_loop(0, n_iter, body, (jnp.zeros_like(a), jnp.zeros_like(b)))
-    log_p = (f[:, None] + g[None, :] - cost) / eps
+    u, v = jax.lax.fori_loop(0, n_iter, body, (jnp.zeros_like(a), jnp.zeros_like(b)))
+    log_p = u[:, None] + v[None, :] + k
     plan = jnp.exp(log_p)
     transport = jnp.sum(plan * cost)  # Eq. (3): <P, C>
     objective = transport + eps * jnp.sum(xlogy(plan, log_p))

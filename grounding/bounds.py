@@ -150,8 +150,16 @@ def energy_perturbation_delta(
     Attained by a single alternative whose every component moves by its full budget in the same
     direction (and whose slack term is the binding one only when the path term is not).
     """
-    for name, v in dict(m_max=m_max, k_max=k_max, eps_ent=eps_ent, eps_rel=eps_rel, eps_w=eps_w,
-                        eps_slack=eps_slack, alpha=alpha, xi=xi).items():
+    for name, v in dict(
+        m_max=m_max,
+        k_max=k_max,
+        eps_ent=eps_ent,
+        eps_rel=eps_rel,
+        eps_w=eps_w,
+        eps_slack=eps_slack,
+        alpha=alpha,
+        xi=xi,
+    ).items():
         if not (v >= 0) or math.isinf(v):
             raise ValueError(f"{name} must be finite and >= 0, got {v}")
     return m_max * eps_ent + alpha * k_max * (eps_rel + xi * eps_w) + eps_slack  # Prop. 8
@@ -201,7 +209,9 @@ def hard_limit_tv(log_prior: ArrayLike, feasible: ArrayLike, lam_m: ArrayLike) -
 
 
 # ----------------------------------------------------------------------------- Prop. 7, Cor. 1
-def margin_condition(log_prior: ArrayLike, energy: ArrayLike, lam: ArrayLike, target: int) -> jax.Array:
+def margin_condition(
+    log_prior: ArrayLike, energy: ArrayLike, lam: ArrayLike, target: int
+) -> jax.Array:
     r"""Prop. 7's deterministic premise: :math:`\lambda\Delta > \max_{\rho\ne\rho^\dagger}\log\frac{P_0(\rho)}{P_0(\rho^\dagger)}`,
 
     with :math:`\Delta = \min_{\rho\ne\rho^\dagger, P_0(\rho)>0}(E(\rho) - E(\rho^\dagger))`, checked per
@@ -227,7 +237,11 @@ def map_probability_lower_bound(eps: float, k: int) -> float:
 
 
 def pairwise_ranking_condition(
-    log_prior_t: ArrayLike, log_prior_f: ArrayLike, energy_t: ArrayLike, energy_f: ArrayLike, lam: ArrayLike
+    log_prior_t: ArrayLike,
+    log_prior_f: ArrayLike,
+    energy_t: ArrayLike,
+    energy_f: ArrayLike,
+    lam: ArrayLike,
 ) -> jax.Array:
     r"""Cor. 1: :math:`\rho_T` ranks above :math:`\rho_F` iff :math:`\lambda(E_F - E_T) > \log P_0(\rho_F)/P_0(\rho_T)`."""
     return lam * (jnp.asarray(energy_f) - jnp.asarray(energy_t)) > (
@@ -236,14 +250,18 @@ def pairwise_ranking_condition(
 
 
 # ----------------------------------------------------------------------------- Prop. 12
-def hoeffding_failure_bound(m: int, gamma: float, lam: float, bound: float, n_candidates: int) -> float:
+def hoeffding_failure_bound(
+    m: int, gamma: float, lam: float, bound: float, n_candidates: int
+) -> float:
     r"""Prop. 12, Eq. (27): :math:`\Pr(\hat\rho_m\notin\Gamma^+) \le 2|\Gamma|\exp(-m\gamma^2/(2\lambda^2B^2))`."""
     if gamma <= 0 or lam <= 0 or bound <= 0 or m < 1 or n_candidates < 2:
         raise ValueError("need gamma > 0, lam > 0, B > 0, m >= 1, |Gamma| >= 2")
     return 2 * n_candidates * math.exp(-m * gamma**2 / (2 * lam**2 * bound**2))  # Eq. (27)
 
 
-def hoeffding_sample_size(gamma: float, lam: float, bound: float, n_candidates: int, delta: float) -> int:
+def hoeffding_sample_size(
+    gamma: float, lam: float, bound: float, n_candidates: int, delta: float
+) -> int:
     r"""Prop. 12: the smallest integer :math:`m \ge \frac{2\lambda^2B^2}{\gamma^2}\log\frac{2|\Gamma|}{\delta}`."""
     if not 0 < delta < 1:
         raise ValueError(f"delta must lie in (0, 1), got {delta}")
@@ -300,7 +318,9 @@ def suppression_log_ratio_bound(
     return lb - ls - jnp.asarray(lam) * jnp.asarray(gap)
 
 
-def amplification(log_prior: ArrayLike, feasible: ArrayLike, correct: ArrayLike) -> tuple[jax.Array, jax.Array]:
+def amplification(
+    log_prior: ArrayLike, feasible: ArrayLike, correct: ArrayLike
+) -> tuple[jax.Array, jax.Array]:
     r"""Prop. 15: returns :math:`(p_\theta(\Gamma^+),\ p_H^R(\Gamma^+) = p_\theta(\Gamma^+)/Z^H_R)` when
     :math:`\Gamma^+\subseteq F_R`; the second is :math:`\ge` the first, strictly if mass is removed."""
     lp = jnp.asarray(log_prior)
@@ -314,7 +334,9 @@ def amplification(log_prior: ArrayLike, feasible: ArrayLike, correct: ArrayLike)
 
 
 # ----------------------------------------------------------------------------- Prop. 13
-def constraint_tradeoff(log_prior: ArrayLike, energy: ArrayLike, lams: ArrayLike) -> tuple[jax.Array, jax.Array]:
+def constraint_tradeoff(
+    log_prior: ArrayLike, energy: ArrayLike, lams: ArrayLike
+) -> tuple[jax.Array, jax.Array]:
     r"""Prop. 13 on the Gibbs family: :math:`F(\lambda) = \mathrm{KL}(P_\lambda\|P_0)` (non-decreasing) and
     :math:`G(\lambda) = \mathbb E_{P_\lambda}[E]` (non-increasing) for each ``lam`` in ``lams``."""
     lams = jnp.asarray(lams)

@@ -58,7 +58,11 @@ def classify_status(
 
 
 def classify_claim(
-    state: EvidenceState, claim: Triple, support_energy: float, eps_s: float, min_reliability: float = 0.0
+    state: EvidenceState,
+    claim: Triple,
+    support_energy: float,
+    eps_s: float,
+    min_reliability: float = 0.0,
 ) -> EvidenceStatus:
     """Status of one ``(head, relation, tail)`` claim against an :class:`EvidenceState`."""
     code = classify_status(
@@ -70,8 +74,12 @@ def classify_claim(
     return EvidenceStatus(int(code))
 
 
-def status_energy(raw_energy: ArrayLike, status: ArrayLike, kappa: ArrayLike,
-                  contradiction_penalty: ArrayLike | None = None) -> jax.Array:
+def status_energy(
+    raw_energy: ArrayLike,
+    status: ArrayLike,
+    kappa: ArrayLike,
+    contradiction_penalty: ArrayLike | None = None,
+) -> jax.Array:
     r"""Slack-extended, contradiction-dominant energy (Eq. (19) + Axiom 4).
 
     Supported and unsupported candidates get :math:`\min\{E, \kappa\}` (Eq. (19)); out-of-schema
@@ -82,8 +90,13 @@ def status_energy(raw_energy: ArrayLike, status: ArrayLike, kappa: ArrayLike,
     """
     e = check_energy(raw_energy, "raw_energy", min_ndim=0)
     kappa = check_nonnegative_scalar(kappa, "kappa", allow_inf=True, strict=True)
-    kc = kappa if contradiction_penalty is None else check_nonnegative_scalar(
-        contradiction_penalty, "contradiction_penalty", allow_inf=True, strict=True)
+    kc = (
+        kappa
+        if contradiction_penalty is None
+        else check_nonnegative_scalar(
+            contradiction_penalty, "contradiction_penalty", allow_inf=True, strict=True
+        )
+    )
     s = jnp.asarray(status)
     slack = jnp.minimum(e, kappa)  # Eq. (19)
     out = jnp.where(s == int(EvidenceStatus.OUT_OF_SCHEMA), kappa, slack)
@@ -154,7 +167,9 @@ class IsotonicCalibrator:
         blocks: list[list[float]] = []  # [sum_y, count, min_score]
         for si, yi in zip(s, y):
             blocks.append([yi, 1.0, si])
-            while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] >= blocks[-1][0] / blocks[-1][1]:
+            while (
+                len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] >= blocks[-1][0] / blocks[-1][1]
+            ):
                 ys, n, _ = blocks.pop()
                 blocks[-1][0] += ys
                 blocks[-1][1] += n
@@ -166,5 +181,7 @@ class IsotonicCalibrator:
         if self.thresholds_ is None:
             raise RuntimeError("IsotonicCalibrator.predict called before fit")
         s = np.asarray(scores, dtype=float)
-        idx = np.clip(np.searchsorted(self.thresholds_, s, side="right") - 1, 0, len(self.values_) - 1)
+        idx = np.clip(
+            np.searchsorted(self.thresholds_, s, side="right") - 1, 0, len(self.values_) - 1
+        )
         return self.values_[idx]

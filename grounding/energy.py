@@ -41,7 +41,9 @@ __all__ = [
 ]
 
 
-def path_energy(entity_costs: ArrayLike, relation_residuals: ArrayLike, alpha: ArrayLike) -> jax.Array:
+def path_energy(
+    entity_costs: ArrayLike, relation_residuals: ArrayLike, alpha: ArrayLike
+) -> jax.Array:
     r"""Path energy Eq. (10): :math:`c_{\mathrm{ent}}(X_\rho, a) + \alpha\sum_{i=1}^k c_{\mathrm{rel}}(e_i; R)`.
 
     Args:
@@ -149,7 +151,9 @@ def variational_path_objective(
     Prop. 2: its minimum over :math:`\nu \ll \omega` equals :func:`aggregate_paths`,
     attained only at :func:`path_posterior`.
     """
-    return expected_energy(log_nu, path_energy) + tau * kl_divergence(log_nu, log_path_prior)  # Eq. (14)
+    return expected_energy(log_nu, path_energy) + tau * kl_divergence(
+        log_nu, log_path_prior
+    )  # Eq. (14)
 
 
 def aggregation_bounds(

@@ -73,7 +73,9 @@ class TypedGraph:
         ):
             a = np.asarray(arr)
             if a.size and (a.min() < 0 or a.max() >= bound):
-                raise ValueError(f"{name} indices must lie in [0, {bound}), got [{a.min()}, {a.max()}]")
+                raise ValueError(
+                    f"{name} indices must lie in [0, {bound}), got [{a.min()}, {a.max()}]"
+                )
         check_reliability(self.reliability, "reliability")
         if len(set(self.entities)) != len(self.entities):
             raise ValueError("entities contains duplicate names")
@@ -212,8 +214,13 @@ class TypedGraph:
         return g
 
     @classmethod
-    def from_networkx(cls, g: Any, relation_attr: str = "relation", default_relation: str = "related_to",
-                      reliability_attr: str = "reliability") -> TypedGraph:
+    def from_networkx(
+        cls,
+        g: Any,
+        relation_attr: str = "relation",
+        default_relation: str = "related_to",
+        reliability_attr: str = "reliability",
+    ) -> TypedGraph:
         """From any NetworkX (multi)(di)graph; undirected edges become both ordered arcs."""
         triples, rel = [], []
         directed = g.is_directed()

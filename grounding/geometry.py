@@ -55,7 +55,9 @@ def get_metric(metric: str | Metric) -> Metric:
     try:
         return _METRICS[metric]
     except KeyError:
-        raise ValueError(f"metric must be one of {sorted(_METRICS)} or a callable, got {metric!r}") from None
+        raise ValueError(
+            f"metric must be one of {sorted(_METRICS)} or a callable, got {metric!r}"
+        ) from None
 
 
 # ----------------------------------------------------------------------------- relation maps
@@ -128,7 +130,9 @@ class BilinearEnergy:
     matrices: jax.Array
 
     def energy(self, r: ArrayLike, hu: ArrayLike, hv: ArrayLike) -> jax.Array:
-        return -jnp.einsum("...i,...ij,...j->...", jnp.asarray(hu), self.matrices[r], jnp.asarray(hv))
+        return -jnp.einsum(
+            "...i,...ij,...j->...", jnp.asarray(hu), self.matrices[r], jnp.asarray(hv)
+        )
 
 
 RelationMap = Translation | Linear | Rotation | Identity
@@ -186,9 +190,17 @@ def edge_residuals(
     """Eq. (8) for every edge of a :class:`~grounding.TypedGraph`: ``[n_edges]``."""
     emb = as_float_array(embeddings, "embeddings", min_ndim=2)
     if emb.shape[0] != graph.n_nodes:
-        raise ValueError(f"embeddings must have one row per entity ({graph.n_nodes}), got {emb.shape}")
+        raise ValueError(
+            f"embeddings must have one row per entity ({graph.n_nodes}), got {emb.shape}"
+        )
     return typed_residual(
-        emb[graph.head], emb[graph.tail], graph.relation, relation_map, graph.reliability, xi, metric
+        emb[graph.head],
+        emb[graph.tail],
+        graph.relation,
+        relation_map,
+        graph.reliability,
+        xi,
+        metric,
     )
 
 

@@ -46,8 +46,12 @@ def enumerate_walks(graph: TypedGraph, n_hops: int, sources: ArrayLike | None = 
     walks = start[:, None]
     out_edges = [np.flatnonzero(head == v) for v in range(graph.n_nodes)]
     for _ in range(n_hops - 1):
-        ext = [np.column_stack([np.repeat(w[None], len(nxt), 0), nxt])
-               for w in walks for nxt in [out_edges[tail[w[-1]]]] if len(nxt)]
+        ext = [
+            np.column_stack([np.repeat(w[None], len(nxt), 0), nxt])
+            for w in walks
+            for nxt in [out_edges[tail[w[-1]]]]
+            if len(nxt)
+        ]
         walks = np.concatenate(ext) if ext else np.zeros((0, walks.shape[1] + 1), dtype=int)
     return walks.astype(np.int64)
 

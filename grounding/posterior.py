@@ -193,9 +193,7 @@ def kl_objective_decomposition(
     return kl_divergence(log_p, post) - log_partition(log_prior, energy, lam)  # Eq. (18)
 
 
-def log_odds(
-    log_prior: ArrayLike, energy: ArrayLike, lam: ArrayLike, i: int, j: int
-) -> jax.Array:
+def log_odds(log_prior: ArrayLike, energy: ArrayLike, lam: ArrayLike, i: int, j: int) -> jax.Array:
     r"""Posterior log-odds of candidates ``i`` and ``j``, by the decomposition Eq. (20):
 
     .. math::

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from grounding.evidence import EvidenceState, TypedGraph, Triple
+from grounding.evidence import EvidenceState, Triple, TypedGraph
 
 __all__ = [
     "HidingObservation",
@@ -99,8 +99,9 @@ def hard_rule_requirements(
 # ----------------------------------------------------------------------------- Sec. 8.1 processes
 # A process maps (world, rng) to a boolean keep-mask over the world's edges (NumPy, cheap to
 # sample many times); ``world.subgraph(mask)`` is the observed snapshot.
-def independent_edge_retention(world: TypedGraph, probs: np.ndarray | float,
-                               rng: np.random.Generator) -> np.ndarray:
+def independent_edge_retention(
+    world: TypedGraph, probs: np.ndarray | float, rng: np.random.Generator
+) -> np.ndarray:
     """Each edge retrieved independently with its probability (the baseline of Prop. 4)."""
     p = np.broadcast_to(np.asarray(probs, dtype=float), (world.n_edges,))
     return rng.random(world.n_edges) < p
@@ -114,8 +115,9 @@ def entity_dropout(world: TypedGraph, p_miss: float, rng: np.random.Generator) -
     return ~(missed[h] | missed[t])
 
 
-def relation_dropout(world: TypedGraph, p_miss: Sequence[float] | np.ndarray,
-                     rng: np.random.Generator) -> np.ndarray:
+def relation_dropout(
+    world: TypedGraph, p_miss: Sequence[float] | np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
     """Missing-not-at-random failure: a whole relation type is missed with its own probability."""
     p = np.asarray(p_miss, dtype=float)
     if p.shape != (len(world.relations),):

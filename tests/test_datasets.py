@@ -103,8 +103,9 @@ def test_two_worlds_have_identical_observations_and_disagree_on_the_claim(ex):
 
 
 def test_thm1_hard_rule_cannot_satisfy_both_requirements(ex):
-    keeps, rejects = hard_rule_requirements(ex.hard_rule, [ex.world_1, ex.world_2], ex.observe,
-                                            ex.claim)
+    keeps, rejects = hard_rule_requirements(
+        ex.hard_rule, [ex.world_1, ex.world_2], ex.observe, ex.claim
+    )
     assert (keeps, rejects) == (False, True)  # rejected in both worlds: wrong in W1
     assert ex.hard_rule(lou_seal_evidence(ex.world_1), ex.claim) == 1  # kept once observed
 
@@ -132,8 +133,9 @@ def test_jitted_chain_energy_matches_eager_enumeration(ex):
     for k, c in enumerate(ex.candidates):
         psi = np.asarray(ex.embeddings)[[g.entity_index(e) for e in c.entities]]
         rels = [g.relation_index(r) for r in c.relations]
-        _, e = chain_path_energies(g, ex.embeddings, ex.relation_map, psi, rels,
-                                   alpha=ex.alpha, xi=ex.xi)
+        _, e = chain_path_energies(
+            g, ex.embeddings, ex.relation_map, psi, rels, alpha=ex.alpha, xi=ex.xi
+        )
         expected = float(np.min(np.asarray(e))) if e.shape[0] else np.inf
         got = float(ex.ground(lou_seal_evidence(g)).raw_energy[k])
         assert got == pytest.approx(expected, rel=1e-9, abs=1e-12)
@@ -142,10 +144,12 @@ def test_jitted_chain_energy_matches_eager_enumeration(ex):
 def test_example_is_deterministic_and_prior_is_a_declared_stand_in(ex):
     again = lou_seal_example()
     np.testing.assert_array_equal(np.asarray(again.embeddings), np.asarray(ex.embeddings))
-    np.testing.assert_array_equal(np.asarray(again.grounded_R.energy),
-                                  np.asarray(ex.grounded_R.energy))
+    np.testing.assert_array_equal(
+        np.asarray(again.grounded_R.energy), np.asarray(ex.grounded_R.energy)
+    )
     assert ex.embeddings.shape == (ex.world_1.n_nodes, 8)
     assert "stand-in" in ex.prior_note
     assert sum(STAND_IN_PRIOR.values()) == pytest.approx(1.0)
-    np.testing.assert_allclose(np.exp(np.asarray(ex.log_prior)),
-                               [STAND_IN_PRIOR[n] for n in ex.names])
+    np.testing.assert_allclose(
+        np.exp(np.asarray(ex.log_prior)), [STAND_IN_PRIOR[n] for n in ex.names]
+    )

@@ -19,7 +19,6 @@ from grounding import worlds
 from grounding.testing import axioms
 from grounding.testing.strategies import (
     lambdas,
-    log_simplex,
     path_families,
     perturbed_energies,
     seeds,
@@ -29,7 +28,9 @@ from grounding.testing.strategies import (
 
 def _emb(graph, seed, d=3):
     rng = np.random.default_rng(seed)
-    return rng.normal(size=(graph.n_nodes, d)), g.Translation(jnp.asarray(rng.normal(size=(len(graph.relations), d))))
+    return rng.normal(size=(graph.n_nodes, d)), g.Translation(
+        jnp.asarray(rng.normal(size=(len(graph.relations), d)))
+    )
 
 
 # ----------------------------------------------------------------------------- Def. 2 / Axiom 1
@@ -39,8 +40,12 @@ def _emb(graph, seed, d=3):
 def test_def2_energy_depends_only_on_observed_inputs(graph, seed):
     emb, tmap = _emb(graph, seed)
     psi = np.random.default_rng(seed + 1).normal(size=(3, 3))
-    rebuilt = g.TypedGraph.from_triples(graph.triples(), np.asarray(graph.reliability),
-                                        entities=graph.entities, relations=graph.relations)
+    rebuilt = g.TypedGraph.from_triples(
+        graph.triples(),
+        np.asarray(graph.reliability),
+        entities=graph.entities,
+        relations=graph.relations,
+    )
     e1 = g.chain_energy(graph, emb, tmap, psi, [-1, -1], tau=0.5)
     e2 = g.chain_energy(rebuilt, emb, tmap, psi, [-1, -1], tau=0.5)
     assert float(e1) == float(e2) or (np.isinf(e1) and np.isinf(e2))
@@ -61,7 +66,8 @@ def test_sec33_four_statuses_reachable_and_distinct():
         assert g.classify_claim(state, claim, energy, eps_s=0.5) == status, claim
     # contradicted != unsupported: the same missing-support energy, different evidence.
     assert g.classify_claim(state, ("giants", "won", "ws2010"), 3.0, 0.5) != g.classify_claim(
-        state, ("giants", "mascot", "fred"), 3.0, 0.5)
+        state, ("giants", "mascot", "fred"), 3.0, 0.5
+    )
 
 
 # ----------------------------------------------------------------------------- Eq. (8)
@@ -71,9 +77,16 @@ def test_eq8_typed_residual(seed, w, xi):
     eu, t = rng.normal(size=4), rng.normal(size=4)
     tmap = g.Translation(jnp.asarray(t[None]))
     assert float(g.typed_residual(eu, eu + t, 0, tmap)) == pytest.approx(0.0, abs=1e-12)
-    assert float(g.typed_residual(eu, eu + t, 0, tmap, w, xi)) == pytest.approx(-xi * np.log(w), abs=1e-9)
-    assert float(g.typed_residual(eu, eu + t, 0, tmap, w / 2, 1.0)) > float(g.typed_residual(eu, eu + t, 0, tmap, w, 1.0))
-    fwd, rev = float(g.typed_residual(eu, eu + t, 0, tmap)), float(g.typed_residual(eu + t, eu, 0, tmap))
+    assert float(g.typed_residual(eu, eu + t, 0, tmap, w, xi)) == pytest.approx(
+        -xi * np.log(w), abs=1e-9
+    )
+    assert float(g.typed_residual(eu, eu + t, 0, tmap, w / 2, 1.0)) > float(
+        g.typed_residual(eu, eu + t, 0, tmap, w, 1.0)
+    )
+    fwd, rev = (
+        float(g.typed_residual(eu, eu + t, 0, tmap)),
+        float(g.typed_residual(eu + t, eu, 0, tmap)),
+    )
     assert rev == pytest.approx(2 * np.linalg.norm(t), rel=1e-9)  # Eq. (25) for translations
     assert rev > fwd  # Axiom 3
 
@@ -87,7 +100,9 @@ def test_eq10_additive_and_alpha_zero(seed, k, alpha):
     assert np.isclose(e, ent.sum() + alpha * rel.sum(), **F64)
     assert np.isclose(float(g.path_energy(ent, rel, 0.0)), ent.sum(), **F64)
     psi, eta = rng.normal(size=(k + 1, 2)), rng.normal(size=(k + 1, 2))
-    assert np.isclose(float(g.entity_cost(psi, eta)), np.linalg.norm(psi - eta, axis=1).sum(), **F64)
+    assert np.isclose(
+        float(g.entity_cost(psi, eta)), np.linalg.norm(psi - eta, axis=1).sum(), **F64
+    )
 
 
 # ----------------------------------------------------------------------------- Eq. (11)
@@ -101,8 +116,11 @@ def _brute_chain(graph, emb, tmap, psi, rels, alpha, xi):
         cost = sum(np.linalg.norm(psi[t] - emb[v]) for t, v in enumerate(nodes))
         for t in range(T):
             u, v = graph.entities[nodes[t]], graph.entities[nodes[t + 1]]
-            opts = [alpha * res[i] for i, (a, r, b) in enumerate(trip)
-                    if a == u and b == v and (rels[t] < 0 or graph.relations[rels[t]] == r)]
+            opts = [
+                alpha * res[i]
+                for i, (a, r, b) in enumerate(trip)
+                if a == u and b == v and (rels[t] < 0 or graph.relations[rels[t]] == r)
+            ]
             cost += min(opts, default=np.inf)
         best = min(best, cost)
     return best
@@ -144,9 +162,13 @@ def test_eq13_aggregation_limits_monotone_and_bounds(pe, tau):
 
 def test_eq13_upper_bound_attained():
     e, lw = np.array([1.0]), np.array([0.0])
-    assert float(g.aggregate_paths(e, lw, 3.0)) == pytest.approx(float(g.aggregation_bounds(e, lw, 3.0)[1]))
+    assert float(g.aggregate_paths(e, lw, 3.0)) == pytest.approx(
+        float(g.aggregation_bounds(e, lw, 3.0)[1])
+    )
     e2, lw2 = np.array([2.0, 2.0]), np.log([0.5, 0.5])
-    assert float(g.aggregate_paths(e2, lw2, 3.0)) == pytest.approx(float(g.aggregation_bounds(e2, lw2, 3.0)[1]))
+    assert float(g.aggregate_paths(e2, lw2, 3.0)) == pytest.approx(
+        float(g.aggregation_bounds(e2, lw2, 3.0)[1])
+    )
 
 
 # ----------------------------------------------------------------------------- Prop. 2
@@ -155,7 +177,9 @@ def test_prop2_variational_form_and_gradient(pe, tau, seed):
     e, lw = pe
     agg = float(g.aggregate_paths(e, lw, tau))
     nu = g.path_posterior(e, lw, tau)
-    assert float(g.variational_path_objective(nu, e, lw, tau)) == pytest.approx(agg, rel=1e-9, abs=1e-9)
+    assert float(g.variational_path_objective(nu, e, lw, tau)) == pytest.approx(
+        agg, rel=1e-9, abs=1e-9
+    )
     rng = np.random.default_rng(seed)
     for _ in range(10):  # any other nu << omega is no better
         q = rng.dirichlet(np.ones(len(e))) * np.isfinite(lw)
@@ -172,7 +196,9 @@ def test_prop2_symbolic_normaliser_substitution():
     nu, w, e = [n1, 1 - n1], [w1, 1 - w1], [e1, e2]
     z = sum(wi * sp.exp(-ei / tau) for wi, ei in zip(w, e))
     star = [wi * sp.exp(-ei / tau) / z for wi, ei in zip(w, e)]
-    lhs = sum(ni * ei for ni, ei in zip(nu, e)) + tau * sum(ni * sp.log(ni / wi) for ni, wi in zip(nu, w))
+    lhs = sum(ni * ei for ni, ei in zip(nu, e)) + tau * sum(
+        ni * sp.log(ni / wi) for ni, wi in zip(nu, w)
+    )
     rhs = tau * sum(ni * sp.log(ni / si) for ni, si in zip(nu, star)) - tau * sp.log(z)
     assert sp.simplify(sp.expand_log(lhs - rhs, force=True)) == 0
 
@@ -187,9 +213,13 @@ def test_eq15_coverage_monte_carlo_matches_product_and_union():
     world, paths = _chain_world()
     probs = np.array([0.9, 0.7, 0.6, 0.8, 0.5])
     n = 20000
-    cov_one, _ = worlds.coverage_monte_carlo(world, paths[:1], lambda w, r: worlds.independent_edge_retention(w, probs, r), n, 0)
+    cov_one, _ = worlds.coverage_monte_carlo(
+        world, paths[:1], lambda w, r: worlds.independent_edge_retention(w, probs, r), n, 0
+    )
     assert abs(cov_one - float(g.coverage_independent(probs[:2]))) < 4 * np.sqrt(0.25 / n)
-    cov_any, _ = worlds.coverage_monte_carlo(world, paths, lambda w, r: worlds.independent_edge_retention(w, probs, r), n, 1)
+    cov_any, _ = worlds.coverage_monte_carlo(
+        world, paths, lambda w, r: worlds.independent_edge_retention(w, probs, r), n, 1
+    )
     exact = g.coverage_any_path([[0, 1], [2, 3]], probs)
     assert abs(cov_any - exact) < 4 * np.sqrt(0.25 / n)
     assert exact > float(g.coverage_independent(probs[:2]))  # bounding by one named path is invalid
@@ -235,8 +265,12 @@ def test_prop11_hard_retention_and_expected_hard_mass_at_most_coverage():
 
 # ----------------------------------------------------------------------------- Eq. (19)
 # XLA on CPU flushes subnormals to zero, so energies are drawn without subnormals.
-@given(st.lists(st.one_of(st.floats(0, 100, allow_subnormal=False), st.just(np.inf)), min_size=1, max_size=8),
-       st.floats(1e-3, 50))
+@given(
+    st.lists(
+        st.one_of(st.floats(0, 100, allow_subnormal=False), st.just(np.inf)), min_size=1, max_size=8
+    ),
+    st.floats(1e-3, 50),
+)
 def test_eq19_slack(raw, kappa):
     raw = np.asarray(raw)
     s = np.asarray(g.slack_energy(raw, kappa))
@@ -284,7 +318,9 @@ def test_prop1_nested_regions_and_projection_equals_exhaustive(n, seed, e1, e2):
     xs, x0 = rng.normal(size=(n, 3, 2)), rng.normal(size=(3, 2))
     energy = rng.exponential(size=n)
     lo, hi = sorted((e1, e2))
-    assert np.all(np.asarray(g.support_region(energy, lo)) <= np.asarray(g.support_region(energy, hi)))
+    assert np.all(
+        np.asarray(g.support_region(energy, lo)) <= np.asarray(g.support_region(energy, hi))
+    )
 
     def dist(a, b):
         return jnp.sqrt(jnp.sum((a - b) ** 2))
@@ -353,7 +389,11 @@ def test_prop8_componentwise_perturbation_bound(seed, m, k):
     rng = np.random.default_rng(seed)
     alpha, xi, n_alt = rng.uniform(0, 2), rng.uniform(0, 2), int(rng.integers(1, 5))
     eps = rng.uniform(0, 0.5, 4)  # ent, rel, w, slack
-    ent, rel, logw = rng.exponential(size=(n_alt, m)), rng.exponential(size=(n_alt, k)), rng.exponential(size=(n_alt, k))
+    ent, rel, logw = (
+        rng.exponential(size=(n_alt, m)),
+        rng.exponential(size=(n_alt, k)),
+        rng.exponential(size=(n_alt, k)),
+    )
     kappa = rng.uniform(1, 5)
 
     def energy(ent, rel, logw, kappa):  # min over path alternatives and one slack alternative
@@ -362,8 +402,12 @@ def test_prop8_componentwise_perturbation_bound(seed, m, k):
 
     u = lambda shape, b: rng.uniform(-b, b, shape)  # noqa: E731
     e1 = energy(ent, rel, logw, kappa)
-    e2 = energy(ent + u(ent.shape, eps[0]), rel + u(rel.shape, eps[1]), logw + u(logw.shape, eps[2]),
-                kappa + u((), eps[3]))
+    e2 = energy(
+        ent + u(ent.shape, eps[0]),
+        rel + u(rel.shape, eps[1]),
+        logw + u(logw.shape, eps[2]),
+        kappa + u((), eps[3]),
+    )
     delta = g.energy_perturbation_delta(m, k, *eps, alpha=alpha, xi=xi)
     assert abs(e1 - e2) <= delta + 1e-12
 
@@ -373,7 +417,9 @@ def test_prop8_delta_is_attained():
     delta = g.energy_perturbation_delta(m, k, *eps, alpha=alpha, xi=xi)
     path = m * 1.0 + alpha * k * (1.0 + xi * 1.0)
     moved = m * (1.0 + eps[0]) + alpha * k * ((1.0 + eps[1]) + xi * (1.0 + eps[2]))
-    kappa = 100.0  # slack not binding: the path part attains m eps_ent + alpha k (eps_rel + xi eps_w)
+    kappa = (
+        100.0  # slack not binding: the path part attains m eps_ent + alpha k (eps_rel + xi eps_w)
+    )
     assert min(moved, kappa) - min(path, kappa) == pytest.approx(delta - eps[3], rel=1e-12)
     only_slack = min(1e9, 1.0 + eps[3]) - min(1e9, 1.0)  # slack binding: attains eps_slack
     assert only_slack == pytest.approx(eps[3])
@@ -389,7 +435,10 @@ def test_thm3_stability_bounds_hold(pe, lam):
     delta = float(np.max(np.abs(e1 - e2)))
     tv = float(g.tv_distance(p1, p2))
     note(f"tv={tv} omega={omega}")
-    assert np.max(np.abs(np.asarray(p1) - np.asarray(p2))) <= float(g.log_ratio_bound(lam, omega)) * (1 + 1e-9) + 1e-9
+    assert (
+        np.max(np.abs(np.asarray(p1) - np.asarray(p2)))
+        <= float(g.log_ratio_bound(lam, omega)) * (1 + 1e-9) + 1e-9
+    )
     assert tv <= float(g.tv_bound_sharp(lam, omega)) + 1e-12
     assert float(g.tv_bound_sharp(lam, omega)) <= float(g.tv_bound(lam, omega))
     assert tv <= float(g.tv_bound_delta_sharp(lam, delta)) + 1e-12
@@ -399,7 +448,10 @@ def test_thm3_stability_bounds_hold(pe, lam):
 def test_thm3_symbolic_tanh_identities():
     x = sp.symbols("x", positive=True)
     a, b = sp.exp(-x), sp.exp(x)
-    assert sp.simplify(((b - 1) * (1 - a) / (b - a)).rewrite(sp.exp) - sp.tanh(x / 2).rewrite(sp.exp)) == 0
+    assert (
+        sp.simplify(((b - 1) * (1 - a) / (b - a)).rewrite(sp.exp) - sp.tanh(x / 2).rewrite(sp.exp))
+        == 0
+    )
     # Sharp bound: max_p p(1-p)(B-1)/(p + (1-p)B) with B = e^x is tanh(x/4), at p = sqrt(B)/(1+sqrt(B)).
     p, bb = sp.symbols("p B", positive=True)
     tv = p * (1 - p) * (bb - 1) / (p + (1 - p) * bb)
@@ -415,7 +467,11 @@ def test_thm3_sharp_bound_attained_paper_bound_not(lam_omega):
     from grounding.testing.tight_instances import thm3_sharp_instance
 
     log_prior, e1, e2, lam = thm3_sharp_instance(lam_omega)
-    tv = float(g.tv_distance(g.gibbs_log_posterior(log_prior, e1, lam), g.gibbs_log_posterior(log_prior, e2, lam)))
+    tv = float(
+        g.tv_distance(
+            g.gibbs_log_posterior(log_prior, e1, lam), g.gibbs_log_posterior(log_prior, e2, lam)
+        )
+    )
     omega = float(g.oscillation(e1, e2, log_prior))
     assert lam * omega == pytest.approx(lam_omega)
     assert tv == pytest.approx(float(g.tv_bound_sharp(lam, omega)), rel=TIGHT)
@@ -456,10 +512,14 @@ _GEN = axioms._family(101, 40, finite=False)
 def test_axioms_hold_for_finite_slack_operator(axiom):
     op = axioms.SoftSlack()
     check = {
-        1: lambda: axioms.check_axiom1(op, _GEN), 2: lambda: axioms.check_axiom2(op, _GEN),
-        3: lambda: axioms.check_axiom3(op, typed=True), 4: lambda: axioms.check_axiom4(op, _GEN),
-        5: lambda: axioms.check_axiom5(op, _GEN), 6: lambda: axioms.check_axiom6(op),
-        7: lambda: axioms.check_axiom7(op, _GEN, drops=True), 8: lambda: axioms.check_axiom8(op, _GEN),
+        1: lambda: axioms.check_axiom1(op, _GEN),
+        2: lambda: axioms.check_axiom2(op, _GEN),
+        3: lambda: axioms.check_axiom3(op, typed=True),
+        4: lambda: axioms.check_axiom4(op, _GEN),
+        5: lambda: axioms.check_axiom5(op, _GEN),
+        6: lambda: axioms.check_axiom6(op),
+        7: lambda: axioms.check_axiom7(op, _GEN, drops=True),
+        8: lambda: axioms.check_axiom8(op, _GEN),
     }[axiom]
     assert check()
 

@@ -50,6 +50,7 @@ def test_main_runs_all_and_prints_one_line_per_file(tmp_path, capsys, monkeypatc
     def fake(name):
         def main(argv):
             return [tmp_path / f"{name}.{ext}" for ext in ("png", "csv", "json")]
+
         return type("M", (), {"main": staticmethod(main)})
 
     monkeypatch.setattr(runner.importlib, "import_module", lambda mod: fake(mod.split(".")[-1]))
@@ -72,8 +73,9 @@ def test_fig2_two_worlds(results):
         assert w["status"][0] == "UNSUPPORTED"
         assert w["action_at_lambda_1"] == "RETRIEVE"
     assert w1["soft_mass_claim"] == w2["soft_mass_claim"]  # same R, same posterior
-    assert r["thm1"]["hard_rule_F_R"] == dict(keeps_true_unobserved=False,
-                                              rejects_false_unsupported=True, both=False)
+    assert r["thm1"]["hard_rule_F_R"] == dict(
+        keeps_true_unobserved=False, rejects_false_unsupported=True, both=False
+    )
     assert r["thm1"]["retain_unless_contradicted"]["both"] is False
     assert r["fully_observed_W1"]["hard_mass"][0] == pytest.approx(1.0)
 

@@ -12,7 +12,13 @@ from hypothesis import example, given, note
 from hypothesis import strategies as st
 
 import grounding as g
-from grounding.testing.strategies import binary_partitions, lambdas, log_simplex, prior_energy, seeds
+from grounding.testing.strategies import (
+    binary_partitions,
+    lambdas,
+    log_simplex,
+    prior_energy,
+    seeds,
+)
 
 
 def _p(logp):
@@ -67,7 +73,10 @@ def test_eq7_gibbs_normalised_prior_at_zero_shift_invariant(pe, lam, shift):
     assert np.isclose(_p(post).sum(), 1.0, **F64)
     assert np.all(post[~np.isfinite(e)] == -np.inf)  # +inf energy => -inf log-mass
     np.testing.assert_allclose(
-        _p(g.gibbs_log_posterior(log_prior, e + shift - min(shift, 0) , lam)), _p(post), rtol=1e-7, atol=1e-12
+        _p(g.gibbs_log_posterior(log_prior, e + shift - min(shift, 0), lam)),
+        _p(post),
+        rtol=1e-7,
+        atol=1e-12,
     )
     at0 = _p(g.gibbs_log_posterior(log_prior, e, 0.0))
     p = np.where(np.isfinite(e), _p(log_prior), 0)
@@ -110,7 +119,12 @@ def test_thm2_symbolic_identity():
     """Eq. (18) per candidate: log P/P_lambda = log P/P0 + lambda E + log Z (symbolic)."""
     p, p0, lam, e, z = sp.symbols("p p0 lambda E Z", positive=True)
     p_lam = p0 * sp.exp(-lam * e) / z
-    assert sp.simplify(sp.expand_log(sp.log(p / p_lam) - (sp.log(p / p0) + lam * e + sp.log(z)), force=True)) == 0
+    assert (
+        sp.simplify(
+            sp.expand_log(sp.log(p / p_lam) - (sp.log(p / p0) + lam * e + sp.log(z)), force=True)
+        )
+        == 0
+    )
 
 
 # ----------------------------------------------------------------------------- Eq. (20), Cor. 1
@@ -120,11 +134,15 @@ def test_eq20_log_odds_identity(pe, lam):
     post = np.asarray(g.gibbs_log_posterior(log_prior, e, lam))
     for i, j in [(0, 1), (1, 0), (0, len(e) - 1)]:
         direct = post[i] - post[j]
-        assert np.isclose(direct, float(g.log_odds(log_prior, e, lam, i, j)), rtol=1e-9, atol=1e-7 * (1 + lam))
+        assert np.isclose(
+            direct, float(g.log_odds(log_prior, e, lam, i, j)), rtol=1e-9, atol=1e-7 * (1 + lam)
+        )
 
 
 @given(prior_energy(n_min=2, n_max=2), lambdas(max_value=1e3))
-@example((np.log([0.25, 0.75]), np.array([0.0, np.log(3.0)])), 1.0)  # exact tie: neither ranks above
+@example(
+    (np.log([0.25, 0.75]), np.array([0.0, np.log(3.0)])), 1.0
+)  # exact tie: neither ranks above
 def test_cor1_pairwise_ranking_iff(pe, lam):
     log_prior, e = pe
     post = np.asarray(g.gibbs_log_posterior(log_prior, e, lam))
@@ -146,7 +164,9 @@ def test_prop3_hard_collapse_soft_positivity(pe, eps, lam):
     assert np.all(hard[outside] == 0.0)
     soft = np.asarray(g.gibbs_log_posterior(log_prior, e, lam))
     assert np.all(np.isfinite(soft))  # positive mass in log-space, at every finite lambda
-    note(f"min soft log-mass {soft.min():.1f}; underflows as a probability: {bool(np.exp(soft.min()) == 0)}")
+    note(
+        f"min soft log-mass {soft.min():.1f}; underflows as a probability: {bool(np.exp(soft.min()) == 0)}"
+    )
 
 
 def test_prop3_log_space_avoids_underflow():
@@ -164,7 +184,11 @@ def test_prop5_concentration_with_explicit_rate(pe, lam):
     post = np.asarray(g.gibbs_log_posterior(log_prior, e, lam))
     m = e == e.min()
     limit = np.where(m, _p(log_prior), 0) / _p(log_prior)[m].sum()
-    tv = float(g.tv_distance(post, np.log(np.where(limit > 0, limit, 1e-300)) + np.where(limit > 0, 0, -np.inf)))
+    tv = float(
+        g.tv_distance(
+            post, np.log(np.where(limit > 0, limit, 1e-300)) + np.where(limit > 0, 0, -np.inf)
+        )
+    )
     bound = float(g.concentration_tv_bound(log_prior, e, lam))
     assert tv <= bound * (1 + 1e-9) + 1e-15
 
@@ -186,7 +210,9 @@ def test_prop6_hard_limit_with_exact_rate(log_prior, seed, log_lam_m):
     s = np.random.default_rng(seed).random(len(log_prior)) < 0.5
     s[0] = True
     lam_m = 10.0**log_lam_m
-    soft = g.gibbs_log_posterior(log_prior, np.where(s, 0.0, 1.0), lam_m)  # truncated E_M, lambda=lam_m, M=1
+    soft = g.gibbs_log_posterior(
+        log_prior, np.where(s, 0.0, 1.0), lam_m
+    )  # truncated E_M, lambda=lam_m, M=1
     hard = g.hard_log_posterior(log_prior, np.where(s, 0.0, 1.0), 0.0)
     tv = float(g.tv_distance(soft, hard))
     rate = float(g.hard_limit_tv(log_prior, s, lam_m))

@@ -21,9 +21,21 @@ T = g.Translation(jnp.asarray([[1.0, 0.0, -1.0]]))
 
 # name -> (function of arrays, example arrays, differentiable argument indices)
 CASES = {
-    "gibbs_log_posterior": (lambda lp, e, lam: g.gibbs_log_posterior(lp, e, lam), (LP, E, 2.0), (1, 2)),
-    "gibbs_log_posterior_extreme_lam": (lambda lp, e, lam: g.gibbs_log_posterior(lp, e, lam), (LP, E, 1e6), (1, 2)),
-    "gibbs_log_posterior_tiny_lam": (lambda lp, e, lam: g.gibbs_log_posterior(lp, e, lam), (LP, E, 1e-6), (1, 2)),
+    "gibbs_log_posterior": (
+        lambda lp, e, lam: g.gibbs_log_posterior(lp, e, lam),
+        (LP, E, 2.0),
+        (1, 2),
+    ),
+    "gibbs_log_posterior_extreme_lam": (
+        lambda lp, e, lam: g.gibbs_log_posterior(lp, e, lam),
+        (LP, E, 1e6),
+        (1, 2),
+    ),
+    "gibbs_log_posterior_tiny_lam": (
+        lambda lp, e, lam: g.gibbs_log_posterior(lp, e, lam),
+        (LP, E, 1e-6),
+        (1, 2),
+    ),
     "hard_log_posterior": (lambda lp, e: g.hard_log_posterior(lp, e, 0.6), (LP, E), ()),
     "aggregate_paths": (lambda e, lw, tau: g.aggregate_paths(e, lw, tau), (E, LP, 0.5), (0, 1, 2)),
     "aggregate_paths_tau0": (lambda e, lw: g.aggregate_paths(e, lw, 0.0), (E, LP), (0,)),
@@ -32,15 +44,35 @@ CASES = {
     "tv_distance": (lambda a, b: g.tv_distance(a, b), (LP, LP[::-1].copy()), (0, 1)),
     "tv_bound": (lambda lam, om: g.tv_bound(lam, om), (2.0, 0.7), (0, 1)),
     "tv_bound_sharp": (lambda lam, om: g.tv_bound_sharp(lam, om), (2.0, 0.7), (0, 1)),
-    "kl_objective": (lambda p, lp, e, lam: g.kl_objective(p, lp, e, lam), (LP[::-1].copy(), LP, EF, 2.0), (0, 2, 3)),
+    "kl_objective": (
+        lambda p, lp, e, lam: g.kl_objective(p, lp, e, lam),
+        (LP[::-1].copy(), LP, EF, 2.0),
+        (0, 2, 3),
+    ),
     "kl_divergence": (lambda p, q: g.kl_divergence(p, q), (LP[::-1].copy(), LP), (0, 1)),
     "log_partition": (lambda lp, e, lam: g.log_partition(lp, e, lam), (LP, E, 2.0), (1, 2)),
     "oscillation": (lambda a, b, lp: g.oscillation(a, b, lp), (EF, E2, LP), (0, 1)),
-    "concentration_tv_bound": (lambda lp, e, lam: g.concentration_tv_bound(lp, e, lam), (LP, EF, 2.0), (2,)),
-    "typed_residual": (lambda u, v, w: g.typed_residual(u, v, 0, T, w), (np.zeros(3), np.array([1.0, 0.0, -1.0]), 0.5), (0, 1, 2)),
-    "entity_cost": (lambda psi, eta: g.entity_cost(psi, eta), (np.ones((3, 2)), np.ones((3, 2))), (0, 1)),
+    "concentration_tv_bound": (
+        lambda lp, e, lam: g.concentration_tv_bound(lp, e, lam),
+        (LP, EF, 2.0),
+        (2,),
+    ),
+    "typed_residual": (
+        lambda u, v, w: g.typed_residual(u, v, 0, T, w),
+        (np.zeros(3), np.array([1.0, 0.0, -1.0]), 0.5),
+        (0, 1, 2),
+    ),
+    "entity_cost": (
+        lambda psi, eta: g.entity_cost(psi, eta),
+        (np.ones((3, 2)), np.ones((3, 2))),
+        (0, 1),
+    ),
     "path_energy": (lambda a, b, al: g.path_energy(a, b, al), (EF, E2, 0.3), (0, 1, 2)),
-    "variational_path_objective": (lambda nu, e, lw: g.variational_path_objective(nu, e, lw, 0.5), (LP[::-1].copy(), EF, LP), (0, 1)),
+    "variational_path_objective": (
+        lambda nu, e, lw: g.variational_path_objective(nu, e, lw, 0.5),
+        (LP[::-1].copy(), EF, LP),
+        (0, 1),
+    ),
 }
 
 
@@ -61,7 +93,10 @@ def test_jit_equals_eager(name):
 def test_vmap_equals_loop(name):
     fn, args, _ = CASES[name]
     # three queries: the example, and copies whose scalar parameters are scaled (kept valid)
-    batch = [tuple(np.asarray(a) * (c if np.ndim(a) == 0 else 1.0) for a in args) for c in (1.0, 0.5, 2.0)]
+    batch = [
+        tuple(np.asarray(a) * (c if np.ndim(a) == 0 else 1.0) for a in args)
+        for c in (1.0, 0.5, 2.0)
+    ]
     stacked = [np.stack([b[i] for b in batch]) for i in range(len(args))]
     out = jax.vmap(fn)(*stacked)
     for k, b in enumerate(batch):
@@ -103,12 +138,32 @@ def test_vmap_over_a_batch_of_queries_matches_leading_axis_broadcast():
 # ----------------------------------------------------------------------------- bad input
 BAD = [
     (lambda: g.gibbs_log_posterior(LP, E[:3], 1.0), ValueError, "broadcast"),
-    (lambda: g.gibbs_log_posterior(np.log([0.5, 0.6]), [0.0, 1.0], 1.0), ValueError, "log_prior.*normalise"),
-    (lambda: g.gibbs_log_posterior([np.nan, 0.0], [0.0, 1.0], 1.0), ValueError, "log_prior contains NaN"),
-    (lambda: g.gibbs_log_posterior(LP, [0.0, np.nan, 1.0, 2.0], 1.0), ValueError, "energy contains NaN"),
-    (lambda: g.gibbs_log_posterior(LP, [0.0, -np.inf, 1.0, 2.0], 1.0), ValueError, "energy contains -inf"),
+    (
+        lambda: g.gibbs_log_posterior(np.log([0.5, 0.6]), [0.0, 1.0], 1.0),
+        ValueError,
+        "log_prior.*normalise",
+    ),
+    (
+        lambda: g.gibbs_log_posterior([np.nan, 0.0], [0.0, 1.0], 1.0),
+        ValueError,
+        "log_prior contains NaN",
+    ),
+    (
+        lambda: g.gibbs_log_posterior(LP, [0.0, np.nan, 1.0, 2.0], 1.0),
+        ValueError,
+        "energy contains NaN",
+    ),
+    (
+        lambda: g.gibbs_log_posterior(LP, [0.0, -np.inf, 1.0, 2.0], 1.0),
+        ValueError,
+        "energy contains -inf",
+    ),
     (lambda: g.gibbs_log_posterior(LP, E, -1.0), ValueError, "lam must be >= 0"),
-    (lambda: g.gibbs_log_posterior(np.zeros((0,)), np.zeros((0,)), 1.0), ValueError, "empty candidate"),
+    (
+        lambda: g.gibbs_log_posterior(np.zeros((0,)), np.zeros((0,)), 1.0),
+        ValueError,
+        "empty candidate",
+    ),
     (lambda: g.gibbs_log_posterior(LP, np.full(4, np.inf), 1.0), ValueError, "Z_R"),
     (lambda: g.gibbs_log_posterior("abc", E, 1.0), TypeError, "log_prior"),
     (lambda: g.hard_log_posterior(LP, np.full(4, 5.0), 1.0), ValueError, "zero prior mass"),
@@ -116,14 +171,30 @@ BAD = [
     (lambda: g.aggregate_paths(E, np.log([0.5, 0.5, 0.5, 0.5]), 0.1), ValueError, "log_path_prior"),
     (lambda: g.slack_energy(E, -1.0), ValueError, "kappa must be > 0"),
     (lambda: g.slack_energy(E, 0.0), ValueError, "kappa must be > 0"),
-    (lambda: g.typed_residual(np.zeros(3), np.ones(3), 0, T, 1.5), ValueError, "reliability must lie in"),
-    (lambda: g.typed_residual(np.zeros(3), np.ones(3), 0, T, 0.0), ValueError, "reliability must lie in"),
+    (
+        lambda: g.typed_residual(np.zeros(3), np.ones(3), 0, T, 1.5),
+        ValueError,
+        "reliability must lie in",
+    ),
+    (
+        lambda: g.typed_residual(np.zeros(3), np.ones(3), 0, T, 0.0),
+        ValueError,
+        "reliability must lie in",
+    ),
     (lambda: g.typed_residual(np.zeros(3), np.ones(2), 0, T), ValueError, "eta_u and eta_v"),
     (lambda: g.TypedGraph.from_triples([("a", "r", "b")], [1.2]), ValueError, "reliability"),
     (lambda: g.TypedGraph.from_triples([("a", "r")]), ValueError, "triples\\[0\\]"),
-    (lambda: g.TypedGraph.from_triples([("a", "r", "b")], [0.5, 0.5]), ValueError, "one value per triple"),
+    (
+        lambda: g.TypedGraph.from_triples([("a", "r", "b")], [0.5, 0.5]),
+        ValueError,
+        "one value per triple",
+    ),
     (lambda: g.tv_distance(LP, np.log([0.5, 0.5])), ValueError, "broadcast"),
-    (lambda: g.EvidenceState(g.TypedGraph.from_triples([("a", "r", "b")]), coverage=1.5), ValueError, "coverage"),
+    (
+        lambda: g.EvidenceState(g.TypedGraph.from_triples([("a", "r", "b")]), coverage=1.5),
+        ValueError,
+        "coverage",
+    ),
     (lambda: g.energy_perturbation_delta(1, 1, -0.1, 0, 0, 0, 1, 1), ValueError, "eps_ent"),
     (lambda: g.hoeffding_sample_size(0.1, 1.0, 1.0, 10, 1.5), ValueError, "delta"),
 ]
@@ -136,7 +207,9 @@ def test_bad_input_raises_clear_error(call, exc, match):
 
 
 def test_networkx_round_trip():
-    graph = g.TypedGraph.from_triples([("a", "r", "b"), ("b", "s", "a"), ("a", "r", "b")], [1.0, 0.5, 0.25])
+    graph = g.TypedGraph.from_triples(
+        [("a", "r", "b"), ("b", "s", "a"), ("a", "r", "b")], [1.0, 0.5, 0.25]
+    )
     back = g.TypedGraph.from_networkx(graph.to_networkx())
     assert sorted(back.triples()) == sorted(graph.triples())
     assert sorted(np.asarray(back.reliability)) == sorted(np.asarray(graph.reliability))

@@ -203,16 +203,36 @@ class ClaimChain:
 
 
 CANDIDATES: tuple[ClaimChain, ...] = (
-    ClaimChain("correct_2014", ("lou_seal", GIANTS, "2014_world_series"), (MASCOT, LAST_WIN),
-               "the supported two-hop route (true in W1)"),
-    ClaimChain("stale_2012", ("lou_seal", GIANTS, "2012_world_series"), (MASCOT, LAST_WIN),
-               "right team, an earlier title (true in W2)"),
-    ClaimChain("wrong_team_drift", ("lou_seal", "st_louis_cardinals", "2011_world_series"),
-               (MASCOT, LAST_WIN), "drifts to another mascot's team"),
-    ClaimChain("relation_reversal", (GIANTS, "lou_seal", "2014_world_series"), (MASCOT, LAST_WIN),
-               "reverses mascot_of (the team is the mascot of Lou Seal)"),
-    ClaimChain("unsupported_generic", ("lou_seal", "san_francisco", "2010_world_series"),
-               ("located_in", LAST_WIN), "invents a city-level bridge and a generic answer"),
+    ClaimChain(
+        "correct_2014",
+        ("lou_seal", GIANTS, "2014_world_series"),
+        (MASCOT, LAST_WIN),
+        "the supported two-hop route (true in W1)",
+    ),
+    ClaimChain(
+        "stale_2012",
+        ("lou_seal", GIANTS, "2012_world_series"),
+        (MASCOT, LAST_WIN),
+        "right team, an earlier title (true in W2)",
+    ),
+    ClaimChain(
+        "wrong_team_drift",
+        ("lou_seal", "st_louis_cardinals", "2011_world_series"),
+        (MASCOT, LAST_WIN),
+        "drifts to another mascot's team",
+    ),
+    ClaimChain(
+        "relation_reversal",
+        (GIANTS, "lou_seal", "2014_world_series"),
+        (MASCOT, LAST_WIN),
+        "reverses mascot_of (the team is the mascot of Lou Seal)",
+    ),
+    ClaimChain(
+        "unsupported_generic",
+        ("lou_seal", "san_francisco", "2010_world_series"),
+        ("located_in", LAST_WIN),
+        "invents a city-level bridge and a generic answer",
+    ),
 )
 
 #: Declared stand-in for the LLM prior :math:`p_\theta(\rho\mid q)` over :data:`CANDIDATES`.
@@ -300,8 +320,16 @@ class LouSealExample:
 
     def ground(self, state: EvidenceState) -> Grounded:
         """Energies of every candidate against an evidence state over the same vocabulary."""
-        return _ground(state, self.candidates, self.embeddings, self.relation_map,
-                       self.kappa, self.eps_s, self.alpha, self.xi)
+        return _ground(
+            state,
+            self.candidates,
+            self.embeddings,
+            self.relation_map,
+            self.kappa,
+            self.eps_s,
+            self.alpha,
+            self.xi,
+        )
 
     def observe(self, world: TypedGraph) -> EvidenceState:
         """:math:`O_q(W)` as a full evidence state (declared statuses included)."""
@@ -317,13 +345,28 @@ class LouSealExample:
 _COMPILED: dict = {}
 
 
-def _grounding_fn(graph: TypedGraph, chains: tuple[ClaimChain, ...], kappa: float, eps_s: float,
-                  alpha: float, xi: float):
+def _grounding_fn(
+    graph: TypedGraph,
+    chains: tuple[ClaimChain, ...],
+    kappa: float,
+    eps_s: float,
+    alpha: float,
+    xi: float,
+):
     """One jitted program per (graph, chains, parameters): every chain energy, status and slack
     energy at once. Cached on the graph's content, so equal observed graphs (e.g.
     :math:`O_q(W_1)` and :math:`O_q(W_2)`) share one compilation."""
-    key = (graph.entities, graph.relations, tuple(graph.triples()),
-           tuple(np.asarray(graph.reliability).tolist()), chains, kappa, eps_s, alpha, xi)
+    key = (
+        graph.entities,
+        graph.relations,
+        tuple(graph.triples()),
+        tuple(np.asarray(graph.reliability).tolist()),
+        chains,
+        kappa,
+        eps_s,
+        alpha,
+        xi,
+    )
     fn = _COMPILED.get(key)
     if fn is not None:
         return fn
@@ -349,8 +392,9 @@ def _grounding_fn(graph: TypedGraph, chains: tuple[ClaimChain, ...], kappa: floa
     return fn
 
 
-def _ground(state: EvidenceState, chains, embeddings, relation_map, kappa, eps_s, alpha, xi
-            ) -> Grounded:
+def _ground(
+    state: EvidenceState, chains, embeddings, relation_map, kappa, eps_s, alpha, xi
+) -> Grounded:
     counter = jnp.asarray([any(state.counter_support(h) for h in c.hops) for c in chains])
     fn = _grounding_fn(state.graph, tuple(chains), kappa, eps_s, alpha, xi)
     return Grounded(*fn(jnp.asarray(embeddings), relation_map, counter, state.graph.reliability))

@@ -28,11 +28,29 @@ from grounding.bounds import tv_bound
 from grounding.decision import Action, decide, status_energy
 from grounding.evidence import EvidenceStatus
 from grounding.geometry import Identity, Translation, typed_residual
-from grounding.posterior import expected_energy, gibbs_log_posterior, hard_log_posterior, kl_divergence, tv_distance
+from grounding.posterior import (
+    expected_energy,
+    gibbs_log_posterior,
+    hard_log_posterior,
+    kl_divergence,
+    tv_distance,
+)
 
-__all__ = ["Instance", "HardSet", "SoftNoSlack", "SoftSlack", "AXIOM_CHECKS", "table2", "PAPER_TABLE2"]
+__all__ = [
+    "Instance",
+    "HardSet",
+    "SoftNoSlack",
+    "SoftSlack",
+    "AXIOM_CHECKS",
+    "table2",
+    "PAPER_TABLE2",
+]
 
-SUP, CON, UNS = int(EvidenceStatus.SUPPORTED), int(EvidenceStatus.CONTRADICTED), int(EvidenceStatus.UNSUPPORTED)
+SUP, CON, UNS = (
+    int(EvidenceStatus.SUPPORTED),
+    int(EvidenceStatus.CONTRADICTED),
+    int(EvidenceStatus.UNSUPPORTED),
+)
 ABSTAINING = {Action.ABSTAIN, Action.RETRIEVE, Action.VERIFY}
 
 
@@ -87,7 +105,9 @@ class HardSet(Operator):
     name = "Hard set"
 
     def strength(self, c):
-        if self.coverage_aware and c < 0.9:  # hard grounding only where coverage is declared complete
+        if (
+            self.coverage_aware and c < 0.9
+        ):  # hard grounding only where coverage is declared complete
             return 0.0, 0.0
         return np.inf, np.inf
 
@@ -139,8 +159,11 @@ def _instance(rng: np.random.Generator, finite: bool, eps: float = 0.5) -> Insta
     n = int(rng.integers(2, 7))
     p = rng.dirichlet(np.ones(n))
     kind = rng.integers(0, 4, n)  # 0: supported, 1: near threshold, 2: weak path, 3: no path
-    raw = np.select([kind == 0, kind == 1, kind == 2], [rng.uniform(0, eps, n), eps + rng.uniform(-0.05, 0.05, n),
-                    rng.uniform(eps + 0.1, 4.0, n)], np.inf)
+    raw = np.select(
+        [kind == 0, kind == 1, kind == 2],
+        [rng.uniform(0, eps, n), eps + rng.uniform(-0.05, 0.05, n), rng.uniform(eps + 0.1, 4.0, n)],
+        np.inf,
+    )
     if finite:
         raw = np.where(np.isinf(raw), rng.uniform(eps + 0.1, 4.0, n), raw)
     status = np.where(raw <= eps, SUP, UNS)
@@ -191,7 +214,9 @@ def check_axiom3(op: Operator, typed: bool) -> bool:
         t = t / np.linalg.norm(t)  # |r| = 1 > eps: the reversal residual 2|r| is unsupported
         ev = eu + t  # a consistent forward edge
         rmap = Translation(jnp.asarray(t[None])) if typed else Identity()
-        raw = np.array([float(typed_residual(eu, ev, 0, rmap)), float(typed_residual(ev, eu, 0, rmap))])
+        raw = np.array(
+            [float(typed_residual(eu, ev, 0, rmap)), float(typed_residual(ev, eu, 0, rmap))]
+        )
         x = Instance(np.log([0.5, 0.5]), raw, np.where(raw <= op.eps, SUP, UNS), 0.95)
         post, _ = op(x)
         if post[0] == post[1]:
@@ -291,8 +316,11 @@ def _cell(general: bool, conditional: bool) -> str:
 def _run(op_cls: type[Operator], axiom: int, n: int = 200) -> str:
     gen, fin = _family(11, n, finite=False), _family(12, n, finite=True)
     base = op_cls()
-    layered = {4: op_cls(contradiction_layer=True), 6: op_cls(coverage_aware=True),
-               8: op_cls(selective=True)}.get(axiom, base)
+    layered = {
+        4: op_cls(contradiction_layer=True),
+        6: op_cls(coverage_aware=True),
+        8: op_cls(selective=True),
+    }.get(axiom, base)
     checks: dict[int, Callable[[], tuple[bool, bool]]] = {
         1: lambda: (check_axiom1(base, gen), check_axiom1(base, fin)),
         2: lambda: (check_axiom2(base, gen), check_axiom2(base, fin)),
@@ -306,9 +334,16 @@ def _run(op_cls: type[Operator], axiom: int, n: int = 200) -> str:
     return _cell(*checks[axiom]())
 
 
-AXIOMS = ("Evidence relativity", "Non-falsity of absence", "Direction sensitivity",
-          "Contradiction dominance", "Minimal intervention", "Coverage awareness",
-          "Perturbation stability", "Abstention consistency")
+AXIOMS = (
+    "Evidence relativity",
+    "Non-falsity of absence",
+    "Direction sensitivity",
+    "Contradiction dominance",
+    "Minimal intervention",
+    "Coverage awareness",
+    "Perturbation stability",
+    "Abstention consistency",
+)
 OPERATORS = (HardSet, SoftNoSlack, SoftSlack)
 AXIOM_CHECKS = {i + 1: name for i, name in enumerate(AXIOMS)}
 

@@ -33,7 +33,9 @@ __all__ = [
 seeds = st.integers(min_value=0, max_value=2**32 - 1)
 
 
-def lambdas(min_value: float = 1e-6, max_value: float = 1e6, zero: bool = True) -> st.SearchStrategy[float]:
+def lambdas(
+    min_value: float = 1e-6, max_value: float = 1e6, zero: bool = True
+) -> st.SearchStrategy[float]:
     """Grounding strengths, log-uniform over ``[min_value, max_value]`` (and optionally 0)."""
     lo, hi = np.log10(min_value), np.log10(max_value)
     s = st.floats(lo, hi).map(lambda e: float(10.0**e))
@@ -54,7 +56,9 @@ def _dirichlet(rng: np.random.Generator, n: int, zeros: bool) -> np.ndarray:
 
 
 @st.composite
-def log_simplex(draw, n_min: int = 1, n_max: int = 8, zeros: bool = False, n: int | None = None) -> np.ndarray:
+def log_simplex(
+    draw, n_min: int = 1, n_max: int = 8, zeros: bool = False, n: int | None = None
+) -> np.ndarray:
     """A normalised log-probability vector (``-inf`` entries when ``zeros``)."""
     size = n if n is not None else draw(st.integers(n_min, n_max))
     rng = np.random.default_rng(draw(seeds))
@@ -69,8 +73,14 @@ def _energies(rng: np.random.Generator, n: int, inf_frac: float, scale: float) -
 
 
 @st.composite
-def energies(draw, n: int | None = None, n_min: int = 1, n_max: int = 8,
-             allow_inf: bool = False, scale: float = 2.0) -> np.ndarray:
+def energies(
+    draw,
+    n: int | None = None,
+    n_min: int = 1,
+    n_max: int = 8,
+    allow_inf: bool = False,
+    scale: float = 2.0,
+) -> np.ndarray:
     """Energies in ``[0, inf)`` (with ties at 0) and optionally ``+inf`` entries."""
     size = n if n is not None else draw(st.integers(n_min, n_max))
     rng = np.random.default_rng(draw(seeds))
@@ -78,15 +88,18 @@ def energies(draw, n: int | None = None, n_min: int = 1, n_max: int = 8,
 
 
 @st.composite
-def prior_energy(draw, n_min: int = 1, n_max: int = 8, zeros: bool = False,
-                 allow_inf: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def prior_energy(
+    draw, n_min: int = 1, n_max: int = 8, zeros: bool = False, allow_inf: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """A ``(log_prior, energy)`` pair on one candidate set."""
     n = draw(st.integers(n_min, n_max))
     return draw(log_simplex(n=n, zeros=zeros)), draw(energies(n=n, allow_inf=allow_inf))
 
 
 @st.composite
-def perturbed_energies(draw, n_min: int = 2, n_max: int = 8) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def perturbed_energies(
+    draw, n_min: int = 2, n_max: int = 8
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(log_prior, E_R, E_R')``: two finite evidence energies on one candidate set (Thm. 3)."""
     n = draw(st.integers(n_min, n_max))
     rng = np.random.default_rng(draw(seeds))
@@ -96,8 +109,9 @@ def perturbed_energies(draw, n_min: int = 2, n_max: int = 8) -> tuple[np.ndarray
 
 
 @st.composite
-def path_families(draw, p_min: int = 1, p_max: int = 8, allow_inf: bool = True,
-                  zeros: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def path_families(
+    draw, p_min: int = 1, p_max: int = 8, allow_inf: bool = True, zeros: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
     """``(path_energy, log_path_prior)`` for Eq. (13): at least one finite positive-prior path."""
     p = draw(st.integers(p_min, p_max))
     rng = np.random.default_rng(draw(seeds))
@@ -108,17 +122,23 @@ def path_families(draw, p_min: int = 1, p_max: int = 8, allow_inf: bool = True,
 
 
 @st.composite
-def typed_graphs(draw, n_min: int = 2, n_max: int = 6, e_max: int = 12, r_max: int = 3) -> TypedGraph:
+def typed_graphs(
+    draw, n_min: int = 2, n_max: int = 6, e_max: int = 12, r_max: int = 3
+) -> TypedGraph:
     """Small typed directed multigraphs with cycles, self-loops and parallel edges."""
     n = draw(st.integers(n_min, n_max))
     r = draw(st.integers(1, r_max))
     m = draw(st.integers(1, e_max))
     rng = np.random.default_rng(draw(seeds))
-    triples = [(f"v{rng.integers(n)}", f"r{rng.integers(r)}", f"v{rng.integers(n)}") for _ in range(m)]
+    triples = [
+        (f"v{rng.integers(n)}", f"r{rng.integers(r)}", f"v{rng.integers(n)}") for _ in range(m)
+    ]
     w = np.where(rng.random(m) < 0.5, 1.0, rng.uniform(0.05, 1.0, m))
     return TypedGraph.from_triples(
-        triples, w,
-        entities=[f"v{i}" for i in range(n)], relations=[f"r{i}" for i in range(r)],
+        triples,
+        w,
+        entities=[f"v{i}" for i in range(n)],
+        relations=[f"r{i}" for i in range(r)],
     )
 
 
