@@ -149,3 +149,21 @@ def binary_partitions(draw, n: int) -> np.ndarray:
     mask = rng.random(n) < 0.5
     mask[0], mask[-1] = True, False
     return rng.permutation(mask)
+
+
+
+# Strategies for the alignment costs (Eqs. (2)-(3)) and the typed regulariser (Eqs. (23)-(25))
+# live beside their tests; they are re-exported here so users have one module to import.
+def _reexport() -> list[str]:
+    from grounding.testing import _alignment_strategies, _regularize_strategies
+
+    added = []
+    for mod in (_alignment_strategies, _regularize_strategies):
+        for name in mod.__all__:
+            if name not in globals():
+                globals()[name] = getattr(mod, name)
+                added.append(name)
+    return added
+
+
+__all__ = [*__all__, *_reexport()]
