@@ -365,6 +365,8 @@ def sinkhorn(
     """
     res = _sinkhorn(cost, a, b, epsilon, n_iter)
     n, m = np.shape(cost)
+    if is_concrete(res.plan):  # slice on the host: an eager slice compiles once per shape
+        return res._replace(plan=jnp.asarray(np.asarray(res.plan)[:n, :m]))
     return res._replace(plan=res.plan[:n, :m])
 
 
