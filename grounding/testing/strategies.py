@@ -151,7 +151,6 @@ def binary_partitions(draw, n: int) -> np.ndarray:
     return rng.permutation(mask)
 
 
-
 # Strategies for the alignment costs (Eqs. (2)-(3)) and the typed regulariser (Eqs. (23)-(25))
 # live beside their tests; they are re-exported here so users have one module to import.
 def _reexport() -> list[str]:
