@@ -198,7 +198,7 @@ def edge_residuals(
         emb[graph.tail],
         graph.relation,
         relation_map,
-        graph.reliability,
+        jnp.asarray(graph.reliability).astype(emb.dtype),  # keep the embeddings' precision
         xi,
         metric,
     )

@@ -18,6 +18,7 @@ E = np.array([0.5, 1.0, np.inf, 0.0])
 EF = np.array([0.5, 1.0, 2.0, 0.0])
 E2 = np.array([0.7, 0.9, 2.5, 0.1])
 T = g.Translation(jnp.asarray([[1.0, 0.0, -1.0]]))
+GRAPH = g.TypedGraph.from_triples([("a", "r", "b"), ("b", "r", "c")])
 
 # name -> (function of arrays, example arrays, differentiable argument indices)
 CASES = {
@@ -68,6 +69,48 @@ CASES = {
         (0, 1),
     ),
     "path_energy": (lambda a, b, al: g.path_energy(a, b, al), (EF, E2, 0.3), (0, 1, 2)),
+    "aggregation_bounds": (lambda e, lw: g.aggregation_bounds(e, lw, 0.5)[1], (EF, LP), (0, 1)),
+    "best_path_energy": (lambda e: g.best_path_energy(e), (E,), (0,)),
+    "expected_energy": (lambda lp, e: g.expected_energy(lp, e), (LP, EF), (0, 1)),
+    "hard_limit_tv": (
+        lambda lp, lm: g.hard_limit_tv(lp, np.array([1, 0, 1, 0], bool), lm),
+        (LP, 3.0),
+        (0, 1),
+    ),
+    "suppression_log_ratio_bound": (
+        lambda lp, lam: g.suppression_log_ratio_bound(
+            lp, np.array([1, 1, 0, 0], bool), np.array([0, 0, 1, 1], bool), lam, 0.5
+        ),
+        (LP, 2.0),
+        (0, 1),
+    ),
+    "soft_floor": (lambda lp0, lam, b: g.soft_floor(lp0, lam, b), (-1.2, 2.0, 0.7), (0, 1, 2)),
+    "coverage_independent": (
+        lambda c: g.coverage_independent(c),
+        (np.array([0.9, 0.5, 0.7]),),
+        (0,),
+    ),
+    "margin_condition": (lambda lp, e, lam: g.margin_condition(lp, e, lam, 3), (LP, EF, 2.0), ()),
+    "pairwise_ranking_condition": (
+        lambda a, b, c, d, lam: g.pairwise_ranking_condition(a, b, c, d, lam),
+        (-1.0, -0.5, 0.2, 0.9, 2.0),
+        (),
+    ),
+    "status_energy": (lambda e, k: g.status_energy(e, np.array([0, 1, 2, 3]), k), (E, 1.5), (0, 1)),
+    "classify_status": (
+        lambda e: g.classify_status(
+            e, np.array([0, 1, 0, 0], bool), np.array([1, 1, 1, 0], bool), 0.6
+        ),
+        (E,),
+        (),
+    ),
+    "edge_residuals": (
+        lambda emb, t: g.edge_residuals(GRAPH, emb, g.Translation(t[None])),
+        (np.arange(9.0).reshape(3, 3) / 9, np.array([1.0, 0.0, -1.0])),
+        (0, 1),
+    ),
+    "tv_bound_delta_sharp": (lambda lam, d: g.tv_bound_delta_sharp(lam, d), (2.0, 0.3), (0, 1)),
+    "log_ratio_bound": (lambda lam, om: g.log_ratio_bound(lam, om), (2.0, 0.7), (0, 1)),
     "variational_path_objective": (
         lambda nu, e, lw: g.variational_path_objective(nu, e, lw, 0.5),
         (LP[::-1].copy(), EF, LP),
@@ -103,7 +146,8 @@ def test_vmap_equals_loop(name):
         _close(np.asarray(out)[k], fn(*b), rtol=1e-12, atol=1e-12)
 
 
-# hard_log_posterior is piecewise constant in its inputs: it has no gradient to test.
+# hard_log_posterior, classify_status and the boolean conditions are piecewise constant in
+# their inputs: they have no gradient to test.
 @pytest.mark.parametrize("name", sorted(k for k, v in CASES.items() if v[2]))
 def test_grad_finite(name):
     fn, args, diff = CASES[name]
@@ -118,7 +162,8 @@ def test_float32_agrees_with_float64(name):
     fn, args, _ = CASES[name]
     out64 = fn(*[jnp.asarray(a, dtype=jnp.float64) for a in args])
     out32 = fn(*[jnp.asarray(np.asarray(a, dtype=np.float32)) for a in args])
-    assert np.asarray(out32).dtype == np.float32 or np.ndim(out32) == 0
+    if jnp.issubdtype(jnp.asarray(out32).dtype, jnp.floating):  # codes and flags stay integral
+        assert np.asarray(out32).dtype == np.float32 or np.ndim(out32) == 0
     a64, a32 = np.asarray(out64), np.asarray(out32, dtype=np.float64)
     assert np.array_equal(np.isinf(a64), np.isinf(a32))
     fin = np.isfinite(a64)
