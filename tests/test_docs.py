@@ -81,3 +81,14 @@ def test_every_listed_node_id_exists():
                 tree = ast.parse((ROOT / path).read_text())
                 defined[path] = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
             assert name in defined[path], f"{path}::{name}"
+
+
+def test_core_docstring_examples_run():
+    import doctest
+    import importlib
+
+    for name in ("_numerics", "posterior", "energy", "bounds", "evidence", "geometry"):
+        mod = importlib.import_module(f"grounding.{name}")
+        result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
+        assert result.failed == 0, name
+        assert result.attempted > 0 or name == "_numerics", name
