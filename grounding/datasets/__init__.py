@@ -1,31 +1,6 @@
 """Datasets: the Lou Seal running example of the paper and a general TSV triple loader."""
 
-from grounding.datasets.lou_seal import (
-    ANTISYMMETRIC,
-    CANDIDATES,
-    FUNCTIONAL,
-    STAND_IN_PRIOR,
-    ClaimChain,
-    Grounded,
-    LouSealExample,
-    fit_translation_embeddings,
-    load_triples,
-    lou_seal,
-    lou_seal_evidence,
-    lou_seal_example,
-)
+from grounding.datasets import lou_seal as _lou_seal
+from grounding.datasets.lou_seal import *  # noqa: F403  (the names are listed once, in lou_seal.__all__)
 
-__all__ = [
-    "load_triples",
-    "lou_seal",
-    "lou_seal_example",
-    "lou_seal_evidence",
-    "fit_translation_embeddings",
-    "ClaimChain",
-    "Grounded",
-    "LouSealExample",
-    "CANDIDATES",
-    "STAND_IN_PRIOR",
-    "FUNCTIONAL",
-    "ANTISYMMETRIC",
-]
+__all__ = list(_lou_seal.__all__)
