@@ -21,7 +21,7 @@ __all__ = [
     "check_energy",
     "check_nonnegative_scalar",
     "check_reliability",
-    "check_same_last_axis",
+    "check_broadcastable",
     "normalization_tolerance",
 ]
 
@@ -135,8 +135,8 @@ def check_reliability(x: ArrayLike, name: str = "reliability") -> jax.Array:
     return arr
 
 
-def check_same_last_axis(a: jax.Array, b: jax.Array, name_a: str, name_b: str) -> None:
-    """Arrays indexed by candidates must agree on the candidate (last) axis and broadcast."""
+def check_broadcastable(a: jax.Array, b: jax.Array, name_a: str, name_b: str) -> None:
+    """Arrays indexed by candidates must broadcast against each other (candidate axis included)."""
     try:
         jnp.broadcast_shapes(a.shape, b.shape)
     except ValueError:

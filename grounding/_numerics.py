@@ -20,7 +20,6 @@ __all__ = [
     "safe_norm",
     "xlogy",
     "normalize_log",
-    "log1mexp",
 ]
 
 
@@ -85,12 +84,3 @@ def normalize_log(log_w: ArrayLike, axis: int = -1) -> jax.Array:
     lse = jnp.expand_dims(logsumexp(log_w, axis=axis), axis)
     finite = jnp.isfinite(lse)
     return jnp.where(finite, log_w - jnp.where(finite, lse, 0.0), -jnp.inf)
-
-
-def log1mexp(x: ArrayLike) -> jax.Array:
-    r""":math:`\log(1 - e^{x})` for :math:`x \le 0`, accurate near both ends (Maechler 2012)."""
-    x = jnp.asarray(x)
-    small = x > -0.6931471805599453
-    safe_small = jnp.where(small, x, -1.0)
-    safe_large = jnp.where(small, -1.0, x)
-    return jnp.where(small, jnp.log(-jnp.expm1(safe_small)), jnp.log1p(-jnp.exp(safe_large)))

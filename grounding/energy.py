@@ -16,10 +16,10 @@ from jax.typing import ArrayLike
 
 from grounding._checks import (
     as_float_array,
+    check_broadcastable,
     check_energy,
     check_log_prob,
     check_nonnegative_scalar,
-    check_same_last_axis,
     is_concrete,
 )
 from grounding._numerics import logsumexp, normalize_log, scaled_energy
@@ -82,9 +82,19 @@ def best_path_energy(path_energies: ArrayLike) -> jax.Array:
 def _check_paths(path_energy_: ArrayLike, log_path_prior: ArrayLike, tau: ArrayLike):
     e = check_energy(path_energy_, "path_energy")
     lw = check_log_prob(log_path_prior, "log_path_prior")
-    check_same_last_axis(e, lw, "path_energy", "log_path_prior")
+    check_broadcastable(e, lw, "path_energy", "log_path_prior")
     tau = check_nonnegative_scalar(tau, "tau")
     return e, lw, tau
+
+
+def _tempered(e: jax.Array, lw: jax.Array, tau: jax.Array):
+    """Shared by Eq. (13) and Prop. 2: ``tau`` with a trailing axis, its ``> 0`` mask, a
+    division-safe copy, the tempered logits ``log ω - e/τ``, and ``e`` on the support of ω."""
+    tau = jnp.expand_dims(tau, -1)
+    positive = tau > 0
+    safe_tau = jnp.where(positive, tau, 1.0)
+    logits = lw - scaled_energy(1.0 / safe_tau, e)
+    return positive, safe_tau, logits, jnp.where(lw > -jnp.inf, e, jnp.inf)
 
 
 def aggregate_paths(path_energy: ArrayLike, log_path_prior: ArrayLike, tau: ArrayLike) -> jax.Array:
@@ -112,14 +122,11 @@ def aggregate_paths(path_energy: ArrayLike, log_path_prior: ArrayLike, tau: Arra
         >>> round(float(aggregate_paths(jnp.array([1.0, 1.0]), jnp.log(jnp.array([0.5, 0.5])), 0.3)), 6)
         1.0
     """
-    e, lw, tau = _check_paths(path_energy, log_path_prior, tau)
-    tau = jnp.expand_dims(tau, -1)
-    positive = tau > 0
-    safe_tau = jnp.where(positive, tau, 1.0)
-    lse = logsumexp(lw - scaled_energy(1.0 / safe_tau, e), axis=-1)  # Eq. (13)
+    positive, safe_tau, logits, e_pos = _tempered(*_check_paths(path_energy, log_path_prior, tau))
+    lse = logsumexp(logits, axis=-1)  # Eq. (13)
     finite = jnp.isfinite(lse)
     soft = jnp.where(finite, -safe_tau[..., 0] * jnp.where(finite, lse, 0.0), jnp.inf)
-    hard = jnp.min(jnp.where(lw > -jnp.inf, e, jnp.inf), axis=-1)  # tau -> 0 limit: Eq. (11)
+    hard = jnp.min(e_pos, axis=-1)  # tau -> 0 limit: Eq. (11)
     return jnp.where(positive[..., 0], soft, hard)
 
 
@@ -133,11 +140,8 @@ def path_posterior(path_energy: ArrayLike, log_path_prior: ArrayLike, tau: Array
     Equal to the gradient of :func:`aggregate_paths` with respect to ``path_energy``.
     """
     e, lw, tau = _check_paths(path_energy, log_path_prior, tau)
-    tau = jnp.expand_dims(tau, -1)
-    positive = tau > 0
-    safe_tau = jnp.where(positive, tau, 1.0)
-    soft = normalize_log(lw - scaled_energy(1.0 / safe_tau, e))  # Prop. 2
-    e_pos = jnp.where(lw > -jnp.inf, e, jnp.inf)
+    positive, _, logits, e_pos = _tempered(e, lw, tau)
+    soft = normalize_log(logits)  # Prop. 2
     at_min = e_pos == jnp.min(e_pos, axis=-1, keepdims=True)
     hard = normalize_log(jnp.where(at_min & jnp.isfinite(e_pos), lw, -jnp.inf))
     return jnp.where(positive, soft, hard)

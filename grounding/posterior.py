@@ -13,10 +13,10 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from grounding._checks import (
+    check_broadcastable,
     check_energy,
     check_log_prob,
     check_nonnegative_scalar,
-    check_same_last_axis,
     is_concrete,
 )
 from grounding._numerics import logsumexp, normalize_log, scaled_energy
@@ -39,7 +39,7 @@ __all__ = [
 def _prior_and_energy(log_prior: ArrayLike, energy: ArrayLike) -> tuple[jax.Array, jax.Array]:
     log_prior = check_log_prob(log_prior, "log_prior")
     energy = check_energy(energy)
-    check_same_last_axis(log_prior, energy, "log_prior", "energy")
+    check_broadcastable(log_prior, energy, "log_prior", "energy")
     return log_prior, energy
 
 
@@ -226,7 +226,7 @@ def tv_distance(log_p: ArrayLike, log_q: ArrayLike) -> jax.Array:
     """
     log_p = check_log_prob(log_p, "log_p")
     log_q = check_log_prob(log_q, "log_q")
-    check_same_last_axis(log_p, log_q, "log_p", "log_q")
+    check_broadcastable(log_p, log_q, "log_p", "log_q")
     p = jnp.exp(log_p)
     q = jnp.exp(log_q)
     return jnp.sum(jnp.maximum(p - q, 0.0), axis=-1)
