@@ -63,11 +63,21 @@ from grounding.geometry import (
     typed_residual,
 )
 from grounding.paths import (
+    TopPaths,
     chain_energy,
     chain_path_energies,
     enumerate_walks,
     simple_paths,
+    top_paths,
     walk_nodes,
+)
+from grounding.semiring import (
+    UNREACHABLE,
+    EdgeIndex,
+    edge_usage,
+    energy_field,
+    hop_distances,
+    hop_energy_fields,
 )
 from grounding.posterior import (
     expected_energy,
@@ -114,12 +124,21 @@ __all__ = [
     "revise",
     "revision_objective",
     "unified_objective",
-    # paths by enumeration
+    # all-walks dynamic programming, Eqs. (11), (13), Prop. 2
+    "EdgeIndex",
+    "energy_field",
+    "hop_energy_fields",
+    "edge_usage",
+    "hop_distances",
+    "UNREACHABLE",
+    "top_paths",
+    "TopPaths",
+    "chain_energy",
+    # paths by enumeration (oracles, simple paths)
     "enumerate_walks",
     "walk_nodes",
     "simple_paths",
     "chain_path_energies",
-    "chain_energy",
     # posteriors, Eqs. (5)-(7), (16)-(18), (20)
     "gibbs_log_posterior",
     "hard_log_posterior",

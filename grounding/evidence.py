@@ -148,6 +148,16 @@ class TypedGraph:
     def n_edges(self) -> int:
         return int(jnp.shape(self.head)[0])
 
+    def edge_index(self):
+        """The incoming-edge layout (:class:`grounding.semiring.EdgeIndex`) of this graph, for
+        repeated energy fields, edge usages and hop distances without rebuilding it.
+
+        Needs concrete edge arrays (build it outside ``jit`` and pass it in as an argument).
+        """
+        from grounding.semiring import EdgeIndex
+
+        return EdgeIndex.from_edges(self.head, self.tail, self.n_nodes)
+
     def entity_index(self, name: str) -> int:
         try:
             return self.entities.index(name)
