@@ -71,14 +71,6 @@ from grounding.paths import (
     top_paths,
     walk_nodes,
 )
-from grounding.semiring import (
-    UNREACHABLE,
-    EdgeIndex,
-    edge_usage,
-    energy_field,
-    hop_distances,
-    hop_energy_fields,
-)
 from grounding.posterior import (
     expected_energy,
     gibbs_log_posterior,
@@ -91,6 +83,14 @@ from grounding.posterior import (
     log_partition,
     map_index,
     tv_distance,
+)
+from grounding.semiring import (
+    UNREACHABLE,
+    EdgeIndex,
+    edge_usage,
+    energy_field,
+    hop_distances,
+    hop_energy_fields,
 )
 
 __version__ = "0.1.0"

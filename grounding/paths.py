@@ -19,12 +19,12 @@ supporting walks of a report by a k-best recursion with backtracking.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
-
-from typing import NamedTuple
 
 from grounding import semiring
 from grounding._checks import as_float_array, check_nonnegative_scalar
@@ -117,8 +117,9 @@ def chain_path_energies(
     Returns:
         ``(walks, energies)``: ``[W, T]`` edge indices and ``[W]`` energies.
     """
-    node, step = _chain_costs(graph, embeddings, relation_map, psi, claimed_relations,
-                              alpha, xi, mismatch_cost, metric)
+    node, step = _chain_costs(
+        graph, embeddings, relation_map, psi, claimed_relations, alpha, xi, mismatch_cost, metric
+    )
     walks = enumerate_walks(graph, step.shape[0])
     if simple:
         walks = simple_paths(graph, walks)
@@ -160,32 +161,50 @@ def chain_energy(
     """
     tau_arr = check_nonnegative_scalar(tau, "tau")
     if simple:
-        _, e = chain_path_energies(graph, embeddings, relation_map, psi, claimed_relations,
-                                   alpha=alpha, xi=xi, mismatch_cost=mismatch_cost,
-                                   metric=metric, simple=True)
+        _, e = chain_path_energies(
+            graph,
+            embeddings,
+            relation_map,
+            psi,
+            claimed_relations,
+            alpha=alpha,
+            xi=xi,
+            mismatch_cost=mismatch_cost,
+            metric=metric,
+            simple=True,
+        )
         if e.shape[0] == 0:
             return jnp.asarray(jnp.inf, e.dtype)
         return aggregate_paths(e, jnp.full(e.shape, -jnp.log(e.shape[0])), tau_arr)
-    node, step = _chain_costs(graph, embeddings, relation_map, psi, claimed_relations,
-                              alpha, xi, mismatch_cost, metric)
+    node, step = _chain_costs(
+        graph, embeddings, relation_map, psi, claimed_relations, alpha, xi, mismatch_cost, metric
+    )
     tropical = semiring._check_tau(tau)[1]
     scale = 1.0 if tropical else tau_arr
     index = semiring._resolve(graph.head, graph.tail, graph.n_nodes)
 
     def log_mass(node, step):  # log sum over T-hop walks of exp(-e_gamma / tau)
-        a_t = semiring._exact_hops_log(index, graph.n_nodes, (-node[0] / scale)[:, None],
-                                       -step / scale, -node[1:] / scale, tropical)
+        a_t = semiring._exact_hops_log(
+            index,
+            graph.n_nodes,
+            (-node[0] / scale)[:, None],
+            -step / scale,
+            -node[1:] / scale,
+            tropical,
+        )
         return jnp.max(a_t) if tropical else logsumexp(a_t[:, 0], axis=0)
 
     log_z = log_mass(node, step)
     if not tropical:  # uniform prior over T-hop walks: subtract log W_T
         log_z = log_z - log_mass(jnp.zeros_like(node), jnp.zeros_like(step))
-    return jnp.where(jnp.isfinite(log_z), -scale * jnp.where(jnp.isfinite(log_z), log_z, 0.0),
-                     jnp.inf)  # Eq. (13) / Eq. (11)
+    return jnp.where(
+        jnp.isfinite(log_z), -scale * jnp.where(jnp.isfinite(log_z), log_z, 0.0), jnp.inf
+    )  # Eq. (13) / Eq. (11)
 
 
-def _chain_costs(graph, embeddings, relation_map, psi, claimed_relations, alpha, xi,
-                 mismatch_cost, metric):
+def _chain_costs(
+    graph, embeddings, relation_map, psi, claimed_relations, alpha, xi, mismatch_cost, metric
+):
     """Node costs ``[T + 1, N]`` (Eq. (9) per mention) and per-hop edge costs ``[T, E]``
     (Eq. (8) scaled by ``alpha`` plus the claimed-relation mismatch) of a claim chain."""
     psi = as_float_array(psi, "psi", min_ndim=2)
@@ -234,24 +253,24 @@ def top_paths(
     log_step_prior: ArrayLike | None = None,
 ) -> TopPaths:
     r"""The ``k`` walks ``source -> target`` (``1..max_hops`` edges) of highest posterior
-    score :math:`\log\omega(w) - c(w)/	au` (lowest cost at ``tau == 0``), by a k-best
-    max-plus recursion with back-pointers and backtracking (NumPy; for reports).
+        score :math:`\log\omega(w) - c(w)/	au` (lowest cost at ``tau == 0``), by a k-best
+        max-plus recursion with back-pointers and backtracking (NumPy; for reports).
 
-    Each hop keeps, per node, the ``k`` best partial walks, ``O(max_hops * |E| k log(|E| k))``.
-    With ``tau > 0`` the weights :math:`
-u^*(w) = \omega(w)e^{-c(w)/	au}/Z` use the exact
-    partition function :math:`Z` of :func:`grounding.energy_field`, so ``weight.sum()`` is the
-    share of the posterior the reported walks carry.
+        Each hop keeps, per node, the ``k`` best partial walks, ``O(max_hops * |E| k log(|E| k))``.
+        With ``tau > 0`` the weights :math:`
+    u^*(w) = \omega(w)e^{-c(w)/	au}/Z` use the exact
+        partition function :math:`Z` of :func:`grounding.energy_field`, so ``weight.sum()`` is the
+        share of the posterior the reported walks carry.
 
-    Example:
-        >>> import numpy as np
-        >>> tp = top_paths(np.array([0, 1, 0]), np.array([1, 2, 2]), np.array([1.0, 1.0, 3.0]), 0, 2,
-        ...                n_nodes=3, max_hops=2, k=2)
-        >>> [e.tolist() for e in tp.edges], tp.cost.tolist()
-        ([[0, 1], [2]], [2.0, 3.0])
+        Example:
+            >>> import numpy as np
+            >>> tp = top_paths(np.array([0, 1, 0]), np.array([1, 2, 2]), np.array([1.0, 1.0, 3.0]), 0, 2,
+            ...                n_nodes=3, max_hops=2, k=2)
+            >>> [e.tolist() for e in tp.edges], tp.cost.tolist()
+            ([[0, 1], [2]], [2.0, 3.0])
 
-    Prop. 2 (the optimiser :math:`
-u^*`) and Eq. (11) (its ``tau -> 0`` limit) of the paper.
+        Prop. 2 (the optimiser :math:`
+    u^*`) and Eq. (11) (its ``tau -> 0`` limit) of the paper.
     """
     h, t = (np.asarray(a, np.int64) for a in semiring._check_edges(head, tail, n_nodes))
     max_hops = semiring._check_hops(max_hops)
@@ -264,8 +283,11 @@ u^*`) and Eq. (11) (its ``tau -> 0`` limit) of the paper.
     cost = np.asarray(semiring._per_edge(edge_cost, "edge_cost", len(h), 1, bad=-np.inf))
     if cost.ndim != 1:
         raise ValueError(f"edge_cost must have shape [{len(h)}] here, got {cost.shape}")
-    prior = np.zeros_like(cost) if log_step_prior is None else np.asarray(
-        semiring._per_edge(log_step_prior, "log_step_prior", len(h), 1, bad=np.inf))
+    prior = (
+        np.zeros_like(cost)
+        if log_step_prior is None
+        else np.asarray(semiring._per_edge(log_step_prior, "log_step_prior", len(h), 1, bad=np.inf))
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
         score = np.where(prior == -np.inf, -np.inf, -cost) if tropical else prior - cost / tau
     best = np.full((n_nodes, k), -np.inf)  # hop 0: the empty walk at the source
@@ -286,7 +308,9 @@ u^*`) and Eq. (11) (its ``tau -> 0`` limit) of the paper.
         best[dest[order], rank] = flat[order]
         ptr[dest[order], rank] = order  # flat index = edge * k + previous rank
         pointers.append(ptr)
-        finals += [(best[int(target), r], hop, r) for r in range(k) if np.isfinite(best[int(target), r])]
+        finals += [
+            (best[int(target), r], hop, r) for r in range(k) if np.isfinite(best[int(target), r])
+        ]
     finals = sorted(finals, key=lambda f: -f[0])[:k]
     edges = []
     for _, hop, r in finals:  # backtrack through the back-pointers
@@ -300,8 +324,16 @@ u^*`) and Eq. (11) (its ``tau -> 0`` limit) of the paper.
     total = np.asarray([cost[w].sum() for w in edges], float)
     weight = None
     if not tropical:
-        field = semiring.energy_field(h, t, cost, np.asarray([int(source)]), n_nodes=n_nodes,
-                                      max_hops=max_hops, tau=tau, log_step_prior=prior)
+        field = semiring.energy_field(
+            h,
+            t,
+            cost,
+            np.asarray([int(source)]),
+            n_nodes=n_nodes,
+            max_hops=max_hops,
+            tau=tau,
+            log_step_prior=prior,
+        )
         log_z = -float(field[0, int(target)]) / tau
         weight = np.exp(np.asarray([f[0] for f in finals], float) - log_z)
     return TopPaths(edges, nodes, total, weight)

@@ -238,8 +238,10 @@ def _hop_ell(index: EdgeIndex, a: jax.Array, logw: jax.Array, tropical: bool) ->
         for b, srcs in enumerate(blocks):
             if level == 0:
                 slot = index.slots[b]
-                weight = (lambda j, slot=slot: logw[slot[:, j]]) if logw.ndim == 2 else (
-                    lambda j, slot=slot: logw[slot[:, j]][:, None]
+                weight = (
+                    (lambda j, slot=slot: logw[slot[:, j]])
+                    if logw.ndim == 2
+                    else (lambda j, slot=slot: logw[slot[:, j]][:, None])
                 )
             else:
                 weight = None
@@ -337,8 +339,9 @@ def _fields(graph, n_nodes, edge_cost, sources, max_hops, tau, log_step_prior, m
     def run(graph, cost, prior, sources, tau):
         hop = _hop_fn(graph, n_nodes, tropical)
         logw = _edge_log_weights(cost, prior, tau, tropical)  # log omega(e) - c(e)/tau
-        acc, hops = _forward(hop, _one_hot_log(sources, n_nodes, cost.dtype), max_hops,
-                             tropical, logw=logw)
+        acc, hops = _forward(
+            hop, _one_hot_log(sources, n_nodes, cost.dtype), max_hops, tropical, logw=logw
+        )
         scale = 1.0 if tropical else tau
         # Eq. (13): E = -tau * logsumexp over walks; Eq. (11) (max-plus on -c) at tau = 0
         if per_hop:
@@ -368,7 +371,9 @@ def _sharded(run, mesh, graph, cost, prior, sources, tau, per_hop):
     if pad:  # pad the batch with copies of the first source; sliced off below
         sources = jnp.concatenate([sources, jnp.repeat(sources[:1], pad)])
         cost, prior = (
-            None if x is None else (jnp.pad(x, ((0, 0), (0, pad)), mode="edge") if x.ndim == 2 else x)
+            None
+            if x is None
+            else (jnp.pad(x, ((0, 0), (0, pad)), mode="edge") if x.ndim == 2 else x)
             for x in (cost, prior)
         )
     edge_spec = lambda x: None if x is None else (P(None, axes) if x.ndim == 2 else P())  # noqa: E731
@@ -496,23 +501,23 @@ def edge_usage(
     log_step_prior: ArrayLike | None = None,
 ) -> jax.Array:
     r"""Expected edge usage under the optimiser :math:`
-u^*` of Prop. 2, for each
-    ``(sources[s], targets[s])`` pair: the gradient of :math:`E(s, t_s)` (Eq. (13)) w.r.t.
-    the edge costs,
+    u^*` of Prop. 2, for each
+        ``(sources[s], targets[s])`` pair: the gradient of :math:`E(s, t_s)` (Eq. (13)) w.r.t.
+        the edge costs,
 
-    .. math::
-        rac{\partial E(s, t)}{\partial c(e)} = \sum_{w: s\leadsto t} 
-u^*(w)\, n_e(w),
-        \qquad 
-u^*(w) \propto \omega(w)\, e^{-c(w)/	au},
+        .. math::
+            rac{\partial E(s, t)}{\partial c(e)} = \sum_{w: s\leadsto t}
+    u^*(w)\, n_e(w),
+            \qquad
+    u^*(w) \propto \omega(w)\, e^{-c(w)/	au},
 
-    with :math:`n_e(w)` the number of times walk :math:`w` traverses ``e``. At ``tau == 0``
-    it is the usage of the best walk (ties share the mass). Rows of unreachable pairs are zero.
+        with :math:`n_e(w)` the number of times walk :math:`w` traverses ``e``. At ``tau == 0``
+        it is the usage of the best walk (ties share the mass). Rows of unreachable pairs are zero.
 
-    Returns:
-        ``[S, n_edges]`` expected usages; each row sums to the expected walk length.
+        Returns:
+            ``[S, n_edges]`` expected usages; each row sums to the expected walk length.
 
-    Prop. 2 of the paper (the optimiser of the variational form of Eq. (13)).
+        Prop. 2 of the paper (the optimiser of the variational form of Eq. (13)).
     """
     graph = _resolve(head, tail, n_nodes)
     return _edge_usage(graph, n_nodes, edge_cost, sources, targets, max_hops, tau, log_step_prior)
@@ -541,7 +546,12 @@ def _hop_distances(graph, n_nodes, anchors, max_hops):
 
 
 def hop_distances(
-    head: ArrayLike, tail: ArrayLike, anchors: ArrayLike, *, n_nodes: int, max_hops: int | None = None
+    head: ArrayLike,
+    tail: ArrayLike,
+    anchors: ArrayLike,
+    *,
+    n_nodes: int,
+    max_hops: int | None = None,
 ) -> jax.Array:
     """Directed hop distance from each anchor to every node by breadth-first search.
 
@@ -567,8 +577,14 @@ def hop_distances(
 def _exact_hops_log(graph, n_nodes, init_log, hop_edge_logw, hop_node_logw, tropical):
     """``a_T`` ``[N, S]`` of the recursion with per-hop edge and node log weights (claim chains)."""
     hop = _hop_fn(graph, n_nodes, tropical)
-    _, per_hop = _forward(hop, init_log, hop_edge_logw.shape[0], tropical,
-                          hop_logw=hop_edge_logw, node_logw=hop_node_logw)
+    _, per_hop = _forward(
+        hop,
+        init_log,
+        hop_edge_logw.shape[0],
+        tropical,
+        hop_logw=hop_edge_logw,
+        node_logw=hop_node_logw,
+    )
     return per_hop[-1]
 
 
@@ -576,22 +592,29 @@ def _bind_index_methods() -> None:
     """``EdgeIndex.energy_field(...)`` etc.: the array-level API on a prebuilt index."""
 
     def field(self, edge_cost, sources, *, max_hops, tau, log_step_prior=None, mesh=None):
-        return _fields(self, self.n_nodes, edge_cost, sources, max_hops, tau, log_step_prior, mesh, False)
+        return _fields(
+            self, self.n_nodes, edge_cost, sources, max_hops, tau, log_step_prior, mesh, False
+        )
 
     def hops(self, edge_cost, sources, *, max_hops, tau, log_step_prior=None, mesh=None):
-        return _fields(self, self.n_nodes, edge_cost, sources, max_hops, tau, log_step_prior, mesh, True)
+        return _fields(
+            self, self.n_nodes, edge_cost, sources, max_hops, tau, log_step_prior, mesh, True
+        )
 
     def usage(self, edge_cost, sources, targets, *, max_hops, tau, log_step_prior=None):
-        return _edge_usage(self, self.n_nodes, edge_cost, sources, targets, max_hops, tau,
-                           log_step_prior)
+        return _edge_usage(
+            self, self.n_nodes, edge_cost, sources, targets, max_hops, tau, log_step_prior
+        )
 
     def dist(self, anchors, *, max_hops=None):
         return _hop_distances(self, self.n_nodes, anchors, max_hops)
 
-    for name, fn, public in (("energy_field", field, energy_field),
-                             ("hop_energy_fields", hops, hop_energy_fields),
-                             ("edge_usage", usage, edge_usage),
-                             ("hop_distances", dist, hop_distances)):
+    for name, fn, public in (
+        ("energy_field", field, energy_field),
+        ("hop_energy_fields", hops, hop_energy_fields),
+        ("edge_usage", usage, edge_usage),
+        ("hop_distances", dist, hop_distances),
+    ):
         fn.__name__ = name
         fn.__doc__ = f"Same as :func:`{public.__name__}` on this index (no rebuild)."
         setattr(EdgeIndex, name, fn)
