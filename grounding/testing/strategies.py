@@ -13,6 +13,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from hypothesis import strategies as st
 
@@ -27,6 +29,7 @@ __all__ = [
     "perturbed_energies",
     "path_families",
     "typed_graphs",
+    "weighted_digraphs",
     "binary_partitions",
 ]
 
@@ -140,6 +143,37 @@ def typed_graphs(
         entities=[f"v{i}" for i in range(n)],
         relations=[f"r{i}" for i in range(r)],
     )
+
+
+class WeightedDigraph(NamedTuple):
+    """Edge arrays of a directed multigraph with per-edge costs and step log-priors."""
+
+    head: np.ndarray
+    tail: np.ndarray
+    cost: np.ndarray
+    log_prior: np.ndarray
+    n_nodes: int
+
+
+@st.composite
+def weighted_digraphs(
+    draw, n_max: int = 6, e_max: int = 14, inf_frac: float = 0.1, positive: bool = False
+) -> WeightedDigraph:
+    """Small directed multigraphs (cycles, self-loops, parallel edges, possibly no edges) with
+    costs in ``[0, 3]`` (``(0, 3]`` when ``positive``) of which about ``inf_frac`` are ``+inf``,
+    and step log-priors in ``[-2, 0]`` with about ``inf_frac`` ``-inf`` (edges without prior
+    mass). Costs are rounded to 0.25 so ties between walks occur."""
+    n = draw(st.integers(1, n_max))
+    m = draw(st.integers(0, e_max))
+    rng = np.random.default_rng(draw(seeds))
+    cost = np.round(rng.uniform(0.0, 3.0, m) * 4) / 4
+    if positive:
+        cost = np.maximum(cost, 0.25)
+    cost[rng.random(m) < inf_frac] = np.inf
+    prior = rng.uniform(-2.0, 0.0, m)
+    prior[rng.random(m) < inf_frac] = -np.inf
+    head, tail = rng.integers(0, n, m), rng.integers(0, n, m)
+    return WeightedDigraph(head.astype(np.int32), tail.astype(np.int32), cost, prior, n)
 
 
 @st.composite

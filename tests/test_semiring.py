@@ -1,0 +1,478 @@
+"""Oracle tests of the all-walks semiring recursion (:mod:`grounding.semiring`).
+
+The dynamic program must equal explicit walk enumeration (exactly ``k`` and up to ``K``
+hops, log and min-plus semirings, with step priors and per-source costs), scipy's shortest
+paths when the hop limit does not bind, the enumerated optimiser ``nu*`` of Prop. 2 (its
+gradient), NetworkX's breadth-first distances, and itself under sharding. Unreachable
+nodes are ``+inf``, never NaN. Walk enumeration here is an independent few-line recursion.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import defaultdict
+
+import jax
+import jax.numpy as jnp
+import networkx as nx
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from _tol import F32, F64
+from hypothesis import given, note, settings
+from hypothesis import strategies as st
+from scipy.sparse.csgraph import shortest_path
+
+import grounding as g
+from grounding import semiring
+from grounding.testing.strategies import seeds, typed_graphs, weighted_digraphs
+
+taus = st.one_of(st.just(0.0), st.floats(0.05, 5.0))
+# Each example runs the recursion eagerly on a new small graph (~0.3 s); the oracle
+# properties run 40% of the profile's examples (40 under ``ci``, 400 under ``thorough``).
+oracle = settings(max_examples=max(10, settings.default.max_examples * 2 // 5))
+
+
+# ------------------------------------------------------------------------------ oracles
+def walks(head, tail, source, k):
+    """All walks with exactly ``k`` edges from ``source``, as edge tuples."""
+    out = defaultdict(list)
+    for e, u in enumerate(head):
+        out[int(u)].append(e)
+    frontier = [((), int(source))]
+    for _ in range(k):
+        frontier = [(w + (e,), int(tail[e])) for w, v in frontier for e in out[v]]
+    return [w for w, _ in frontier]
+
+
+def walk_scores(gr, source, hops, tau, prior):
+    """``{end node: [(walk, score)]}`` with score ``log omega(w) - c(w)/tau`` (``-c(w)`` at tau 0),
+    over walks of the given lengths that have finite score."""
+    out = defaultdict(list)
+    for k in hops:
+        for w in walks(gr.head, gr.tail, source, k):
+            c = sum(gr.cost[e] for e in w)
+            lp = sum(gr.log_prior[e] for e in w) if prior else 0.0
+            score = (-c if lp > -np.inf else -np.inf) if tau == 0 else lp - c / tau
+            if np.isfinite(score):
+                out[int(gr.tail[w[-1]])].append((w, score))
+    return out
+
+
+def oracle_energy(scored, tau):
+    """Eq. (13) (min at tau 0) from a list of walk scores; ``+inf`` when empty."""
+    if not scored:
+        return np.inf
+    s = np.array([x for _, x in scored])
+    if tau == 0:
+        return -s.max()
+    m = s.max()
+    return -tau * (m + np.log(np.sum(np.exp(s - m))))
+
+
+def oracle_field(gr, sources, hops, tau, prior):
+    n = gr.n_nodes
+    out = np.full((len(sources), n), np.inf)
+    for i, s in enumerate(sources):
+        scored = walk_scores(gr, s, hops, tau, prior)
+        for v in range(n):
+            out[i, v] = oracle_energy(scored.get(v, []), tau)
+    return out
+
+
+def field(gr, sources, k, tau, prior, **kw):
+    return g.energy_field(
+        gr.head,
+        gr.tail,
+        gr.cost,
+        np.asarray(sources, np.int32),
+        n_nodes=gr.n_nodes,
+        max_hops=k,
+        tau=tau,
+        log_step_prior=gr.log_prior if prior else None,
+        **kw,
+    )
+
+
+def assert_energies_equal(got, want, tol=F64):
+    got, want = np.asarray(got), np.asarray(want)
+    assert not np.isnan(got).any()
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+    np.testing.assert_allclose(got[np.isfinite(want)], want[np.isfinite(want)], **tol)
+
+
+sources_of = st.lists(st.integers(0, 5), min_size=1, max_size=4)
+
+
+def _clip(sources, n):
+    return [s % n for s in sources]
+
+
+# ------------------------------------------------------------------ Eq. (13) / Eq. (11)
+@oracle
+@given(weighted_digraphs(), st.integers(1, 4), taus, st.booleans(), sources_of)
+def test_eq13_energy_field_equals_walk_enumeration(gr, k, tau, prior, sources):
+    """Up to ``K`` hops, both semirings, with and without a step prior."""
+    sources = _clip(sources, gr.n_nodes)
+    want = oracle_field(gr, sources, range(1, k + 1), tau, prior)
+    note(f"oracle {want}")
+    assert_energies_equal(field(gr, sources, k, tau, prior), want)
+
+
+@oracle
+@given(weighted_digraphs(), st.integers(1, 4), taus, st.booleans(), sources_of)
+def test_eq13_exact_hop_fields_equal_enumeration(gr, k, tau, prior, sources):
+    sources = _clip(sources, gr.n_nodes)
+    got = g.hop_energy_fields(
+        gr.head, gr.tail, gr.cost, np.asarray(sources, np.int32), n_nodes=gr.n_nodes,
+        max_hops=k, tau=tau, log_step_prior=gr.log_prior if prior else None,
+    )  # fmt: skip
+    assert got.shape == (k, len(sources), gr.n_nodes)
+    for hop in range(1, k + 1):
+        assert_energies_equal(got[hop - 1], oracle_field(gr, sources, [hop], tau, prior))
+
+
+@settings(max_examples=12)  # each example compiles an ELL hop (~2.5 s); see _ELL_MIN_EDGES
+@given(weighted_digraphs(e_max=40), st.integers(1, 3), taus, st.booleans(), sources_of)
+def test_segment_fallback_equals_ell_layout(gr, k, tau, prior, sources):
+    """The traced-edge path (segment reductions) and the ELL index compute the same field."""
+    sources = np.asarray(_clip(sources, gr.n_nodes), np.int32)
+    args = (gr.n_nodes, gr.cost, sources, k, tau, gr.log_prior if prior else None, None, False)
+    ell = semiring._fields(semiring.EdgeIndex.from_edges(gr.head, gr.tail, gr.n_nodes), *args)
+    seg = semiring._fields((jnp.asarray(gr.head), jnp.asarray(gr.tail)), *args)
+    assert_energies_equal(seg, ell)
+
+
+@oracle
+@given(weighted_digraphs(), st.integers(1, 3), st.floats(0.1, 3.0), sources_of)
+def test_per_source_costs_equal_separate_runs(gr, k, tau, sources):
+    sources = _clip(sources, gr.n_nodes)
+    rng = np.random.default_rng(len(sources))
+    costs = gr.cost[None, :] + rng.uniform(0, 1, (len(sources), len(gr.cost)))
+    got = g.energy_field(gr.head, gr.tail, costs, np.asarray(sources, np.int32),
+                         n_nodes=gr.n_nodes, max_hops=k, tau=tau)  # fmt: skip
+    for i, s in enumerate(sources):
+        want = field(gr._replace(cost=costs[i]), [s], k, tau, False)
+        assert_energies_equal(got[i], want[0])
+
+
+@oracle
+@given(weighted_digraphs(inf_frac=0.0), st.integers(1, 4), st.floats(1e-3, 0.05), sources_of)
+def test_tau_to_zero_reaches_the_min_plus_field(gr, k, tau, sources):
+    """``0 <= E_min - E_tau <= tau * log(#walks)`` (Eq. (13) vs (11)), and the min-plus field
+    is the ``tau = 0`` value."""
+    sources = _clip(sources, gr.n_nodes)
+    soft = np.asarray(field(gr, sources, k, tau, False))
+    hard = np.asarray(field(gr, sources, k, 0.0, False))
+    counts = oracle_field(gr._replace(cost=np.zeros_like(gr.cost)), sources, range(1, k + 1), 1.0,
+                          False)  # fmt: skip  # -log(#walks)
+    ok = np.isfinite(hard)
+    np.testing.assert_array_equal(np.isfinite(soft), ok)
+    gap = hard[ok] - soft[ok]
+    assert np.all(gap >= -1e-9)
+    assert np.all(gap <= tau * -counts[ok] + 1e-9)
+
+
+@oracle
+@given(weighted_digraphs(positive=True, inf_frac=0.0), sources_of)
+def test_min_plus_equals_scipy_shortest_paths_when_hops_do_not_bind(gr, sources):
+    """With ``max_hops >= n - 1`` and positive costs the best walk is a shortest path."""
+    sources = _clip(sources, gr.n_nodes)
+    n = gr.n_nodes
+    best = {}
+    for h, t, c in zip(gr.head, gr.tail, gr.cost):  # parallel edges: keep the cheapest
+        best[(h, t)] = min(c, best.get((h, t), np.inf))
+    rows, cols = zip(*best) if best else ((), ())
+    w = sp.csr_matrix((list(best.values()), (rows, cols)), shape=(n, n))
+    dist = shortest_path(w, method="D", directed=True, indices=sources)
+    got = np.asarray(field(gr, sources, max(n - 1, 1), 0.0, False))
+    off = np.ones_like(dist, bool)
+    off[np.arange(len(sources)), sources] = False  # a walk needs >= 1 hop; scipy's d(s, s) = 0
+    assert_energies_equal(got[off], dist[off])
+
+
+@oracle
+@given(weighted_digraphs(), st.integers(1, 4), sources_of)
+def test_min_plus_equals_hop_limited_bellman_ford(gr, k, sources):
+    """Dense NumPy reference: ``D_t = D_{t-1} (min,+) W`` for ``t <= K``."""
+    sources = _clip(sources, gr.n_nodes)
+    n = gr.n_nodes
+    w = np.full((n, n), np.inf)
+    for h, t, c in zip(gr.head, gr.tail, gr.cost):
+        w[h, t] = min(w[h, t], c)
+    d = w[sources]
+    best = d.copy()
+    for _ in range(k - 1):
+        d = np.min(d[:, :, None] + w[None, :, :], axis=1)
+        best = np.minimum(best, d)
+    assert_energies_equal(field(gr, sources, k, 0.0, False), best)
+
+
+def test_unreachable_nodes_are_inf_not_nan_with_finite_gradients():
+    head, tail, cost = np.array([0, 1]), np.array([1, 0]), np.array([1.0, 2.0])
+    for tau in (0.0, 0.5):
+        f = g.energy_field(head, tail, cost, np.array([0, 2]), n_nodes=4, max_hops=3, tau=tau)
+        assert np.isinf(f[:, 3]).all() and np.isinf(f[1]).all() and not np.isnan(f).any()
+        grad = jax.grad(
+            lambda c, tau=tau: jnp.sum(jnp.where(jnp.isfinite(f := g.energy_field(
+                head, tail, c, np.array([0, 2]), n_nodes=4, max_hops=3, tau=tau)), f, 0.0))
+        )(cost)  # fmt: skip
+        assert np.isfinite(grad).all()
+
+
+def test_empty_graph_gives_all_inf():
+    f = g.energy_field(np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0), np.array([0]),
+                       n_nodes=3, max_hops=2, tau=1.0)  # fmt: skip
+    assert np.isinf(f).all()
+
+
+@pytest.mark.parametrize("tau", [0.0, 0.3])
+def test_hub_nodes_split_over_three_levels(tau):
+    """In-degree 1100 > 32 * 32: the hub's reduction spans three levels of the layout."""
+    leaves = 1100
+    rng = np.random.default_rng(0)
+    a, b = rng.uniform(0, 2, leaves), rng.uniform(0, 2, leaves)
+    hub = leaves + 1
+    head = np.concatenate([np.zeros(leaves), np.arange(1, hub)]).astype(np.int32)
+    tail = np.concatenate([np.arange(1, hub), np.full(leaves, hub)]).astype(np.int32)
+    index = semiring.EdgeIndex.from_edges(head, tail, hub + 1)
+    assert len(index.srcs) == 3
+    got = index.energy_field(np.concatenate([a, b]), np.array([0]), max_hops=2, tau=tau)
+    s = -(a + b)
+    want = (
+        -s.max() if tau == 0 else -tau * (s.max() / tau + np.log(np.exp((s - s.max()) / tau).sum()))
+    )
+    np.testing.assert_allclose(float(got[0, hub]), want, **F64)
+    np.testing.assert_allclose(np.asarray(got[0, 1:hub]), a, **F64)
+
+
+# ---------------------------------------------------------------------------- Prop. 2
+@oracle
+@given(weighted_digraphs(), st.integers(1, 3), st.floats(0.1, 3.0), st.booleans(), seeds)
+def test_prop2_gradient_is_the_enumerated_edge_marginal_of_nu_star(gr, k, tau, prior, seed):
+    rng = np.random.default_rng(seed)
+    sources = rng.integers(0, gr.n_nodes, 3)
+    targets = rng.integers(0, gr.n_nodes, 3)
+    got = np.asarray(g.edge_usage(gr.head, gr.tail, gr.cost, sources, targets, n_nodes=gr.n_nodes,
+                                  max_hops=k, tau=tau,
+                                  log_step_prior=gr.log_prior if prior else None))  # fmt: skip
+    assert got.shape == (3, len(gr.cost))
+    for i, (s, t) in enumerate(zip(sources, targets)):
+        scored = walk_scores(gr, s, range(1, k + 1), tau, prior).get(int(t), [])
+        want = np.zeros(len(gr.cost))
+        if scored:
+            sc = np.array([x for _, x in scored])
+            nu = np.exp(sc - sc.max())
+            nu /= nu.sum()  # nu*(w) of Prop. 2
+            for (w, _), p in zip(scored, nu):
+                for e in w:
+                    want[e] += p
+        np.testing.assert_allclose(got[i], want, **F64)
+
+
+@oracle
+@given(weighted_digraphs(inf_frac=0.0), st.integers(1, 3), seeds)
+def test_prop2_min_plus_gradient_is_the_best_walk_usage_when_unique(gr, k, seed):
+    rng = np.random.default_rng(seed)
+    s, t = rng.integers(0, gr.n_nodes, 2)
+    scored = walk_scores(gr, s, range(1, k + 1), 0.0, False).get(int(t), [])
+    got = np.asarray(g.edge_usage(gr.head, gr.tail, gr.cost, [s], [t], n_nodes=gr.n_nodes,
+                                  max_hops=k, tau=0.0))[0]  # fmt: skip
+    if not scored:
+        assert not got.any()
+        return
+    sc = np.array([x for _, x in scored])
+    note(f"scores {sorted(sc)[-3:]}")
+    if (sc == sc.max()).sum() > 1:  # ties: some convex combination of the tied walks
+        np.testing.assert_allclose(got.sum() >= 1, True)
+        return
+    want = np.bincount(scored[int(np.argmax(sc))][0], minlength=len(gr.cost))
+    np.testing.assert_allclose(got, want, **F64)
+
+
+@oracle
+@given(weighted_digraphs(), st.integers(1, 3), st.sampled_from([0.0, 0.7]), st.integers(1, 4),
+       seeds)  # fmt: skip
+def test_top_paths_are_the_k_best_enumerated_walks(gr, k, tau, n_best, seed):
+    rng = np.random.default_rng(seed)
+    s, t = (int(x) for x in rng.integers(0, gr.n_nodes, 2))
+    tp = g.top_paths(gr.head, gr.tail, gr.cost, s, t, n_nodes=gr.n_nodes, max_hops=k, k=n_best,
+                     tau=tau, log_step_prior=gr.log_prior)  # fmt: skip
+    scored = walk_scores(gr, s, range(1, k + 1), tau, True).get(t, [])
+    want = sorted((x for _, x in scored), reverse=True)[:n_best]
+    lp = [float(np.sum(gr.log_prior[w])) for w in tp.edges]
+    got = [-c if tau == 0 else p - c / tau for c, p in zip(tp.cost, lp)]
+    np.testing.assert_allclose(got, want, **F64)
+    for w, nodes, c in zip(tp.edges, tp.nodes, tp.cost):
+        assert nodes[0] == s and nodes[-1] == t and len(nodes) == len(w) + 1
+        assert np.array_equal(gr.head[w], nodes[:-1]) and np.array_equal(gr.tail[w], nodes[1:])
+        np.testing.assert_allclose(c, gr.cost[w].sum(), **F64)
+    if tau > 0 and scored:
+        sc = np.array([x for _, x in scored])
+        log_z = sc.max() + np.log(np.exp(sc - sc.max()).sum())
+        np.testing.assert_allclose(tp.weight, np.exp(np.array(want) - log_z), **F64)
+        assert tp.weight.sum() <= 1 + 1e-9
+
+
+# ------------------------------------------------------------------- reachability (BFS)
+@oracle
+@given(weighted_digraphs(), st.one_of(st.none(), st.integers(1, 4)), sources_of)
+def test_hop_distances_equal_networkx_bfs(gr, d_max, anchors):
+    anchors = _clip(anchors, gr.n_nodes)
+    got = np.asarray(g.hop_distances(gr.head, gr.tail, np.asarray(anchors), n_nodes=gr.n_nodes,
+                                     max_hops=d_max))  # fmt: skip
+    G = nx.MultiDiGraph()
+    G.add_nodes_from(range(gr.n_nodes))
+    G.add_edges_from(zip(gr.head.tolist(), gr.tail.tolist()))
+    for i, a in enumerate(anchors):
+        want = np.full(gr.n_nodes, g.UNREACHABLE)
+        for v, d in nx.single_source_shortest_path_length(G, a, cutoff=d_max).items():
+            want[v] = d
+        np.testing.assert_array_equal(got[i], want)
+
+
+# ------------------------------------------------------------------ claim chains, Eq. (10)
+@oracle
+@given(typed_graphs(n_max=5, e_max=10), st.integers(1, 3), st.sampled_from([0.0, 0.4]),
+       st.sampled_from([np.inf, 0.7]), seeds)  # fmt: skip
+def test_chain_energy_by_dp_equals_enumeration(graph, T, tau, mismatch, seed):
+    rng = np.random.default_rng(seed)
+    emb = rng.normal(size=(graph.n_nodes, 2))
+    tmap = g.Translation(jnp.asarray(rng.normal(size=(len(graph.relations), 2))))
+    psi = rng.normal(size=(T + 1, 2))
+    rels = rng.integers(-1, len(graph.relations), T)
+    kw = dict(alpha=0.8, xi=0.5, mismatch_cost=mismatch)
+    _, e = g.chain_path_energies(graph, emb, tmap, psi, rels, **kw)
+    e = np.asarray(e)
+    if e.size == 0:
+        want = np.inf
+    else:
+        want = float(g.aggregate_paths(e, np.full(e.shape, -np.log(e.size)), tau))
+    got = float(g.chain_energy(graph, emb, tmap, psi, rels, tau=tau, **kw))
+    assert_energies_equal(np.array([got]), np.array([want]))
+
+
+# ---------------------------------------------------------------- transforms and dtypes
+def _small():
+    rng = np.random.default_rng(3)
+    head, tail = rng.integers(0, 8, 30).astype(np.int32), rng.integers(0, 8, 30).astype(np.int32)
+    return head, tail, rng.uniform(0, 2, 30), np.array([0, 3, 5], np.int32)
+
+
+@pytest.mark.parametrize("tau", [0.0, 0.6])
+def test_jit_with_traced_edges_and_vmap_over_costs(tau):
+    head, tail, cost, src = _small()
+    eager = g.energy_field(head, tail, cost, src, n_nodes=8, max_hops=3, tau=tau)
+    jitted = jax.jit(
+        lambda h, t, c: g.energy_field(h, t, c, src, n_nodes=8, max_hops=3, tau=tau)
+    )(head, tail, cost)  # fmt: skip
+    assert_energies_equal(jitted, eager)
+    batch = np.stack([cost, cost * 2, cost + 1])
+    vm = jax.vmap(lambda c: g.energy_field(head, tail, c, src, n_nodes=8, max_hops=3, tau=tau))
+    for b, out in zip(batch, vm(batch)):
+        assert_energies_equal(
+            out, g.energy_field(head, tail, b, src, n_nodes=8, max_hops=3, tau=tau)
+        )
+
+
+def test_gradient_in_tau_is_finite_and_matches_finite_difference():
+    head, tail, cost, src = _small()
+
+    def total(tau):
+        f = g.energy_field(head, tail, cost, src, n_nodes=8, max_hops=3, tau=tau)
+        return jnp.sum(jnp.where(jnp.isfinite(f), f, 0.0))
+
+    d = float(jax.grad(total)(0.7))
+    fd = (float(total(0.7 + 1e-6)) - float(total(0.7 - 1e-6))) / 2e-6
+    np.testing.assert_allclose(d, fd, rtol=1e-5)
+
+
+def test_float32_agrees_with_float64():
+    head, tail, cost, src = _small()
+    f64 = g.energy_field(head, tail, cost, src, n_nodes=8, max_hops=3, tau=0.6)
+    f32 = g.energy_field(head, tail, cost.astype(np.float32), src, n_nodes=8, max_hops=3, tau=0.6)
+    assert f32.dtype == jnp.float32
+    assert_energies_equal(f32, f64, tol=F32)
+
+
+def test_index_methods_and_typed_graph_index_match_the_array_api():
+    graph = g.TypedGraph.from_triples([("a", "r", "b"), ("b", "s", "c"), ("c", "r", "a")])
+    index = graph.edge_index()
+    cost = np.array([1.0, 2.0, 0.5])
+    want = g.energy_field(graph.head, graph.tail, cost, np.array([0]), n_nodes=3, max_hops=4,
+                          tau=0.3)  # fmt: skip
+    assert_energies_equal(index.energy_field(cost, np.array([0]), max_hops=4, tau=0.3), want)
+    np.testing.assert_array_equal(index.hop_distances(np.array([1])), [[2, 0, 1]])
+
+
+# ------------------------------------------------------------------------------ sharding
+SHARDING_SCRIPT = r"""
+import numpy as np, jax
+jax.config.update("jax_enable_x64", True)
+from jax.sharding import Mesh
+import grounding as g
+
+assert len(jax.devices()) == 8, jax.devices()
+rng = np.random.default_rng(0)
+n, m = 60, 400
+head, tail = rng.integers(0, n, m).astype(np.int32), rng.integers(0, n, m).astype(np.int32)
+cost, prior = rng.uniform(0, 2, m), rng.uniform(-1, 0, m)
+mesh = Mesh(np.array(jax.devices()).reshape(2, 4), ("hosts", "gpus"))
+for n_src in (16, 13):  # divisible by the 8 devices, and padded
+    src = rng.integers(0, n, n_src).astype(np.int32)
+    per_source = cost[None] + rng.uniform(0, 1, (n_src, m))
+    for tau in (0.0, 0.7):
+        for c in (cost, per_source):
+            kw = dict(n_nodes=n, max_hops=3, tau=tau, log_step_prior=prior)
+            want = g.energy_field(head, tail, c, src, **kw)
+            got = g.energy_field(head, tail, c, src, mesh=mesh, **kw)
+            np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12, atol=1e-12)
+            if n_src % 8 == 0:
+                assert len(got.sharding.device_set) == 8, got.sharding
+            hw = g.hop_energy_fields(head, tail, c, src, **kw)
+            hg = g.hop_energy_fields(head, tail, c, src, mesh=mesh, **kw)
+            np.testing.assert_allclose(np.asarray(hg), np.asarray(hw), rtol=1e-12, atol=1e-12)
+print("SHARDED_OK")
+"""
+
+
+def test_sharded_over_eight_host_devices_equals_unsharded():
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8",
+               JAX_PLATFORMS="cpu")  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", SHARDING_SCRIPT], env=env, capture_output=True,
+                          text=True, timeout=600)  # fmt: skip
+    assert proc.returncode == 0 and "SHARDED_OK" in proc.stdout, proc.stderr[-3000:]
+
+
+# ---------------------------------------------------------------------------- bad input
+H, T_, C = np.array([0, 1]), np.array([1, 2]), np.array([1.0, 1.0])
+BAD = [
+    (lambda: g.energy_field(H, T_, C, [0], n_nodes=0, max_hops=2, tau=1.0), "n_nodes"),
+    (lambda: g.energy_field(H, T_[:1], C, [0], n_nodes=3, max_hops=2, tau=1.0), "same length"),
+    (lambda: g.energy_field(H, T_ + 5, C, [0], n_nodes=3, max_hops=2, tau=1.0), "endpoints"),
+    (lambda: g.energy_field(H * 1.0, T_, C, [0], n_nodes=3, max_hops=2, tau=1.0), "integer"),
+    (lambda: g.energy_field(H, T_, C, [7], n_nodes=3, max_hops=2, tau=1.0), "sources"),
+    (lambda: g.energy_field(H, T_, [1.0, np.nan], [0], n_nodes=3, max_hops=2, tau=1.0), "NaN"),
+    (lambda: g.energy_field(H, T_, [1.0, -np.inf], [0], n_nodes=3, max_hops=2, tau=1.0), "-inf"),
+    (lambda: g.energy_field(H, T_, [1.0], [0], n_nodes=3, max_hops=2, tau=1.0), "shape"),
+    (lambda: g.energy_field(H, T_, C, [0], n_nodes=3, max_hops=0, tau=1.0), "max_hops"),
+    (lambda: g.energy_field(H, T_, C, [0], n_nodes=3, max_hops=2, tau=-1.0), "tau"),
+    (
+        lambda: g.energy_field(
+            H, T_, C, [0], n_nodes=3, max_hops=2, tau=1.0, log_step_prior=[0.0, np.inf]
+        ),  # fmt: skip
+        "inf",
+    ),
+    (lambda: g.edge_usage(H, T_, C, [0, 1], [2], n_nodes=3, max_hops=2, tau=1.0), "targets"),
+    (lambda: g.hop_distances(H, T_, [[0]], n_nodes=3), "anchors"),
+    (lambda: g.top_paths(H, T_, C, 0, 2, n_nodes=3, max_hops=2, k=0), "k must"),
+    (lambda: g.top_paths(H, T_, C, 0, 9, n_nodes=3, max_hops=2), "target"),
+]
+
+
+@pytest.mark.parametrize("call,match", BAD, ids=[f"bad{i}" for i in range(len(BAD))])
+def test_bad_input_raises_a_clear_error(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
