@@ -28,7 +28,7 @@ from jax.typing import ArrayLike
 
 from grounding import semiring
 from grounding._checks import as_float_array, check_nonnegative_scalar
-from grounding._numerics import logsumexp
+from grounding._numerics import logsumexp, scaled_energy
 from grounding.energy import aggregate_paths
 from grounding.evidence import TypedGraph
 from grounding.geometry import Metric, edge_residuals, get_metric
@@ -152,14 +152,14 @@ def chain_energy(
     (the claimed relation of hop ``t``) and node costs (mention ``t``), in ``O(T |E|)``:
 
     .. math::
-        a_0(v) = -c_0(v)/	au,\quad
-        a_t(v) = \log\sum_{e=(u	o v)} e^{a_{t-1}(u) - c_t(e)/	au} - c_t(v)/	au,\quad
-        E = -	auig(\log\sum_v e^{a_T(v)} - \log W_Tig),
+        a_0(v) = -c_0(v)/\tau,\quad
+        a_t(v) = \log\sum_{e=(u\to v)} e^{a_{t-1}(u) - c_t(e)/\tau} - c_t(v)/\tau,\quad
+        E = -\tau\big(\log\sum_v e^{a_T(v)} - \log W_T\big),
 
     with :math:`W_T` the number of ``T``-hop walks (the same recursion with zero costs).
     ``simple=True`` restricts to simple paths, which only enumeration can do.
     """
-    tau_arr = check_nonnegative_scalar(tau, "tau")
+    tau_arr, tropical = semiring._check_tau(tau)
     if simple:
         _, e = chain_path_energies(
             graph,
@@ -179,7 +179,6 @@ def chain_energy(
     node, step = _chain_costs(
         graph, embeddings, relation_map, psi, claimed_relations, alpha, xi, mismatch_cost, metric
     )
-    tropical = semiring._check_tau(tau)[1]
     scale = 1.0 if tropical else tau_arr
     index = semiring._resolve(graph.head, graph.tail, graph.n_nodes)
 
@@ -197,9 +196,7 @@ def chain_energy(
     log_z = log_mass(node, step)
     if not tropical:  # uniform prior over T-hop walks: subtract log W_T
         log_z = log_z - log_mass(jnp.zeros_like(node), jnp.zeros_like(step))
-    return jnp.where(
-        jnp.isfinite(log_z), -scale * jnp.where(jnp.isfinite(log_z), log_z, 0.0), jnp.inf
-    )  # Eq. (13) / Eq. (11)
+    return scaled_energy(scale, -log_z)  # Eq. (13) / Eq. (11)
 
 
 def _chain_costs(
@@ -253,33 +250,29 @@ def top_paths(
     log_step_prior: ArrayLike | None = None,
 ) -> TopPaths:
     r"""The ``k`` walks ``source -> target`` (``1..max_hops`` edges) of highest posterior
-        score :math:`\log\omega(w) - c(w)/	au` (lowest cost at ``tau == 0``), by a k-best
-        max-plus recursion with back-pointers and backtracking (NumPy; for reports).
+    score :math:`\log\omega(w) - c(w)/\tau` (lowest cost at ``tau == 0``), by a k-best
+    max-plus recursion with back-pointers and backtracking (NumPy; for reports).
 
-        Each hop keeps, per node, the ``k`` best partial walks, ``O(max_hops * |E| k log(|E| k))``.
-        With ``tau > 0`` the weights :math:`
-    u^*(w) = \omega(w)e^{-c(w)/	au}/Z` use the exact
-        partition function :math:`Z` of :func:`grounding.energy_field`, so ``weight.sum()`` is the
-        share of the posterior the reported walks carry.
+    Each hop keeps, per node, the ``k`` best partial walks, ``O(max_hops * |E| k log(|E| k))``.
+    With ``tau > 0`` the weights :math:`\nu^*(w) = \omega(w)e^{-c(w)/\tau}/Z` use the exact
+    partition function :math:`Z` of :func:`grounding.energy_field`, so ``weight.sum()`` is the
+    share of the posterior the reported walks carry.
 
-        Example:
-            >>> import numpy as np
-            >>> tp = top_paths(np.array([0, 1, 0]), np.array([1, 2, 2]), np.array([1.0, 1.0, 3.0]), 0, 2,
-            ...                n_nodes=3, max_hops=2, k=2)
-            >>> [e.tolist() for e in tp.edges], tp.cost.tolist()
-            ([[0, 1], [2]], [2.0, 3.0])
+    Example:
+        >>> import numpy as np
+        >>> tp = top_paths(np.array([0, 1, 0]), np.array([1, 2, 2]), np.array([1.0, 1.0, 3.0]), 0, 2,
+        ...                n_nodes=3, max_hops=2, k=2)
+        >>> [e.tolist() for e in tp.edges], tp.cost.tolist()
+        ([[0, 1], [2]], [2.0, 3.0])
 
-        Prop. 2 (the optimiser :math:`
-    u^*`) and Eq. (11) (its ``tau -> 0`` limit) of the paper.
+    Prop. 2 (the optimiser :math:`\nu^*`) and Eq. (11) (its ``tau -> 0`` limit) of the paper.
     """
     h, t = (np.asarray(a, np.int64) for a in semiring._check_edges(head, tail, n_nodes))
-    max_hops = semiring._check_hops(max_hops)
+    max_hops = semiring._check_positive_int(max_hops, "max_hops")
+    k = semiring._check_positive_int(k, "k")
     _, tropical = semiring._check_tau(tau)
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"k must be a positive int, got {k!r}")
     for name, v in (("source", source), ("target", target)):
-        if not 0 <= int(v) < n_nodes:
-            raise ValueError(f"{name} must lie in [0, {n_nodes}), got {v}")
+        semiring._check_sources(np.asarray([v]), n_nodes, name)
     cost = np.asarray(semiring._per_edge(edge_cost, "edge_cost", len(h), 1, bad=-np.inf))
     if cost.ndim != 1:
         raise ValueError(f"edge_cost must have shape [{len(h)}] here, got {cost.shape}")

@@ -43,7 +43,7 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from grounding._checks import as_float_array, check_nonnegative_scalar, is_concrete
-from grounding._numerics import logaddexp
+from grounding._numerics import logaddexp, scaled_energy
 
 __all__ = [
     "EdgeIndex",
@@ -141,13 +141,34 @@ class EdgeIndex:
             n_nodes=int(n_nodes),
         )
 
+    # the array-level API on this prebuilt index (no rebuild)
+    def energy_field(self, edge_cost, sources, *, max_hops, tau, log_step_prior=None, mesh=None):
+        """:func:`grounding.energy_field` on this index."""
+        return _fields(self, self.n_nodes, edge_cost, sources, max_hops, tau, log_step_prior,
+                       mesh, False)  # fmt: skip
+
+    def hop_energy_fields(
+        self, edge_cost, sources, *, max_hops, tau, log_step_prior=None, mesh=None
+    ):
+        """:func:`grounding.hop_energy_fields` on this index."""
+        return _fields(self, self.n_nodes, edge_cost, sources, max_hops, tau, log_step_prior,
+                       mesh, True)  # fmt: skip
+
+    def edge_usage(self, edge_cost, sources, targets, *, max_hops, tau, log_step_prior=None):
+        """:func:`grounding.edge_usage` on this index."""
+        return _edge_usage(self, self.n_nodes, edge_cost, sources, targets, max_hops, tau,
+                           log_step_prior)  # fmt: skip
+
+    def hop_distances(self, anchors, *, max_hops=None):
+        """:func:`grounding.hop_distances` on this index."""
+        return _hop_distances(self, self.n_nodes, anchors, max_hops)
+
 
 # ---------------------------------------------------------------------------- validation
 
 
 def _check_edges(head: ArrayLike, tail: ArrayLike, n_nodes: int) -> tuple[jax.Array, jax.Array]:
-    if isinstance(n_nodes, bool) or not isinstance(n_nodes, (int, np.integer)) or n_nodes < 1:
-        raise ValueError(f"n_nodes must be a positive int, got {n_nodes!r}")
+    _check_positive_int(n_nodes, "n_nodes")
     h, t = jnp.asarray(head), jnp.asarray(tail)
     for name, a in (("head", h), ("tail", t)):
         if a.ndim != 1 or not jnp.issubdtype(a.dtype, jnp.integer):
@@ -162,10 +183,10 @@ def _check_edges(head: ArrayLike, tail: ArrayLike, n_nodes: int) -> tuple[jax.Ar
     return h, t
 
 
-def _check_hops(max_hops: int) -> int:
-    if isinstance(max_hops, bool) or not isinstance(max_hops, (int, np.integer)) or max_hops < 1:
-        raise ValueError(f"max_hops must be an int >= 1, got {max_hops!r}")
-    return int(max_hops)
+def _check_positive_int(value: int, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    return int(value)
 
 
 def _check_sources(sources: ArrayLike, n_nodes: int, name: str = "sources") -> jax.Array:
@@ -224,10 +245,20 @@ def _reduce_rows(pool: jax.Array, srcs: jax.Array, weight: Callable | None, trop
         m = jnp.maximum(m, column(j))
     if tropical:
         return m
-    m = jax.lax.stop_gradient(jnp.where(jnp.isfinite(m), m, 0.0))
+    m = _shift(m)
     s = jnp.exp(column(0) - m)
     for j in range(1, width):
         s = s + jnp.exp(column(j) - m)
+    return _log_shifted_sum(s, m)
+
+
+def _shift(m: jax.Array) -> jax.Array:
+    """The max shift of a log-sum-exp: ``0`` on empty (all ``-inf``) rows, no gradient."""
+    return jax.lax.stop_gradient(jnp.where(jnp.isfinite(m), m, 0.0))
+
+
+def _log_shifted_sum(s: jax.Array, m: jax.Array) -> jax.Array:
+    """``log(s) + m`` with ``-inf`` (and a zero gradient) where ``s == 0``."""
     positive = s > 0
     return jnp.where(positive, jnp.log(jnp.where(positive, s, 1.0)) + m, -jnp.inf)
 
@@ -235,18 +266,11 @@ def _reduce_rows(pool: jax.Array, srcs: jax.Array, weight: Callable | None, trop
 def _hop_ell(index: EdgeIndex, a: jax.Array, logw: jax.Array, tropical: bool) -> jax.Array:
     """One hop ``[n_nodes, S] -> [n_nodes, S]`` on the ELL layout."""
     pool = jnp.concatenate([jnp.full((1, a.shape[1]), -jnp.inf, a.dtype), a])
+    w = logw if logw.ndim == 2 else logw[:, None]  # [E, S] or [E, 1]
     for level, blocks in enumerate(index.srcs):
         outs = []
         for b, srcs in enumerate(blocks):
-            if level == 0:
-                slot = index.slots[b]
-                weight = (
-                    (lambda j, slot=slot: logw[slot[:, j]])
-                    if logw.ndim == 2
-                    else (lambda j, slot=slot: logw[slot[:, j]][:, None])
-                )
-            else:
-                weight = None
+            weight = None if level else (lambda j, slot=index.slots[b]: w[slot[:, j]])
             outs.append(_reduce_rows(pool, srcs, weight, tropical))
         pool = jnp.concatenate([pool, *outs])
     # materialise the hop once for its consumers (next hop's gathers, the accumulator)
@@ -259,10 +283,8 @@ def _hop_segment(head, tail, n_nodes, a, logw, tropical):
     m = jax.ops.segment_max(x, tail, n_nodes)
     if tropical:
         return m
-    m = jax.lax.stop_gradient(jnp.where(jnp.isfinite(m), m, 0.0))
-    s = jax.ops.segment_sum(jnp.exp(x - m[tail]), tail, n_nodes)
-    positive = s > 0
-    return jnp.where(positive, jnp.log(jnp.where(positive, s, 1.0)) + m, -jnp.inf)
+    m = _shift(m)
+    return _log_shifted_sum(jax.ops.segment_sum(jnp.exp(x - m[tail]), tail, n_nodes), m)
 
 
 def _hop_fn(graph, n_nodes: int, tropical: bool) -> Callable:
@@ -337,7 +359,7 @@ def _one_hot_log(sources: jax.Array, n_nodes: int, dtype) -> jax.Array:
 
 def _fields(graph, n_nodes, edge_cost, sources, max_hops, tau, log_step_prior, mesh, per_hop):
     """Validated energies: ``E_{<=K}`` ``[S, N]``, or with ``per_hop`` ``E_k`` ``[K, S, N]``."""
-    max_hops = _check_hops(max_hops)
+    max_hops = _check_positive_int(max_hops, "max_hops")
     tau, tropical = _check_tau(tau)
     sources = _check_sources(sources, n_nodes)
     n_src, n_e = sources.shape[0], _n_edges(graph)
@@ -366,14 +388,8 @@ def _run(graph, cost, prior, sources, tau, n_nodes, max_hops, tropical, per_hop)
     scale = 1.0 if tropical else tau
     # Eq. (13): E = -tau * logsumexp over walks; Eq. (11) (max-plus on -c) at tau = 0
     if per_hop:
-        return jnp.swapaxes(_to_energy(hops, scale), -1, -2)
-    return _to_energy(acc, scale).T
-
-
-def _to_energy(log_value: jax.Array, scale) -> jax.Array:
-    """``-scale * a`` with ``-inf`` (no walk) mapped to ``+inf`` without ``0 * inf``."""
-    finite = jnp.isfinite(log_value)
-    return jnp.where(finite, -scale * jnp.where(finite, log_value, 0.0), jnp.inf)
+        return jnp.swapaxes(scaled_energy(scale, -hops), -1, -2)
+    return scaled_energy(scale, -acc).T
 
 
 def _sharded(mesh, statics, graph, cost, prior, sources, tau):
@@ -447,8 +463,8 @@ def energy_field(
     ``1..max_hops`` edges, by the semiring recursion (no enumeration).
 
     .. math::
-        E(s, v) = -	au \log \sum_{w:\, s \leadsto v,\ 1\le|w|\le K}
-                  \expig(\log\omega(w) - c(w)/	auig),
+        E(s, v) = -\tau \log \sum_{w:\, s \leadsto v,\ 1\le|w|\le K}
+                  \exp\big(\log\omega(w) - c(w)/\tau\big),
 
     with :math:`c(w)` and :math:`\log\omega(w)` summed along the walk; the minimum of
     :math:`c(w)` over walks of positive prior weight (Eq. (11)) at ``tau == 0``; ``+inf``
@@ -528,24 +544,21 @@ def edge_usage(
     tau: ArrayLike,
     log_step_prior: ArrayLike | None = None,
 ) -> jax.Array:
-    r"""Expected edge usage under the optimiser :math:`
-    u^*` of Prop. 2, for each
-        ``(sources[s], targets[s])`` pair: the gradient of :math:`E(s, t_s)` (Eq. (13)) w.r.t.
-        the edge costs,
+    r"""Expected edge usage under the optimiser :math:`\nu^*` of Prop. 2, for each
+    ``(sources[s], targets[s])`` pair: the gradient of :math:`E(s, t_s)` (Eq. (13)) w.r.t.
+    the edge costs,
 
-        .. math::
-            rac{\partial E(s, t)}{\partial c(e)} = \sum_{w: s\leadsto t}
-    u^*(w)\, n_e(w),
-            \qquad
-    u^*(w) \propto \omega(w)\, e^{-c(w)/	au},
+    .. math::
+        \frac{\partial E(s, t)}{\partial c(e)} = \sum_{w: s\leadsto t} \nu^*(w)\, n_e(w),
+        \qquad \nu^*(w) \propto \omega(w)\, e^{-c(w)/\tau},
 
-        with :math:`n_e(w)` the number of times walk :math:`w` traverses ``e``. At ``tau == 0``
-        it is the usage of the best walk (ties share the mass). Rows of unreachable pairs are zero.
+    with :math:`n_e(w)` the number of times walk :math:`w` traverses ``e``. At ``tau == 0``
+    it is the usage of the best walk (ties share the mass). Rows of unreachable pairs are zero.
 
-        Returns:
-            ``[S, n_edges]`` expected usages; each row sums to the expected walk length.
+    Returns:
+        ``[S, n_edges]`` expected usages; each row sums to the expected walk length.
 
-        Prop. 2 of the paper (the optimiser of the variational form of Eq. (13)).
+    Prop. 2 of the paper (the optimiser of the variational form of Eq. (13)).
     """
     graph = _resolve(head, tail, n_nodes)
     return _edge_usage(graph, n_nodes, edge_cost, sources, targets, max_hops, tau, log_step_prior)
@@ -553,7 +566,7 @@ def edge_usage(
 
 def _hop_distances(graph, n_nodes, anchors, max_hops):
     anchors = _check_sources(anchors, n_nodes, "anchors")
-    limit = max(n_nodes - 1, 1) if max_hops is None else _check_hops(max_hops)
+    limit = max(n_nodes - 1, 1) if max_hops is None else _check_positive_int(max_hops, "max_hops")
     return _bfs(graph, anchors, n_nodes, limit)
 
 
@@ -620,38 +633,3 @@ def _exact_hops_log(graph, n_nodes, init_log, hop_edge_logw, hop_node_logw, trop
         node_logw=hop_node_logw,
     )
     return per_hop[-1]
-
-
-def _bind_index_methods() -> None:
-    """``EdgeIndex.energy_field(...)`` etc.: the array-level API on a prebuilt index."""
-
-    def field(self, edge_cost, sources, *, max_hops, tau, log_step_prior=None, mesh=None):
-        return _fields(
-            self, self.n_nodes, edge_cost, sources, max_hops, tau, log_step_prior, mesh, False
-        )
-
-    def hops(self, edge_cost, sources, *, max_hops, tau, log_step_prior=None, mesh=None):
-        return _fields(
-            self, self.n_nodes, edge_cost, sources, max_hops, tau, log_step_prior, mesh, True
-        )
-
-    def usage(self, edge_cost, sources, targets, *, max_hops, tau, log_step_prior=None):
-        return _edge_usage(
-            self, self.n_nodes, edge_cost, sources, targets, max_hops, tau, log_step_prior
-        )
-
-    def dist(self, anchors, *, max_hops=None):
-        return _hop_distances(self, self.n_nodes, anchors, max_hops)
-
-    for name, fn, public in (
-        ("energy_field", field, energy_field),
-        ("hop_energy_fields", hops, hop_energy_fields),
-        ("edge_usage", usage, edge_usage),
-        ("hop_distances", dist, hop_distances),
-    ):
-        fn.__name__ = name
-        fn.__doc__ = f"Same as :func:`{public.__name__}` on this index (no rebuild)."
-        setattr(EdgeIndex, name, fn)
-
-
-_bind_index_methods()
