@@ -13,7 +13,6 @@ import io
 import json
 import math
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,8 @@ import jax  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from tqdm import tqdm  # noqa: E402
+
+from grounding._io import atomic_write_bytes  # noqa: E402
 
 __all__ = [
     "parse_args",
@@ -56,26 +57,6 @@ def parse_args(argv: Sequence[str] | None, description: str) -> argparse.Namespa
 def setup() -> None:
     """float64 for the theorem checks (measured values are compared with bounds to ~1e-12)."""
     jax.config.update("jax_enable_x64", True)
-
-
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` via a temporary file in the same directory and ``os.replace``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return path
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:

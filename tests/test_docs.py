@@ -87,8 +87,16 @@ def test_core_docstring_examples_run():
     import doctest
     import importlib
 
-    for name in ("_numerics", "posterior", "energy", "bounds", "evidence", "geometry", "semiring",
-                 "paths"):
+    for name in (
+        "_numerics",
+        "posterior",
+        "energy",
+        "bounds",
+        "evidence",
+        "geometry",
+        "semiring",
+        "paths",
+    ):
         mod = importlib.import_module(f"grounding.{name}")
         result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0, name

@@ -119,3 +119,22 @@ def test_prop13_tradeoff(results):
     assert full["mass_correct_limit"] > 0.99 and full["map"][-1] == "correct_2014"
     assert 0 < obs["mass_correct_limit"] < 0.5  # tied at the slack with other unsupported ones
     assert obs["map"][-1] == "unsupported_generic"
+
+
+def test_kg_incomplete(results):
+    r = results["kg_incomplete"]["datasets"]["umls"]
+    sc = r["support_collapse"]
+    assert sc["floor_violations"] == 0  # Prop. 11 soft floor, every query and lambda
+    assert sc["soft_true_deleted"] == 0.0  # Prop. 3: finite slack never deletes
+    assert sc["F_nondecreasing"] and sc["G_nonincreasing"]  # Prop. 13
+    assert sc["hard"]["exact"] == dict(true_deleted=1.0, undefined=1.0, map_acc=0.0, mass_true=0.0)
+    assert 0 < sc["hard"]["adjacent"]["true_deleted"] < 1
+    for counts in r["two_worlds"]["rules"].values():  # Thm. 1: wrong in exactly one world
+        assert counts["both_requirements"] == 0
+        assert counts["wrong_in_W1"] + counts["wrong_in_W2"] == r["two_worlds"]["n_queries"]
+    st = r["stability"]
+    assert st["violations_paper"] == 0 and st["violations_sharp"] == 0  # Thm. 3
+    assert st["max_sup_dE"] <= st["kappa"] + 1e-12  # slack caps the energy change
+    assert r["coverage"]["max_excess_in_se"] < 4.0  # Prop. 4 (MC noise only)
+    lam_c = r["calibration"]["coverage_aware"]["lam_of_c"]
+    assert np.all(np.diff(lam_c) >= 0)  # Axiom 6: lambda'(c) >= 0

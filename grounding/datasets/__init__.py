@@ -1,6 +1,10 @@
-"""Datasets: the Lou Seal running example of the paper and a general TSV triple loader."""
+"""Datasets: the Lou Seal running example, real benchmark knowledge graphs, a TSV loader."""
 
+from grounding.datasets import kg as _kg
 from grounding.datasets import lou_seal as _lou_seal
-from grounding.datasets.lou_seal import *  # noqa: F403  (the names are listed once, in lou_seal.__all__)
+from grounding.datasets import tsv as _tsv
+from grounding.datasets.kg import *  # noqa: F403  (names listed once, in each module's __all__)
+from grounding.datasets.lou_seal import *  # noqa: F403
+from grounding.datasets.tsv import *  # noqa: F403
 
-__all__ = list(_lou_seal.__all__)
+__all__ = [*_tsv.__all__, *_kg.__all__, *_lou_seal.__all__]

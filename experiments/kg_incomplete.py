@@ -1,0 +1,539 @@
+r"""The paper's claims on real incomplete evidence: held-out triples of UMLS (and, with
+``--full``, Nations and Kinships) as true-but-unobserved answers.
+
+Problem construction (candidates, stand-in prior, energies, hard rules): see
+:mod:`experiments._kg_problem`. Measured, per dataset:
+
+1. **Support collapse (Prop. 3, Prop. 11).** How often each hard rule deletes the true answer,
+   and how often its feasible set is empty (Eq. (6) undefined); the soft posterior mass of
+   the true answer against the floor :math:`p_0 e^{-\lambda B}` with :math:`B = E_R(\rho^\dagger)`
+   (violations must be 0).
+2. **Trade-off (Prop. 13).** MAP accuracy vs :math:`\lambda`, with :math:`F = \mathrm{KL}`
+   non-decreasing and :math:`G = \mathbb E[E]` non-increasing (averaged over queries).
+3. **Coverage (Eq. (15), Prop. 4).** The split keeps each edge of :math:`G^*` with
+   :math:`c = |R|/|G^*|`; for the ``adjacent`` rule the sufficient paths of a query are the
+   :math:`m_q` edges :math:`h \to t` of :math:`G^*`, so under independence
+   :math:`\mathrm{Cov}(q) = 1 - (1-c)^{m_q}`. Monte Carlo re-splits give the rule's retention
+   :math:`\Pr[\rho^\dagger \in F_R] \le \mathrm{Cov}(q)`; on the actual split (where the query
+   edge itself is held out) the prediction is :math:`1 - (1-c)^{m_q - 1}`.
+4. **Two-world witness (Thm. 1).** :math:`W_1 = R_q + (h, r, t)`, :math:`W_2 = R_q + (h, r, t')`
+   (:math:`t'` the prior's best wrong tail, :math:`R_q` = :math:`R` without its
+   :math:`(h, r, \cdot)` edges, which the observation hides): every observation-measurable hard
+   rule is wrong in one of the two worlds.
+5. **Stability (Thm. 3, Prop. 8).** Drop 1-10 % of :math:`R`'s edges and jitter reliabilities;
+   measured posterior TV against :math:`\tanh(\lambda\omega/2)` (paper) and
+   :math:`\tanh(\lambda\omega/4)` (sharp); slack caps :math:`\sup|\Delta E| \le \kappa`.
+6. **Selective grounding (Prop. 9).** Score = MAP posterior mass, isotonic-calibrated on the
+   validation queries; risk-coverage on test and the error among emitted answers vs
+   :math:`1 - \theta`.
+7. **Coverage-aware calibration (Axiom 6).** :math:`\lambda(c), \kappa(c)` non-decreasing in a
+   coverage proxy :math:`c_q` (out-degree of :math:`h` in :math:`R`, scaled to [0, 1]) fitted by
+   gradient of the validation log-likelihood through the posterior, vs the best fixed
+   :math:`(\lambda, \kappa)` on a validation grid and a gradient-fitted global pair.
+
+Outputs: ``kg_incomplete.png``, ``.csv`` (per-lambda curves), ``.json`` (all numbers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from experiments import _kg_problem as kp
+from experiments._io import parse_args, plt, progress, save_figure, setup, write_csv, write_json
+
+NAME = "kg_incomplete"
+SEED = 4
+K_WRONG = 9
+KAPPA = 1.0  # default slack for the lambda sweeps
+LAM_SEL = 4.0  # lambda of the stability and selective-grounding sections
+LAMS = np.concatenate([[0.0], np.geomspace(0.05, 200.0, 40)])
+
+
+# ----------------------------------------------------------------------------- posteriors
+def _soft(p: kp.Problem, lam, kappa=KAPPA):
+    from grounding import gibbs_log_posterior
+
+    return np.asarray(gibbs_log_posterior(p.log_prior, p.energy(kappa), lam))
+
+
+def _hard(p: kp.Problem, feasible: np.ndarray):
+    """Hard posterior rows where F_R has prior mass; None marks an undefined row (Eq. (6))."""
+    from grounding import hard_log_posterior
+
+    ok = feasible.any(axis=1)
+    out = np.full(p.log_prior.shape, -np.inf)
+    if ok.any():
+        e = np.where(feasible[ok], 0.0, 1.0)
+        out[ok] = np.asarray(hard_log_posterior(p.log_prior[ok], e, 0.5))
+    return out, ok
+
+
+def _map_correct(log_post: np.ndarray, correct: np.ndarray) -> np.ndarray:
+    return np.argmax(log_post, axis=-1) == correct
+
+
+# ----------------------------------------------------------------------------- 1, 2: collapse
+def support_collapse(p: kp.Problem) -> dict:
+    from grounding import constraint_tradeoff, soft_floor
+
+    rows = np.arange(len(p.correct))
+    E = np.asarray(p.energy(KAPPA))
+    lp0 = p.log_prior[rows, p.correct]
+    B = E[rows, p.correct]
+    curves = []
+    for lam in LAMS:
+        post = _soft(p, lam)
+        lt = post[rows, p.correct]
+        floor = np.asarray(soft_floor(lp0, lam, B))
+        curves.append(
+            dict(
+                lam=float(lam),
+                soft_map_acc=float(np.mean(_map_correct(post, p.correct))),
+                mass_true=float(np.mean(np.exp(lt))),
+                floor_true=float(np.mean(np.exp(floor))),
+                floor_violations=int(np.sum(lt < floor - 1e-12)),
+                min_log_mass_true=float(lt.min()),
+            )
+        )
+    F, G = (np.asarray(a) for a in constraint_tradeoff(p.log_prior, E, jnp.asarray(LAMS)[:, None]))
+    for c, f, g in zip(curves, F.mean(axis=1), G.mean(axis=1)):
+        c.update(F_kl=float(f), G_energy=float(g))
+    hard = {}
+    rules = {"exact": np.zeros_like(p.adjacent), "adjacent": p.adjacent, "reach2": p.reach2}
+    for name, feas in rules.items():
+        post, ok = _hard(p, feas)
+        hard[name] = dict(
+            true_deleted=float(np.mean(~feas[rows, p.correct])),
+            undefined=float(np.mean(~ok)),
+            map_acc=float(np.mean(_map_correct(post, p.correct) & ok)),
+            mass_true=float(np.mean(np.exp(post[rows, p.correct]))),
+        )
+    best = max(curves, key=lambda c: c["soft_map_acc"])
+    return dict(
+        curves=curves,
+        hard=hard,
+        prior_acc=curves[0]["soft_map_acc"],
+        best_soft=dict(lam=best["lam"], acc=best["soft_map_acc"]),
+        soft_true_deleted=float(np.mean([c["min_log_mass_true"] == -np.inf for c in curves])),
+        floor_violations=int(sum(c["floor_violations"] for c in curves)),
+        F_nondecreasing=bool(np.all(np.diff(F, axis=0) >= -1e-9)),
+        G_nonincreasing=bool(np.all(np.diff(G, axis=0) <= 1e-9)),
+    )
+
+
+# ----------------------------------------------------------------------------- 3: coverage
+def coverage(kg, queries: np.ndarray, n_mc: int, seed: int) -> dict:
+    G = kg.all_triples()
+    c = len(kg.train) / len(G)
+    n = kg.n_entities
+    m = np.zeros((n, n), np.int64)
+    np.add.at(m, (G[:, 0], G[:, 2]), 1)
+    h, t = queries[:, 0], queries[:, 2]
+    mq = m[h, t]
+    cov = 1.0 - (1.0 - c) ** mq  # Eq. (15) under independent retention (Prop. 4)
+    rng = np.random.default_rng(seed)
+    kept = 0.0
+    for _ in range(n_mc):  # re-split: keep each edge of G* independently with probability c
+        keep = rng.random(len(G)) < c
+        A = np.zeros((n, n), bool)
+        A[G[keep, 0], G[keep, 2]] = True
+        kept = kept + A[h, t]
+    retention = kept / n_mc
+    A = np.zeros((n, n), bool)
+    A[kg.train[:, 0], kg.train[:, 2]] = True
+    se = np.sqrt(cov * (1 - cov) / n_mc)  # Monte Carlo s.e. if retention = coverage
+    return dict(
+        keep_probability=c,
+        mean_coverage=float(cov.mean()),
+        mean_retention_mc=float(retention.mean()),
+        max_excess_over_coverage=float(np.max(retention - cov)),
+        max_excess_in_se=float(
+            np.max(np.where(se > 0, (retention - cov) / np.where(se > 0, se, 1), 0))
+        ),
+        actual_split_retention=float(A[h, t].mean()),
+        actual_split_prediction=float(np.mean(1.0 - (1.0 - c) ** (mq - 1))),
+        m_q=mq.tolist(),
+        coverage=cov.tolist(),
+        retention=retention.tolist(),
+    )
+
+
+# ----------------------------------------------------------------------------- 4: two worlds
+def two_worlds(kg, p: kp.Problem, n: int) -> dict:
+    from grounding.worlds import hard_rule_requirements, two_world_witness
+
+    R = kg.graph()
+    tr = kg.train
+    rules = {
+        "adjacent": lambda st, c: int(
+            any(a == c[0] and b == c[2] for a, _, b in st.graph.triples())
+        ),
+        "reach2": lambda st, c: int(_within(st.graph, c[0], c[2], 2)),
+    }
+    counts = {k: {"wrong_in_W1": 0, "wrong_in_W2": 0, "both_requirements": 0} for k in rules}
+    rows = np.arange(len(p.correct))
+    for i in range(min(n, len(rows))):
+        h, r, t = (int(x) for x in p.queries[i])
+        wrong = [int(x) for j, x in enumerate(p.cand[i]) if j != p.correct[i]]
+        alt = wrong[int(np.argmax(p.log_prior[i][np.arange(len(p.cand[i])) != p.correct[i]]))]
+        keep = ~((tr[:, 0] == h) & (tr[:, 1] == r))
+        Rq = R.subgraph(keep)
+        claim = kg.names(np.array([[h, r, t]]))[0]
+        w1, w2, obs = two_world_witness(Rq, claim, kg.entities[alt])
+        for name, rule in rules.items():
+            keeps, rejects = hard_rule_requirements(rule, [w1, w2], obs, claim)
+            counts[name]["wrong_in_W1"] += int(not keeps)
+            counts[name]["wrong_in_W2"] += int(not rejects)
+            counts[name]["both_requirements"] += int(keeps and rejects)
+    return dict(n_queries=min(n, len(rows)), rules=counts)
+
+
+def _within(g, src: str, dst: str, hops: int) -> bool:
+    frontier, seen = {src}, {src}
+    adj: dict[str, set[str]] = {}
+    for a, _, b in g.triples():
+        adj.setdefault(a, set()).add(b)
+    for _ in range(hops):
+        frontier = {b for a in frontier for b in adj.get(a, ())} - seen
+        if dst in frontier:
+            return True
+        seen |= frontier
+    return False
+
+
+# ----------------------------------------------------------------------------- 5: stability
+def stability(kg, p: kp.Problem, main, seed: int, n_rep: int) -> dict:
+    from grounding import oscillation, tv_bound, tv_bound_sharp, tv_distance
+
+    rng = np.random.default_rng(seed)
+    R = kg.train
+    base = p.energy(KAPPA)
+    lp = p.log_prior
+    post = _soft(p, LAM_SEL)
+    points = []
+    rows = np.arange(len(p.correct))[:, None]
+    for drop in (0.01, 0.02, 0.05, 0.10):
+        for jitter in (0.0, 0.2):
+            for _ in range(n_rep):
+                keep = rng.random(len(R)) >= drop
+                w = 1.0 - jitter * rng.random(keep.sum())
+                cost = kp.edge_costs(main, R[keep], w)
+                S = kp.support_energy(R[keep], cost, p.queries[:, 0], kg.n_entities, 2)
+                E2 = jnp.asarray(p.claim) + jnp.minimum(jnp.asarray(S[rows, p.cand]), KAPPA)
+                post2 = np.asarray(_soft_e(lp, E2, LAM_SEL))
+                omega = np.asarray(oscillation(base, E2, lp))
+                tv = np.asarray(tv_distance(post, post2))
+                points.append(
+                    dict(
+                        drop=drop,
+                        jitter=jitter,
+                        tv=tv,
+                        paper=np.asarray(jax.vmap(lambda o: tv_bound(LAM_SEL, o))(omega)),
+                        sharp=np.asarray(jax.vmap(lambda o: tv_bound_sharp(LAM_SEL, o))(omega)),
+                        sup_dE=float(np.max(np.abs(np.asarray(base) - np.asarray(E2)))),
+                    )
+                )
+    tv = np.concatenate([q["tv"] for q in points])
+    paper = np.concatenate([q["paper"] for q in points])
+    sharp = np.concatenate([q["sharp"] for q in points])
+    return dict(
+        lam=LAM_SEL,
+        kappa=KAPPA,
+        n_pairs=int(tv.size),
+        violations_paper=int(np.sum(tv > paper + 1e-12)),
+        violations_sharp=int(np.sum(tv > sharp + 1e-12)),
+        mean_tv=float(tv.mean()),
+        max_tv=float(tv.max()),
+        mean_ratio_tv_to_sharp=float(np.mean(tv[sharp > 0] / sharp[sharp > 0])),
+        max_sup_dE=float(max(q["sup_dE"] for q in points)),
+        by_setting=[
+            dict(
+                drop=q["drop"],
+                jitter=q["jitter"],
+                mean_tv=float(q["tv"].mean()),
+                mean_sharp=float(q["sharp"].mean()),
+                mean_paper=float(q["paper"].mean()),
+            )
+            for q in points
+        ],
+        _scatter=(tv, sharp, paper),
+    )
+
+
+def _soft_e(lp, E, lam):
+    from grounding import gibbs_log_posterior
+
+    return gibbs_log_posterior(lp, E, lam)
+
+
+# ----------------------------------------------------------------------------- 6: selective
+def selective(pv: kp.Problem, pt: kp.Problem) -> dict:
+    from grounding.decision import IsotonicCalibrator
+
+    def score_and_label(p):
+        post = np.exp(_soft(p, LAM_SEL))
+        return post.max(axis=1), _map_correct(post, p.correct).astype(float)
+
+    sv, yv = score_and_label(pv)
+    st, yt = score_and_label(pt)
+    cal = IsotonicCalibrator().fit(sv, yv)
+    ct = cal.predict(st)
+    thetas = np.round(np.arange(0.1, 0.96, 0.05), 2)
+    table = []
+    for th in thetas:
+        for kind, s in (("calibrated", ct), ("raw", st)):
+            emit = s >= th
+            table.append(
+                dict(
+                    theta=float(th),
+                    score=kind,
+                    coverage=float(emit.mean()),
+                    error_emitted=float(1 - yt[emit].mean()) if emit.any() else None,
+                    bound=float(1 - th),
+                    n_emitted=int(emit.sum()),
+                )
+            )
+    order = np.argsort(-ct, kind="stable")
+    k = np.arange(1, len(order) + 1)
+    risk = np.cumsum(1 - yt[order]) / k
+    return dict(
+        lam=LAM_SEL,
+        accuracy=float(yt.mean()),
+        table=table,
+        risk_coverage=dict(coverage=(k / len(k)).tolist(), risk=risk.tolist()),
+    )
+
+
+# ----------------------------------------------------------------------------- 7: Axiom 6
+def _schedule(params, c):
+    """lambda(c), kappa(c): softplus of an affine map with slopes >= 0 (Axiom 6: lambda', sigma' >= 0)."""
+    lam = jax.nn.softplus(params["a0"] + params["a1"] ** 2 * c)
+    kap = jax.nn.softplus(params["b0"] + params["b1"] ** 2 * c)
+    return lam, kap
+
+
+def _nll(params, lp, claim, support, correct, c):
+    lam, kap = _schedule(params, c)
+    E = claim + jnp.minimum(support, kap[:, None])  # Eq. (19) with kappa_R = kappa(c_R)
+    logits = lp - lam[:, None] * E  # Eq. (7)
+    post = logits - jax.nn.logsumexp(logits, axis=1, keepdims=True)
+    return -jnp.mean(jnp.take_along_axis(post, correct[:, None], axis=1))
+
+
+def _fit(p: kp.Problem, c, aware: bool, steps: int) -> dict:
+    args = (
+        jnp.asarray(p.log_prior),
+        jnp.asarray(p.claim),
+        jnp.asarray(p.support),
+        jnp.asarray(p.correct),
+        jnp.asarray(c),
+    )
+    slope = 0.5 if aware else 0.0  # global fits keep a1 = b1 = 0: no dependence on c
+    params = {k: jnp.array(v) for k, v in dict(a0=0.5, a1=slope, b0=0.5, b1=slope).items()}
+    trainable = ("a0", "a1", "b0", "b1") if aware else ("a0", "b0")
+    opt = optax.adam(0.05)
+    state = opt.init(params)
+
+    @jax.jit
+    def step(params, state):
+        loss, g = jax.value_and_grad(_nll)(params, *args)
+        g = {k: v if k in trainable else jnp.zeros_like(v) for k, v in g.items()}
+        upd, state = opt.update(g, state)
+        return optax.apply_updates(params, upd), state, loss
+
+    for _ in range(steps):
+        params, state, _ = step(params, state)
+    return {k: float(v) for k, v in params.items()}
+
+
+def _evaluate(params, p: kp.Problem, c) -> dict:
+    args = (
+        jnp.asarray(p.log_prior),
+        jnp.asarray(p.claim),
+        jnp.asarray(p.support),
+        jnp.asarray(p.correct),
+        jnp.asarray(c),
+    )
+    nll = float(_nll({k: jnp.asarray(v) for k, v in params.items()}, *args))
+    lam, kap = _schedule({k: jnp.asarray(v) for k, v in params.items()}, jnp.asarray(c))
+    E = p.claim + np.minimum(p.support, np.asarray(kap)[:, None])
+    acc = float(np.mean(_map_correct(p.log_prior - np.asarray(lam)[:, None] * E, p.correct)))
+    return dict(nll=nll, acc=acc)
+
+
+def calibration(pv: kp.Problem, pt: kp.Problem, steps: int) -> dict:
+    scale = max(pv.degree.max(), pt.degree.max())
+    cv, ct = pv.degree / scale, pt.degree / scale
+    inv = lambda y: float(np.log(np.expm1(y)))  # noqa: E731  (softplus inverse)
+    grid = []
+    for lam in (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0):
+        for kap in (0.25, 0.5, 1.0, 2.0, 4.0):
+            prm = {"a0": inv(lam), "a1": 0.0, "b0": inv(kap), "b1": 0.0}
+            grid.append((_evaluate(prm, pv, cv)["nll"], lam, kap, prm))
+    _, lam_f, kap_f, best = min(grid, key=lambda g: g[0])
+    fits = {
+        "fixed_grid": best,
+        "global_gradient": _fit(pv, cv, False, steps),
+        "coverage_aware": _fit(pv, cv, True, steps),
+    }
+    out = {
+        name: dict(params=prm, valid=_evaluate(prm, pv, cv), test=_evaluate(prm, pt, ct))
+        for name, prm in fits.items()
+    }
+    out["fixed_grid"].update(lam=lam_f, kappa=kap_f)
+    base = out["fixed_grid"]["test"]
+    for name in ("global_gradient", "coverage_aware"):
+        out[name]["test_nll_gain"] = base["nll"] - out[name]["test"]["nll"]
+        out[name]["test_acc_gain"] = out[name]["test"]["acc"] - base["acc"]
+    cs = np.linspace(0, 1, 11)
+    lam_c, kap_c = _schedule(
+        {k: jnp.asarray(v) for k, v in out["coverage_aware"]["params"].items()}, cs
+    )
+    out["coverage_aware"].update(
+        lam_of_c=np.asarray(lam_c).tolist(), kappa_of_c=np.asarray(kap_c).tolist()
+    )
+    return out
+
+
+# ----------------------------------------------------------------------------- driver
+def run_dataset(name: str, full: bool) -> dict:
+    from grounding.datasets import load_kg
+    from grounding.kge import evaluate
+
+    kg = load_kg(name)
+    main, weak = kp.models(name, full)
+    nq = None if full else 200
+    pv = kp.build(kg, "valid", main, weak, nq, K_WRONG, seed=SEED)
+    pt = kp.build(kg, "test", main, weak, nq, K_WRONG, seed=SEED + 1)
+    res = dict(
+        dataset=name,
+        n_valid=len(pv.correct),
+        n_test=len(pt.correct),
+        skipped_valid=pv.skipped,
+        skipped_test=pt.skipped,
+        n_candidates=K_WRONG + 1,
+        main_model_test=evaluate(main, kg, "test"),
+        stand_in_prior_test=evaluate(weak, kg, "test"),
+    )
+    steps = [
+        ("support_collapse", lambda: support_collapse(pt)),
+        ("coverage", lambda: coverage(kg, pt.queries, 2000 if full else 300, SEED)),
+        ("two_worlds", lambda: two_worlds(kg, pt, len(pt.correct) if full else 40)),
+        ("stability", lambda: stability(kg, pt, main, SEED, 5 if full else 2)),
+        ("selective", lambda: selective(pv, pt)),
+        ("calibration", lambda: calibration(pv, pt, 600 if full else 200)),
+    ]
+    for key, fn in progress(steps, f"{NAME}:{name}"):
+        res[key] = fn()
+    return res
+
+
+def _figure(res: dict, path: Path) -> Path:
+    fig, ax = plt.subplots(2, 3, figsize=(15, 8.5))
+    sc, lams = res["support_collapse"], LAMS[1:]
+    cur = sc["curves"][1:]
+    a = ax[0, 0]
+    a.loglog(lams, [c["mass_true"] for c in cur], label="soft: mass of true answer")
+    a.loglog(
+        lams, [c["floor_true"] for c in cur], "--", label=r"Prop. 11 floor $p_0e^{-\lambda B}$"
+    )
+    for name, st in (("adjacent", "-."), ("reach2", ":")):
+        a.axhline(sc["hard"][name]["mass_true"], ls=st, c="k", label=f"hard ({name})")
+    a.set(xlabel=r"$\lambda$", ylabel="mean posterior mass", title="Prop. 3/11: deletion vs floor")
+    a.legend(fontsize=7)
+    a = ax[0, 1]
+    a.semilogx(lams, [c["soft_map_acc"] for c in cur], label="soft MAP accuracy")
+    a.axhline(sc["prior_acc"], c="gray", label="prior (stand-in LLM)")
+    for name, st in (("adjacent", "-."), ("reach2", ":")):
+        a.axhline(sc["hard"][name]["map_acc"], ls=st, c="k", label=f"hard ({name})")
+    a.set(xlabel=r"$\lambda$", ylabel="accuracy", title="Prop. 13: accuracy vs strength")
+    a.legend(fontsize=7)
+    a = ax[0, 2]
+    cov = res["coverage"]
+    mq = np.asarray(cov["m_q"])
+    for m in np.unique(mq):
+        sel = mq == m
+        a.scatter(
+            np.asarray(cov["coverage"])[sel].mean(),
+            np.asarray(cov["retention"])[sel].mean(),
+            s=10 + 5 * sel.sum() ** 0.5,
+            c="C0",
+        )
+    a.plot([0, 1], [0, 1], "k--", lw=0.8)
+    a.set(
+        xlabel=r"Cov$(q)$, Eq. (15)",
+        ylabel=r"MC retention $\Pr[\rho^\dagger\in F_R]$",
+        title="Prop. 4: retention <= coverage",
+    )
+    a = ax[1, 0]
+    tv, sharp, paper = res["stability"]["_scatter"]
+    a.scatter(sharp, tv, s=3, alpha=0.4, label=r"vs sharp $\tanh(\lambda\omega/4)$")
+    a.scatter(paper, tv, s=3, alpha=0.4, label=r"vs paper $\tanh(\lambda\omega/2)$")
+    a.plot([0, 1], [0, 1], "k--", lw=0.8)
+    a.set(xlabel="certificate", ylabel="measured TV", title="Thm. 3: stability under perturbed R")
+    a.legend(fontsize=7)
+    a = ax[1, 1]
+    tab = [r for r in res["selective"]["table"] if r["error_emitted"] is not None]
+    for kind, m in (("calibrated", "o-"), ("raw", "s--")):
+        rows = [r for r in tab if r["score"] == kind]
+        a.plot([r["theta"] for r in rows], [r["error_emitted"] for r in rows], m, ms=3, label=kind)
+    th = np.linspace(0.1, 0.95)
+    a.plot(th, 1 - th, "k:", label=r"$1-\theta$ (Prop. 9)")
+    a.set(xlabel=r"$\theta$", ylabel="error among emitted", title="Prop. 9: selective risk")
+    a.legend(fontsize=7)
+    a = ax[1, 2]
+    cal = res["calibration"]
+    names = ["fixed_grid", "global_gradient", "coverage_aware"]
+    a.bar(range(3), [cal[n]["test"]["nll"] for n in names])
+    a.set_xticks(range(3), ["best fixed", "gradient", "coverage-aware"])
+    a.set(ylabel="test NLL of true answer", title="Axiom 6: calibrating lambda, kappa")
+    fig.suptitle(f"{res['dataset'].upper()}: held-out triples as true-but-unobserved answers")
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
+def run(full: bool = False) -> dict:
+    names = ("umls", "nations", "kinships") if full else ("umls",)
+    return {
+        "datasets": {n: run_dataset(n, full) for n in names},
+        "mode": "full" if full else "quick",
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> list[Path]:
+    args = parse_args(argv, __doc__.splitlines()[0])
+    setup()
+    res = run(args.full)
+    first = res["datasets"]["umls"]
+    png = _figure(first, args.out / f"{NAME}.png")
+    cols = [
+        "lam",
+        "soft_map_acc",
+        "mass_true",
+        "floor_true",
+        "floor_violations",
+        "F_kl",
+        "G_energy",
+    ]
+    rows = [
+        [name] + [c[k] for k in cols]
+        for name, r in res["datasets"].items()
+        for c in r["support_collapse"]["curves"]
+    ]
+    csv = write_csv(args.out / f"{NAME}.csv", ["dataset", *cols], rows)
+    for r in res["datasets"].values():
+        r["stability"].pop("_scatter")
+        r["coverage"] = {k: v for k, v in r["coverage"].items() if not isinstance(v, list)}
+        r["selective"].pop("risk_coverage")
+    js = write_json(args.out / f"{NAME}.json", res)
+    return [png, csv, js]
+
+
+if __name__ == "__main__":
+    main()

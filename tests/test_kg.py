@@ -1,0 +1,249 @@
+"""Real knowledge graphs (loaders), filtered ranking (vs brute force), learned relation maps."""
+
+from __future__ import annotations
+
+import re
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from _tol import F64
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grounding.datasets import KG_DATASETS, KGSplits, load_kg, load_kg_splits
+from grounding.geometry import edge_residuals
+from grounding.kge import (
+    KGEModel,
+    TrainConfig,
+    evaluate,
+    init_model,
+    load_checkpoint,
+    save_checkpoint,
+    train,
+)
+from grounding.linkpred import filtered_ranks, rank_metrics
+from grounding.regularize import typed_residual_regularizer
+
+STATS = {  # (entities, relations, train, valid, test) as documented by PyKEEN
+    "umls": (135, 46, 5216, 652, 661),
+    "nations": (14, 55, 1592, 199, 201),
+    "kinships": (104, 25, 8544, 1068, 1074),
+}
+
+
+# ----------------------------------------------------------------------------- loaders
+@pytest.mark.parametrize("name", KG_DATASETS)
+def test_shipped_kg_statistics_and_round_trip(name):
+    kg = load_kg(name)
+    got = (kg.n_entities, kg.n_relations, len(kg.train), len(kg.valid), len(kg.test))
+    assert got == STATS[name]
+    assert list(kg.entities) == sorted(kg.entities)
+    # every id triple maps back to a line of the shipped file, and splits are disjoint
+    every = {tuple(t) for t in kg.all_triples()}
+    assert len(every) == sum(STATS[name][2:])
+    g = kg.graph()
+    assert g.n_nodes == kg.n_entities and g.n_edges == len(kg.train)
+    assert g.has_triple(kg.names(kg.train[:1])[0])
+    assert not g.has_triple(kg.names(kg.test[:1])[0])  # held out: true but unobserved
+    assert kg.graph("train", "valid", "test").n_edges == len(every)
+
+
+def test_load_kg_is_case_insensitive_and_rejects_unknown_names():
+    assert load_kg("UMLS").name == "umls"
+    with pytest.raises(ValueError, match="unknown dataset 'fb15k'"):
+        load_kg("fb15k")
+    with pytest.raises(ValueError, match="split must be one of"):
+        load_kg("nations").split("dev")
+
+
+def _splits(tmp_path, train, valid, test):
+    paths = []
+    for name, text in (("train", train), ("valid", valid), ("test", test)):
+        (tmp_path / f"{name}.tsv").write_text(text, encoding="utf-8")
+        paths.append(tmp_path / f"{name}.tsv")
+    return paths
+
+
+def test_load_kg_splits_vocabulary_is_the_sorted_union(tmp_path):
+    kg = load_kg_splits(*_splits(tmp_path, "b\tr\ta\n", "a\ts\tc\n", "c\tr\tb\n"))
+    assert kg.entities == ("a", "b", "c") and kg.relations == ("r", "s")
+    assert kg.train.tolist() == [[1, 0, 0]] and kg.test.tolist() == [[2, 0, 1]]
+
+
+@pytest.mark.parametrize(
+    ("files", "what", "where"),
+    [
+        (("a\tr\tb\n", "a\tr\n", "a\tr\tb2\n"), "expected 3 or 4", r"valid\.tsv:1"),
+        (("a\tr\tb\n", "x\tr\ty\n", "# c\na\tr\tb\n"), "also occurs in train", r"test\.tsv"),
+        (("a\tr\tb\t0.5\n", "x\tr\ty\n", "a\tr\tc\n"), "expected 1", r"train\.tsv"),
+        (("", "x\tr\ty\n", "a\tr\tc\n"), "no triples", r"train\.tsv"),
+    ],
+)
+def test_load_kg_splits_malformed_files_name_the_file(tmp_path, files, what, where):
+    with pytest.raises(ValueError, match=what) as info:
+        load_kg_splits(*_splits(tmp_path, *files))
+    assert re.search(where, str(info.value)), str(info.value)
+
+
+# ----------------------------------------------------------------------------- filtered ranks
+def _brute_force(energy, queries, known):
+    """Ranks by the definition, one candidate at a time (dict-of-tables energies)."""
+    known = {tuple(t) for t in known}
+    out = {"tail": [], "head": []}
+    for h, r, t in queries:
+        for side in ("tail", "head"):
+            target = t if side == "tail" else h
+            table = energy[side][(h if side == "tail" else t, r)]
+            better = worse_or_tied = 0
+            for e, value in enumerate(table):
+                cand = (h, r, e) if side == "tail" else (e, r, t)
+                if e == target or cand in known:
+                    continue
+                better += value < table[target]
+                worse_or_tied += value <= table[target]
+            out[side].append((1 + better, 1 + worse_or_tied))
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_filtered_ranks_match_brute_force_with_ties(data):
+    n = data.draw(st.integers(2, 7))
+    R = data.draw(st.integers(1, 3))
+    trip = st.tuples(st.integers(0, n - 1), st.integers(0, R - 1), st.integers(0, n - 1))
+    known = np.array(data.draw(st.lists(trip, max_size=25)) or [(0, 0, 0)], np.int64).reshape(-1, 3)
+    queries = np.array(data.draw(st.lists(trip, min_size=1, max_size=8)), np.int64)
+    levels = data.draw(st.integers(1, 3))  # few distinct energies: many ties
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
+    energy = {
+        side: {(a, r): rng.integers(0, levels, n).astype(float) for a in range(n) for r in range(R)}
+        for side in ("tail", "head")
+    }
+
+    def scorer(side, anchor, rel):
+        return np.stack([energy[side][(a, r)] for a, r in zip(anchor, rel)])
+
+    got = filtered_ranks(scorer, queries, known, n, R, batch_size=3)
+    ref = _brute_force(energy, queries.tolist(), known.tolist())
+    for side in ("tail", "head"):
+        np.testing.assert_array_equal(got[side].optimistic, [o for o, _ in ref[side]])
+        np.testing.assert_array_equal(got[side].pessimistic, [p for _, p in ref[side]])
+
+
+def test_realistic_rank_of_a_constant_scorer_is_the_middle_and_metrics_pool_both_sides():
+    n = 9
+    ranks = filtered_ranks(
+        lambda s, a, r: np.zeros((len(a), n)), np.array([[0, 0, 1]]), np.array([[0, 0, 2]]), n, 1
+    )
+    # tail side: 7 competitors (entity 2 filtered) -> ranks 1..8, realistic 4.5
+    assert ranks["tail"].realistic.tolist() == [4.5]
+    assert ranks["head"].realistic.tolist() == [5.0]  # nothing filtered: 8 competitors
+    m = rank_metrics(ranks)
+    assert m["mrr"] == pytest.approx((1 / 4.5 + 1 / 5.0) / 2)
+    assert m["hits1"] == 0.0 and m["hits10"] == 1.0
+
+
+def test_filtered_ranks_bad_input():
+    ok = lambda s, a, r: np.zeros((len(a), 3))  # noqa: E731
+    q = np.array([[0, 0, 1]])
+    with pytest.raises(ValueError, match=r"\[m, 3\]"):
+        filtered_ranks(ok, np.array([0, 0, 1]), q, 3, 1)
+    with pytest.raises(ValueError, match="outside"):
+        filtered_ranks(ok, np.array([[0, 0, 3]]), q, 3, 1)
+    with pytest.raises(ValueError, match="non-finite"):
+        filtered_ranks(lambda s, a, r: np.full((len(a), 3), np.nan), q, q, 3, 1)
+    with pytest.raises(ValueError, match="shape"):
+        filtered_ranks(lambda s, a, r: np.zeros((len(a), 2)), q, q, 3, 1)
+    with pytest.raises(ValueError, match="empty"):
+        filtered_ranks(ok, np.empty((0, 3), np.int64), q, 3, 1)
+
+
+# ----------------------------------------------------------------------------- learned maps
+@pytest.mark.parametrize("kind", ["transe", "rotate", "linear"])
+def test_model_energy_is_eq8_and_candidate_energies_agree(kind):
+    model = init_model(kind, 6, 3, 4, seed=1)
+    rng = np.random.default_rng(0)
+    trip = np.stack([rng.integers(0, 6, 10), rng.integers(0, 3, 10), rng.integers(0, 6, 10)], 1)
+    e = np.asarray(model.energy(jnp.asarray(trip)))
+    # Eq. (8) through the geometry module, with the model's learned maps and metric
+    g = KGSplits("t", tuple("abcdef"), ("r", "s", "u"), trip, trip[:0], trip[:0]).graph()
+    np.testing.assert_allclose(
+        edge_residuals(g, model.entity, model.geometry_map(), 1.0, model.metric), e, **F64
+    )
+    tails = np.asarray(
+        model.candidate_energies("tail", jnp.asarray(trip[:, 0]), jnp.asarray(trip[:, 1]))
+    )
+    heads = np.asarray(
+        model.candidate_energies("head", jnp.asarray(trip[:, 2]), jnp.asarray(trip[:, 1]))
+    )
+    np.testing.assert_allclose(tails[np.arange(10), trip[:, 2]], e, **F64)
+    np.testing.assert_allclose(heads[np.arange(10), trip[:, 0]], e, **F64)
+
+
+def test_squared_positive_term_is_the_typed_residual_regularizer_eq24():
+    model = init_model("linear", 5, 2, 3, seed=2)
+    trip = np.array([[0, 0, 1], [1, 1, 2], [3, 0, 4]])
+    omega = typed_residual_regularizer(
+        model.entity, trip[:, 0], trip[:, 1], trip[:, 2], np.ones(3), model.relation_map
+    )
+    assert float(omega) == pytest.approx(
+        0.5 * float(jnp.sum(model.energy(jnp.asarray(trip)) ** 2)), rel=1e-12
+    )
+
+
+def _tiny_kg():
+    kg = load_kg("nations")
+    return type(kg)(kg.name, kg.entities, kg.relations, kg.train[:300], kg.valid[:40], kg.test[:40])
+
+
+CFG = TrainConfig(dim=8, epochs=4, batch_size=64, eval_every=2, patience=1, n_negatives=4)
+
+
+@pytest.mark.parametrize("kind", ["transe", "rotate"])
+def test_training_is_deterministic_given_the_seed_and_learns(kind):
+    kg = _tiny_kg()
+    a = train(kg, kind, CFG, progress=False)
+    b = train(kg, kind, CFG, progress=False)
+    np.testing.assert_array_equal(np.asarray(a.model.entity), np.asarray(b.model.entity))
+    np.testing.assert_array_equal(np.asarray(a.model.relation), np.asarray(b.model.relation))
+    assert a.history == b.history and a.best_epoch in (2, 4)
+    c = train(kg, kind, TrainConfig(**{**CFG.__dict__, "seed": 1}), progress=False)
+    assert not np.array_equal(np.asarray(a.model.entity), np.asarray(c.model.entity))
+    init = init_model(kind, kg.n_entities, kg.n_relations, CFG.dim, CFG.seed, CFG.p)
+    assert a.best_valid_mrr > evaluate(init, kg, "valid")["mrr"]  # training helped
+
+
+def test_early_stopping_keeps_the_best_and_checkpoints_atomically(tmp_path):
+    kg = _tiny_kg()
+    cfg = TrainConfig(dim=8, epochs=40, batch_size=64, eval_every=1, patience=2, lr=0.5)
+    path = tmp_path / "ckpt" / "best.npz"
+    res = train(kg, "transe", cfg, checkpoint=path, progress=False)
+    mrrs = [h["valid_mrr"] for h in res.history]
+    assert res.best_valid_mrr == max(mrrs)
+    assert res.epochs_run < 40  # stopped early: patience 2 at a huge step size
+    assert mrrs.index(max(mrrs)) + 1 + cfg.patience == len(mrrs)
+    model, meta = load_checkpoint(path)
+    assert meta["epoch"] == res.best_epoch and meta["valid_mrr"] == res.best_valid_mrr
+    np.testing.assert_array_equal(np.asarray(model.entity), np.asarray(res.model.entity))
+    assert [p.name for p in path.parent.iterdir()] == ["best.npz"]  # no temp files left
+    save_checkpoint(path, model, {"note": "x"})
+    assert load_checkpoint(path)[1] == {"note": "x"}
+
+
+def test_kge_bad_input(tmp_path):
+    with pytest.raises(ValueError, match="kind"):
+        init_model("distmult", 3, 1, 2)
+    with pytest.raises(ValueError, match="even"):
+        init_model("rotate", 3, 1, 3)
+    with pytest.raises(ValueError, match="positive int"):
+        TrainConfig(dim=0)
+    with pytest.raises(ValueError, match="loss"):
+        TrainConfig(loss="hinge")
+    with pytest.raises(ValueError, match="lr"):
+        TrainConfig(lr=-1.0)
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, entity=np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="not a grounding KGE checkpoint"):
+        load_checkpoint(bad)
+    assert isinstance(init_model("transe", 3, 1, 2), KGEModel)

@@ -1,0 +1,41 @@
+"""The grounding problem built from a real split KG (experiments._kg_problem), on Nations."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from experiments import _kg_problem as kp
+from grounding.datasets import load_kg
+from grounding.kge import TrainConfig, train
+
+
+def test_build_candidates_prior_and_support_energies_on_nations():
+    kg = load_kg("nations")
+    cfg = TrainConfig(dim=8, epochs=2, eval_every=2, batch_size=512)
+    main = train(kg, "transe", cfg, progress=False).model
+    weak = train(kg, "transe", dataclasses.replace(cfg, seed=3), progress=False).model
+    p = kp.build(kg, "test", main, weak, n_queries=15, k=5, hops=2, seed=0)
+    G = {tuple(t) for t in kg.all_triples()}
+    rows = np.arange(15)
+    assert p.cand.shape == (15, 6)
+    np.testing.assert_array_equal(p.cand[rows, p.correct], p.queries[:, 2])
+    for (h, r, _), cands, c in zip(p.queries, p.cand, p.correct):
+        assert len(set(cands.tolist())) == 6
+        assert not any((h, r, x) in G for j, x in enumerate(cands) if j != c)  # truly wrong
+    np.testing.assert_allclose(np.exp(p.log_prior).sum(axis=1), 1.0, rtol=1e-12)
+    assert np.all(p.claim >= 0) and np.all(p.support >= 0)
+    # best-path support (Eq. (11), <= 2 hops) against a brute-force min over 1- and 2-hop paths
+    R = kg.train
+    cost = kp.edge_costs(main, R)
+    n = kg.n_entities
+    d1 = np.full((n, n), np.inf)
+    np.minimum.at(d1, (R[:, 0], R[:, 2]), cost)
+    d2 = np.min(d1[:, :, None] + d1[None, :, :], axis=1)
+    best = np.minimum(d1, d2)
+    np.testing.assert_allclose(p.support, best[p.queries[:, [0]], p.cand], rtol=1e-5)
+    np.testing.assert_array_equal(p.adjacent, np.isfinite(d1)[p.queries[:, [0]], p.cand])
+    np.testing.assert_array_equal(p.reach2, np.isfinite(best)[p.queries[:, [0]], p.cand])
+    E = np.asarray(p.energy(0.5))
+    np.testing.assert_allclose(E, p.claim + np.minimum(p.support, 0.5))
