@@ -96,6 +96,9 @@ def test_core_docstring_examples_run():
         "geometry",
         "semiring",
         "paths",
+        "linkpred",
+        "datasets.kg",
+        "datasets.tsv",
     ):
         mod = importlib.import_module(f"grounding.{name}")
         result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
