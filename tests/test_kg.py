@@ -234,6 +234,8 @@ def test_early_stopping_keeps_the_best_and_checkpoints_atomically(tmp_path):
 def test_kge_bad_input(tmp_path):
     with pytest.raises(ValueError, match="kind"):
         init_model("distmult", 3, 1, 2)
+    with pytest.raises(ValueError, match="kind"):
+        train(_tiny_kg(), "distmult")
     with pytest.raises(ValueError, match="even"):
         init_model("rotate", 3, 1, 3)
     with pytest.raises(ValueError, match="positive int"):
