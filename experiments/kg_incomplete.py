@@ -56,10 +56,14 @@ LAMS = np.concatenate([[0.0], np.geomspace(0.05, 200.0, 40)])
 
 
 # ----------------------------------------------------------------------------- posteriors
-def _soft(p: kp.Problem, lam, kappa=KAPPA):
+def _posterior(log_prior, energy, lam) -> np.ndarray:
     from grounding import gibbs_log_posterior
 
-    return np.asarray(gibbs_log_posterior(p.log_prior, p.energy(kappa), lam))
+    return np.asarray(gibbs_log_posterior(log_prior, energy, lam))
+
+
+def _soft(p: kp.Problem, lam) -> np.ndarray:
+    return _posterior(p.log_prior, p.energy(KAPPA), lam)
 
 
 def _hard(p: kp.Problem, feasible: np.ndarray):
@@ -226,7 +230,7 @@ def stability(kg, p: kp.Problem, main, seed: int, n_rep: int) -> dict:
                 cost = kp.edge_costs(main, R[keep], w)
                 S = kp.support_energy(R[keep], cost, p.queries[:, 0], kg.n_entities, 2)
                 E2 = jnp.asarray(p.claim) + jnp.minimum(jnp.asarray(S[rows, p.cand]), KAPPA)
-                post2 = np.asarray(_soft_e(lp, E2, LAM_SEL))
+                post2 = _posterior(lp, E2, LAM_SEL)
                 omega = np.asarray(oscillation(base, E2, lp))
                 tv = np.asarray(tv_distance(post, post2))
                 points.append(
@@ -264,12 +268,6 @@ def stability(kg, p: kp.Problem, main, seed: int, n_rep: int) -> dict:
         ],
         _scatter=(tv, sharp, paper),
     )
-
-
-def _soft_e(lp, E, lam):
-    from grounding import gibbs_log_posterior
-
-    return gibbs_log_posterior(lp, E, lam)
 
 
 # ----------------------------------------------------------------------------- 6: selective
@@ -318,22 +316,24 @@ def _schedule(params, c):
     return lam, kap
 
 
-def _nll(params, lp, claim, support, correct, c):
+def _args(p: kp.Problem, c) -> tuple:
+    return tuple(jnp.asarray(x) for x in (p.log_prior, p.claim, p.support, p.correct, c))
+
+
+def _log_post(params, lp, claim, support, c):
     lam, kap = _schedule(params, c)
     E = claim + jnp.minimum(support, kap[:, None])  # Eq. (19) with kappa_R = kappa(c_R)
     logits = lp - lam[:, None] * E  # Eq. (7)
-    post = logits - jax.nn.logsumexp(logits, axis=1, keepdims=True)
+    return logits - jax.nn.logsumexp(logits, axis=1, keepdims=True)
+
+
+def _nll(params, lp, claim, support, correct, c):
+    post = _log_post(params, lp, claim, support, c)
     return -jnp.mean(jnp.take_along_axis(post, correct[:, None], axis=1))
 
 
 def _fit(p: kp.Problem, c, aware: bool, steps: int) -> dict:
-    args = (
-        jnp.asarray(p.log_prior),
-        jnp.asarray(p.claim),
-        jnp.asarray(p.support),
-        jnp.asarray(p.correct),
-        jnp.asarray(c),
-    )
+    args = _args(p, c)
     slope = 0.5 if aware else 0.0  # global fits keep a1 = b1 = 0: no dependence on c
     params = {k: jnp.array(v) for k, v in dict(a0=0.5, a1=slope, b0=0.5, b1=slope).items()}
     trainable = ("a0", "a1", "b0", "b1") if aware else ("a0", "b0")
@@ -353,18 +353,10 @@ def _fit(p: kp.Problem, c, aware: bool, steps: int) -> dict:
 
 
 def _evaluate(params, p: kp.Problem, c) -> dict:
-    args = (
-        jnp.asarray(p.log_prior),
-        jnp.asarray(p.claim),
-        jnp.asarray(p.support),
-        jnp.asarray(p.correct),
-        jnp.asarray(c),
-    )
-    nll = float(_nll({k: jnp.asarray(v) for k, v in params.items()}, *args))
-    lam, kap = _schedule({k: jnp.asarray(v) for k, v in params.items()}, jnp.asarray(c))
-    E = p.claim + np.minimum(p.support, np.asarray(kap)[:, None])
-    acc = float(np.mean(_map_correct(p.log_prior - np.asarray(lam)[:, None] * E, p.correct)))
-    return dict(nll=nll, acc=acc)
+    lp, claim, support, correct, c = _args(p, c)
+    post = _log_post({k: jnp.asarray(v) for k, v in params.items()}, lp, claim, support, c)
+    nll = -float(jnp.mean(jnp.take_along_axis(post, correct[:, None], axis=1)))
+    return dict(nll=nll, acc=float(np.mean(_map_correct(np.asarray(post), p.correct))))
 
 
 def calibration(pv: kp.Problem, pt: kp.Problem, steps: int) -> dict:
