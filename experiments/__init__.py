@@ -7,4 +7,5 @@ EXPERIMENTS = (
     "prop6_soft_to_hard",
     "prop13_tradeoff",
     "kg_incomplete",
+    "retrieval_pcr",
 )

@@ -99,6 +99,10 @@ def test_core_docstring_examples_run():
         "linkpred",
         "datasets.kg",
         "datasets.tsv",
+        "datasets.pathrag6",
+        "retrieval.graph",
+        "retrieval.text",
+        "retrieval.metrics",
     ):
         mod = importlib.import_module(f"grounding.{name}")
         result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)

@@ -138,3 +138,24 @@ def test_kg_incomplete(results):
     assert r["coverage"]["max_excess_in_se"] < 4.0  # Prop. 4 (MC noise only)
     lam_c = r["calibration"]["coverage_aware"]["lam_of_c"]
     assert np.all(np.diff(lam_c) >= 0)  # Axiom 6: lambda'(c) >= 0
+
+
+def test_retrieval_pcr(results):
+    r = results["retrieval_pcr"]
+    tab = r["pathrag6"]
+    assert set(tab) >= {"tech", "bio", "legal", "medical", "microservices", "citations", "all"}
+    for dom, per in tab.items():
+        if dom in ("all",) or not isinstance(per, dict) or "pcr" not in per:
+            continue
+        assert per["pcr"]["consistency"] == 1.0  # hard PCR: consistent by construction
+    assert all(r["anchor_sensitivity"][m]["consistency"] == 1.0 for m in r["anchor_sensitivity"])
+    for depth in r["umls"]["depths"].values():  # Prop. 6 on real data: soft -> hard
+        last = depth["soft_curve"][-1]
+        # at a large penalty soft PCR's list starts with hard PCR's whole list (and may fill
+        # the remaining slots when C(a) has fewer than k nodes), so it finds at least as much
+        assert last["recall"] >= depth["hard_recall"] - 1e-12
+        first = depth["soft_curve"][0]  # lambda = 0: the prior keeps what hard PCR deletes
+        assert first["kept_lost_relevant"] >= 0.0
+    d1 = r["umls"]["depths"]["1"]
+    assert d1["frac_queries_with_unreachable_relevant"] > 0.3  # incompleteness is real
+    assert d1["soft_curve"][0]["kept_lost_relevant"] > 0.0  # soft keeps some of them

