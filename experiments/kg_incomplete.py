@@ -50,6 +50,9 @@ from experiments._io import parse_args, plt, progress, save_figure, setup, write
 NAME = "kg_incomplete"
 SEED = 4
 K_WRONG = 9
+#: Nations has 14 entities: most (h, r) have fewer than 9 wrong tails, so 9 would skip most
+#: queries (131 of 201 test queries in a first full run); 4 keeps nearly all of them.
+K_WRONG_BY_DATASET = {"nations": 4}
 KAPPA = 1.0  # default slack for the lambda sweeps
 LAM_SEL = 4.0  # lambda of the stability and selective-grounding sections
 LAMS = np.concatenate([[0.0], np.geomspace(0.05, 200.0, 40)])
@@ -401,15 +404,16 @@ def run_dataset(name: str, full: bool) -> dict:
     kg = load_kg(name)
     main, weak = kp.models(name, full)
     nq = None if full else 200
-    pv = kp.build(kg, "valid", main, weak, nq, K_WRONG, seed=SEED)
-    pt = kp.build(kg, "test", main, weak, nq, K_WRONG, seed=SEED + 1)
+    k_wrong = K_WRONG_BY_DATASET.get(name, K_WRONG)
+    pv = kp.build(kg, "valid", main, weak, nq, k_wrong, seed=SEED)
+    pt = kp.build(kg, "test", main, weak, nq, k_wrong, seed=SEED + 1)
     res = dict(
         dataset=name,
         n_valid=len(pv.correct),
         n_test=len(pt.correct),
         skipped_valid=pv.skipped,
         skipped_test=pt.skipped,
-        n_candidates=K_WRONG + 1,
+        n_candidates=k_wrong + 1,
         main_model_test=evaluate(main, kg, "test"),
         stand_in_prior_test=evaluate(weak, kg, "test"),
     )
