@@ -310,3 +310,25 @@ def test_tied_scores_break_by_node_index_everywhere():
     assert PCR(index).retrieve(q, 30).index.tolist() == want
     assert VectorRetriever(index).retrieve(q, 30).index.tolist() == want
     assert SoftPCR(index, lam=1e3, hop_cost=0.0).retrieve(q, 30).index.tolist() == want
+
+
+@pytest.mark.parametrize("k", [1, 2, 7])
+def test_pcr_large_candidate_sets_use_exact_block_selection(k):
+    """Long rows take the masked all-nodes product and the block-maxima pre-selection; the
+    answers must equal brute force, ties included (repeated vectors across blocks)."""
+    rng = np.random.default_rng(k)
+    n, ring = 3000, 2000  # nodes 0..1999 form a cycle (2/3 of the graph); the rest isolated
+    ids = [f"v{i}" for i in range(n)]
+    g = TextGraph.from_edges(ids, ids, [(ids[i], ids[(i + 1) % ring]) for i in range(ring)])
+    base = rng.normal(size=(50, 8))
+    vecs = {t: base[rng.integers(50)] for t in ids}  # 50 distinct vectors: many exact ties
+    qs = [Query(f"q{j}", anchor=ids[a]) for j, a in enumerate([0, 5, 2500, 1999])]
+    vecs.update({q.text: rng.normal(size=8) for q in qs})
+    index = TextIndex(g, TableEncoder(vecs))
+    pcr = PCR(index)
+    batch = pcr.retrieve_batch(qs, k)
+    for q, b in zip(qs, batch):
+        a = g.index(q.anchor)
+        cos = index.embeddings @ index.embed_queries([q.text])[0]
+        want = _brute_top(cos, g.reachable(a).tolist(), k)
+        assert pcr.retrieve(q, k).index.tolist() == want == b.index.tolist()

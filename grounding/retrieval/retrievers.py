@@ -52,6 +52,7 @@ __all__ = [
 ]
 
 Fallback = Literal["global", "empty", "error"]
+_BLOCK = 256  # block length of the exact top-k pre-selection on long score rows
 _FALLBACKS = ("global", "empty", "error")
 
 
@@ -299,8 +300,37 @@ class PCR(_Anchored):
         anchor, why = self._resolve(query)
         if anchor is None:
             return self._fallen(query, k, why)
-        idx, s = _top(self.index.cosine(query), k, among=self.candidates(anchor))
+        qv = self.index.embed_queries([query.text])
+        [(idx, s)] = self._rank(qv, self.candidates(anchor), k)
         return self._result(query, idx, s, anchor)
+
+    def _rank(self, qv: np.ndarray, cand: np.ndarray, k: int) -> list[tuple]:
+        """Top-k node indices and cosines within ``cand`` for each query vector ``[G, dim]``.
+
+        A small candidate set is gathered (``emb[cand] @ q``); a large one is scored against
+        all nodes with the rest masked (no gather), and long rows are pre-selected by block
+        maxima: only blocks whose maximum reaches the k-th largest block maximum can hold a
+        top-k entry (any entry elsewhere has k strictly larger ones), so this stays exact.
+        """
+        emb, n = self.index.embeddings, self.graph.n_nodes
+        if 2 * len(cand) < n:
+            sims = qv @ emb[cand].T  # [G, |C|]
+            return [(cand[i], s) for i, s in (_top(row, k) for row in sims)]
+        sims = qv @ emb.T  # [G, N]
+        if len(cand) < n:
+            sims[:, np.setdiff1d(np.arange(n), cand, assume_unique=True)] = -np.inf
+        nb = n // _BLOCK
+        if nb < 4 * k:  # short rows: plain selection (``among``: never a masked node)
+            among = cand if len(cand) < n else None
+            return [_top(row, k, among=among) for row in sims]
+        bmax = sims[:, : nb * _BLOCK].reshape(len(sims), nb, _BLOCK).max(axis=2)
+        tail = np.arange(nb * _BLOCK, n)
+        out = []
+        for row, bm in zip(sims, bmax):
+            keep = np.flatnonzero(bm >= np.partition(bm, nb - k)[nb - k])
+            cols = (keep[:, None] * _BLOCK + np.arange(_BLOCK)).ravel()
+            out.append(_top(row, k, among=np.concatenate([cols, tail])))
+        return out
 
     def retrieve_batch(self, queries: Sequence[Query], k: int = 10) -> list[Retrieval]:
         """Batched PCR: one query-embedding call and one similarity product per group of
@@ -308,29 +338,22 @@ class PCR(_Anchored):
         share it when ``max_hops`` is None). Same answers as :meth:`retrieve`."""
         k = _check_k(k)
         out: list[Retrieval | None] = [None] * len(queries)
-        groups: dict[object, list[int]] = {}
+        groups: dict[object, tuple[np.ndarray, list[tuple[int, int]]]] = {}
         for i, q in enumerate(queries):
             anchor, why = self._resolve(q)
             if anchor is None:
                 out[i] = self._fallen(q, k, why)
                 continue
             cand = self.candidates(anchor)
-            key = id(cand) if self.max_hops is None else ("q", i)  # memoised arrays are shared
-            groups.setdefault(key, []).append(i)
-        emb = self.index.embeddings
-        todo = [i for ids in groups.values() for i in ids]
-        qvec = (
-            dict(zip(todo, self.index.embed_queries([queries[i].text for i in todo])))
-            if todo
-            else {}
-        )
-        for ids in groups.values():
-            anchors = [self.graph.index(queries[i].anchor) for i in ids]
-            cand = self.candidates(anchors[0])
-            sims = np.stack([qvec[i] for i in ids]) @ emb[cand].T  # [G, |C|]
-            for row, i in enumerate(ids):
-                idx, s = _top(sims[row], k)
-                out[i] = self._result(queries[i], cand[idx], s, anchors[row])
+            key = id(cand) if self.max_hops is None else i  # memoised arrays are shared
+            groups.setdefault(key, (cand, []))[1].append((i, anchor))
+        todo = [i for _, members in groups.values() for i, _ in members]
+        if todo:
+            qv = dict(zip(todo, self.index.embed_queries([queries[i].text for i in todo])))
+        for cand, members in groups.values():
+            ranked = self._rank(np.stack([qv[i] for i, _ in members]), cand, k)
+            for (i, anchor), (idx, s) in zip(members, ranked):
+                out[i] = self._result(queries[i], idx, s, anchor)
         return out  # type: ignore[return-value]
 
 
