@@ -1,4 +1,4 @@
-"""Path-Constrained Retrieval, hard and soft, on PathRAG-6 (real), our reconstruction, and UMLS.
+"""Path-Constrained Retrieval, hard and soft: PathRAG-6 (released data), a reconstruction, UMLS.
 
 Measured the way the PCR paper measures (seed ``000``): structural consistency,
 Relevance@10, graph-distance penalty, recall@10 and latency for PCR, soft PCR and the three
@@ -229,10 +229,12 @@ def _figure(res: dict, path: Path) -> Path:
     a = ax[0]
     for n in names:
         a.scatter(t[n]["consistency"], t[n]["relevance@10"], s=40)
-        a.annotate(n, (t[n]["consistency"], t[n]["relevance@10"]), fontsize=8)
+        xy = (t[n]["consistency"], t[n]["relevance@10"])
+        a.annotate(n, xy, xytext=(4, 4), textcoords="offset points", fontsize=8)
     a.scatter([1.0], [PAPER["relevance@10"]["pcr_overall"]], marker="x", c="k")
-    a.annotate("paper PCR", (1.0, PAPER["relevance@10"]["pcr_overall"]), fontsize=8)
-    a.set(xlabel="structural consistency", ylabel="Relevance@10", title="PathRAG-6 (real data)")
+    xy = (1.0, PAPER["relevance@10"]["pcr_overall"])
+    a.annotate("paper PCR", xy, xytext=(-40, -12), textcoords="offset points", fontsize=8)
+    a.set(xlabel="structural consistency", ylabel="Relevance@10", title="PathRAG-6 (released data)")
     a = ax[1]
     d = res["depth_ablation"]
     keys = list(d)
