@@ -154,8 +154,6 @@ def test_retrieval_pcr(results):
         # at a large penalty soft PCR's list starts with hard PCR's whole list (and may fill
         # the remaining slots when C(a) has fewer than k nodes), so it finds at least as much
         assert last["recall"] >= depth["hard_recall"] - 1e-12
-        first = depth["soft_curve"][0]  # lambda = 0: the prior keeps what hard PCR deletes
-        assert first["kept_lost_relevant"] >= 0.0
     d1 = r["umls"]["depths"]["1"]
     assert d1["frac_queries_with_unreachable_relevant"] > 0.3  # incompleteness is real
     assert d1["soft_curve"][0]["kept_lost_relevant"] > 0.0  # soft keeps some of them

@@ -54,6 +54,8 @@ class Query:
     def __post_init__(self) -> None:
         if not isinstance(self.text, str):
             raise TypeError(f"query text must be a str, got {type(self.text).__name__}")
+        if isinstance(self.relevant, str):
+            raise TypeError("relevant must be a sequence of node ids, not one str")
         object.__setattr__(self, "relevant", tuple(self.relevant))
 
 
@@ -203,6 +205,10 @@ class TextGraph:
         from grounding.semiring import hop_distances
 
         anchors = np.asarray(anchors, np.int64).reshape(-1)
+        if anchors.size and (anchors.min() < 0 or anchors.max() >= self.n_nodes):
+            raise ValueError(f"anchor indices must lie in [0, {self.n_nodes}), got {anchors}")
+        if max_hops is not None and max_hops < 0:
+            raise ValueError(f"max_hops must be >= 0 or None, got {max_hops}")
         if self.n_edges == 0 or max_hops == 0:  # nothing to traverse: only the anchors
             out = np.full((len(anchors), self.n_nodes), UNREACHABLE, np.int64)
             out[np.arange(len(anchors)), anchors] = 0
@@ -240,7 +246,9 @@ class TextGraph:
                 comps = csgraph.breadth_first_order(
                     dag, c, directed=True, return_predecessors=False
                 )
-                memo[c] = np.sort(np.concatenate([order[start[j] : start[j + 1]] for j in comps]))
+                reach = np.sort(np.concatenate([order[start[j] : start[j + 1]] for j in comps]))
+                reach.setflags(write=False)  # shared by every anchor of the component
+                memo[c] = reach
             return memo[c]
         if max_hops < 0:
             raise ValueError(f"max_hops must be >= 0 or None, got {max_hops}")

@@ -35,7 +35,7 @@ def _hits(retrieved: Sequence[int], relevant: Collection[int], k: int) -> int:
         raise ValueError(f"k must be a positive integer, got {k!r}")
     if len(relevant) == 0:
         raise ValueError("the query has no relevant nodes; relevance is undefined")
-    rel = set(int(x) for x in relevant)
+    rel = set(int(x) for x in relevant)  # duplicates count once (as in the paper's code)
     return sum(int(x) in rel for x in list(retrieved)[:k])
 
 
@@ -46,7 +46,7 @@ def relevance_at_k(retrieved: Sequence[int], relevant: Collection[int], k: int) 
         >>> relevance_at_k([3, 1, 7], {1, 2}, k=2)
         0.5
     """
-    return _hits(retrieved, relevant, k) / min(k, len(relevant))
+    return _hits(retrieved, relevant, k) / min(k, len(set(relevant)))
 
 
 def recall_at_k(retrieved: Sequence[int], relevant: Collection[int], k: int) -> float:
@@ -56,7 +56,7 @@ def recall_at_k(retrieved: Sequence[int], relevant: Collection[int], k: int) -> 
         >>> recall_at_k([3, 1, 7], {1, 2, 7}, k=3)
         0.6666666666666666
     """
-    return _hits(retrieved, relevant, k) / len(relevant)
+    return _hits(retrieved, relevant, k) / len(set(relevant))
 
 
 def _dist_of(retrieved: Sequence[int], dist: np.ndarray) -> np.ndarray:

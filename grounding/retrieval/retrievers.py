@@ -110,6 +110,14 @@ def _check_k(k: int) -> int:
     return int(k)
 
 
+def _dots(rows: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``rows @ q.T`` with each entry summed in one fixed order (``einsum``, not BLAS), so
+    identical rows get bit-identical scores wherever they sit and whichever subset is scored
+    (BLAS kernels differ by a rounding error with a row's position: ties would then break by
+    that noise instead of by node index)."""
+    return np.einsum("nd,...d->...n", rows, q)
+
+
 def _top(scores: np.ndarray, k: int, among: np.ndarray | None = None):
     """Indices and scores of the ``k`` best entries (ties: lower index first)."""
     cand = np.arange(len(scores)) if among is None else among
@@ -168,11 +176,14 @@ class TextIndex:
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """``[Q, dim]`` unit query embeddings (ValueError for a query without tokens)."""
-        return self._encode(texts)
+        qv = self._encode(texts)
+        if not np.all(np.isfinite(qv)):
+            raise ValueError(f"the encoder {self.encoder.name!r} returned non-finite query vectors")
+        return qv
 
     def cosine(self, query: Query) -> np.ndarray:
         """``[N]`` cosine similarity of the query to every node."""
-        return self.embeddings @ self.embed_queries([query.text])[0]
+        return _dots(self.embeddings, self.embed_queries([query.text])[0])
 
     @functools.cached_property
     def bm25(self) -> BM25:
@@ -229,15 +240,15 @@ class HybridRetriever(_Base):
 
     def retrieve(self, query: Query, k: int = 10) -> Retrieval:
         k = _check_k(k)
-        combined = np.zeros(self.graph.n_nodes)
+        combined, pool = np.zeros(self.graph.n_nodes), []
         for weight, s in (
             (self.alpha, self.index.cosine(query)),
             (1.0 - self.alpha, self.index.bm25.scores(query.text)),
         ):
             idx, top = _top(s, 2 * k)
             combined[idx] += weight * minmax(top)
-        pool = np.flatnonzero(combined > 0) if (combined > 0).any() else np.arange(len(combined))
-        idx, s = _top(combined, k, among=pool)
+            pool.append(idx)
+        idx, s = _top(combined, k, among=np.unique(np.concatenate(pool)))
         return self._result(query, idx, s, _anchor_or_none(self.graph, query))
 
 
@@ -250,8 +261,12 @@ class _Anchored(_Base):
         super().__init__(index)
         if fallback not in _FALLBACKS:
             raise ValueError(f"fallback must be one of {_FALLBACKS}, got {fallback!r}")
-        if max_hops is not None and (isinstance(max_hops, bool) or int(max_hops) < 0):
-            raise ValueError(f"max_hops must be a non-negative integer or None, got {max_hops}")
+        if max_hops is not None and (
+            isinstance(max_hops, bool)
+            or not isinstance(max_hops, (int, np.integer))
+            or max_hops < 0
+        ):
+            raise ValueError(f"max_hops must be a non-negative integer or None, got {max_hops!r}")
         self.max_hops = None if max_hops is None else int(max_hops)
         self.fallback = fallback
 
@@ -314,9 +329,9 @@ class PCR(_Anchored):
         """
         emb, n = self.index.embeddings, self.graph.n_nodes
         if 2 * len(cand) < n:
-            sims = qv @ emb[cand].T  # [G, |C|]
+            sims = _dots(emb[cand], qv)  # [G, |C|]
             return [(cand[i], s) for i, s in (_top(row, k) for row in sims)]
-        sims = qv @ emb.T  # [G, N]
+        sims = qv @ emb.T  # [G, N]: BLAS (speed); near-ties within float rounding may reorder
         if len(cand) < n:
             sims[:, np.setdiff1d(np.arange(n), cand, assume_unique=True)] = -np.inf
         nb = n // _BLOCK
@@ -366,8 +381,9 @@ class SoftPCR(_Anchored):
 
     (Eqs. (7), (19); :math:`d = +\infty` beyond ``max_hops`` or when unreachable, so those
     nodes pay the slack :math:`\kappa`). ``tau > 0`` replaces :math:`c\,d` by the entropic
-    path energy of Eq. (13) over walks of at most ``max_hops`` edges (required then), which
-    rewards many alternative paths. Scores are log posterior masses.
+    path energy of Eq. (13) over walks of at most ``max_hops`` edges (required then) under a
+    uniform random-walk step prior, clamped at 0, which rewards many alternative paths.
+    Scores are log posterior masses.
 
     Args:
         index: the graph's :class:`TextIndex`.
@@ -416,18 +432,21 @@ class SoftPCR(_Anchored):
         else:
             from grounding.semiring import energy_field
 
-            cost = np.full(self.graph.n_edges, self.hop_cost)
-            path = np.array(
-                energy_field(
-                    self.graph.head,
-                    self.graph.tail,
-                    cost,
-                    np.array([anchor]),
-                    n_nodes=self.graph.n_nodes,
-                    max_hops=self.max_hops,
-                    tau=self.tau,
-                )[0]
-            )  # Eq. (13) over walks of 1..max_hops edges
+            g = self.graph
+            out_degree = np.bincount(g.head, minlength=g.n_nodes)
+            field = energy_field(
+                g.head,
+                g.tail,
+                np.full(g.n_edges, self.hop_cost),
+                np.array([anchor]),
+                n_nodes=g.n_nodes,
+                max_hops=self.max_hops,
+                tau=self.tau,
+                log_step_prior=-np.log(out_degree[g.head]),  # omega: a uniform random walk
+            )[0]  # Eq. (13) over walks of 1..max_hops edges
+            # walks of each length carry prior mass <= 1, so the soft-min can dip below the
+            # cheapest walk's cost (by at most tau * log max_hops): clamp at 0 so E >= 0
+            path = np.maximum(np.array(field), 0.0)
             path[anchor] = 0.0  # the anchor supports itself (the empty path)
         return np.minimum(path, self.slack)  # Eq. (19): E = min(E_path, kappa)
 

@@ -332,6 +332,8 @@ class EmbeddingCache:
                 x = np.load(path, allow_pickle=False)
                 if x.shape != shape or x.dtype != np.float32 or not np.all(np.isfinite(x)):
                     raise ValueError(f"shape {x.shape} dtype {x.dtype}, expected {shape} float32")
+                if x.size and np.max(np.abs(np.linalg.norm(x, axis=1) - 1.0)) > 1e-4:
+                    raise ValueError("rows are not unit vectors")
             except (OSError, ValueError, EOFError) as e:
                 warnings.warn(f"recomputing corrupt embedding cache file {path}: {e}", stacklevel=2)
             else:
