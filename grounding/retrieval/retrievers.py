@@ -323,21 +323,21 @@ class PCR(_Anchored):
         """Top-k node indices and cosines within ``cand`` for each query vector ``[G, dim]``.
 
         A small candidate set is gathered (``emb[cand] @ q``); a large one is scored against
-        all nodes with the rest masked (no gather), and long rows are pre-selected by block
-        maxima: only blocks whose maximum reaches the k-th largest block maximum can hold a
+        all nodes (no gather; on long rows by BLAS, the rest masked), and long rows are
+        pre-selected by block maxima: only blocks whose maximum reaches the k-th largest block maximum can hold a
         top-k entry (any entry elsewhere has k strictly larger ones), so this stays exact.
         """
         emb, n = self.index.embeddings, self.graph.n_nodes
         if 2 * len(cand) < n:
             sims = _dots(emb[cand], qv)  # [G, |C|]
             return [(cand[i], s) for i, s in (_top(row, k) for row in sims)]
-        sims = qv @ emb.T  # [G, N]: BLAS (speed); near-ties within float rounding may reorder
+        nb = n // _BLOCK
+        if nb < 4 * k:  # short rows: exact row-deterministic scores, selection within cand
+            among = cand if len(cand) < n else None
+            return [_top(row, k, among=among) for row in _dots(emb, qv)]
+        sims = qv @ emb.T  # [G, N]: BLAS for speed (near-ties within float rounding may reorder)
         if len(cand) < n:
             sims[:, np.setdiff1d(np.arange(n), cand, assume_unique=True)] = -np.inf
-        nb = n // _BLOCK
-        if nb < 4 * k:  # short rows: plain selection (``among``: never a masked node)
-            among = cand if len(cand) < n else None
-            return [_top(row, k, among=among) for row in sims]
         bmax = sims[:, : nb * _BLOCK].reshape(len(sims), nb, _BLOCK).max(axis=2)
         tail = np.arange(nb * _BLOCK, n)
         out = []
