@@ -217,7 +217,7 @@ def test_soft_pcr_prop3_positivity_and_prop11_floor(gt, data):
     assert np.all((energy >= 0) & (energy <= 1.0))  # E in [0, kappa]
     outside = ~np.isin(np.arange(g.n_nodes), g.reachable(a, hops))
     assert np.all(energy[outside] == 1.0)  # unreachable nodes pay exactly the slack
-    hard = PCR(index).retrieve(Query("q", anchor=g.ids[a]), g.n_nodes).index
+    hard = PCR(index, max_hops=hops).retrieve(Query("q", anchor=g.ids[a]), g.n_nodes).index
     assert not outside[hard].any()  # hard PCR: zero mass (never retrieved) outside C(a)
 
 
