@@ -369,8 +369,7 @@ def test_more_bad_input_is_rejected_clearly(tmp_path):
         def encode(self, texts):
             return np.full((len(texts), 3), np.nan)
 
-    bad = TextIndex.__new__(TextIndex)
-    bad.graph, bad.encoder, bad.cache, bad.embeddings = g, NaNEncoder({}), None, index.embeddings
+    bad = TextIndex(g, NaNEncoder({}), _embeddings=index.embeddings)  # node side is fine
     with pytest.raises(ValueError, match="non-finite"):
         VectorRetriever(bad).retrieve(Query("q"), 2)
 

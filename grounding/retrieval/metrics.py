@@ -20,6 +20,7 @@ from collections.abc import Collection, Sequence
 import numpy as np
 
 from grounding.retrieval.graph import Query, TextGraph
+from grounding.retrieval.retrievers import _check_k
 
 __all__ = [
     "relevance_at_k",
@@ -31,8 +32,7 @@ __all__ = [
 
 
 def _hits(retrieved: Sequence[int], relevant: Collection[int], k: int) -> int:
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
+    k = _check_k(k)
     if len(relevant) == 0:
         raise ValueError("the query has no relevant nodes; relevance is undefined")
     rel = set(int(x) for x in relevant)  # duplicates count once (as in the paper's code)

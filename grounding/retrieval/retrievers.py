@@ -53,6 +53,7 @@ __all__ = [
 
 Fallback = Literal["global", "empty", "error"]
 _BLOCK = 256  # block length of the exact top-k pre-selection on long score rows
+_EXACT_ROWS = 4096  # score up to this many rows with a fixed summation order (see _dots)
 _FALLBACKS = ("global", "empty", "error")
 
 
@@ -111,11 +112,14 @@ def _check_k(k: int) -> int:
 
 
 def _dots(rows: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """``rows @ q.T`` with each entry summed in one fixed order (``einsum``, not BLAS), so
-    identical rows get bit-identical scores wherever they sit and whichever subset is scored
-    (BLAS kernels differ by a rounding error with a row's position: ties would then break by
-    that noise instead of by node index)."""
-    return np.einsum("nd,...d->...n", rows, q)
+    """``q @ rows.T``. Up to :data:`_EXACT_ROWS` rows each entry is summed in one fixed order
+    (``einsum``), so identical rows get bit-identical scores wherever they sit and whichever
+    subset is scored (BLAS kernels differ by a rounding error with a row's position: ties
+    would then break by that noise instead of by node index). Beyond that, BLAS (speed):
+    near-ties within float rounding may reorder there."""
+    if len(rows) <= _EXACT_ROWS:
+        return np.einsum("nd,...d->...n", rows, q)
+    return q @ rows.T
 
 
 def _top(scores: np.ndarray, k: int, among: np.ndarray | None = None):
@@ -143,12 +147,17 @@ class TextIndex:
     """
 
     def __init__(
-        self, graph: TextGraph, encoder: Encoder | None = None, cache: EmbeddingCache | None = None
+        self,
+        graph: TextGraph,
+        encoder: Encoder | None = None,
+        cache: EmbeddingCache | None = None,
+        *,
+        _embeddings: np.ndarray | None = None,
     ):
         self.graph = graph
         self.encoder = encoder if encoder is not None else HashingEncoder().fit(graph.texts)
         self.cache = cache
-        self.embeddings = self._encode(graph.texts)
+        self.embeddings = self._encode(graph.texts) if _embeddings is None else _embeddings
 
     @classmethod
     def from_embeddings(
@@ -165,9 +174,7 @@ class TextIndex:
             )
         if not np.all(np.abs(np.linalg.norm(emb, axis=1) - 1.0) <= 1e-4):
             raise ValueError("embedding rows must have unit L2 norm (within 1e-4)")
-        self = cls.__new__(cls)
-        self.graph, self.encoder, self.cache, self.embeddings = graph, encoder, None, emb
-        return self
+        return cls(graph, encoder, _embeddings=emb)
 
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
         if self.cache is not None:
@@ -323,19 +330,21 @@ class PCR(_Anchored):
         """Top-k node indices and cosines within ``cand`` for each query vector ``[G, dim]``.
 
         A small candidate set is gathered (``emb[cand] @ q``); a large one is scored against
-        all nodes (no gather; on long rows by BLAS, the rest masked), and long rows are
-        pre-selected by block maxima: only blocks whose maximum reaches the k-th largest block maximum can hold a
+        all nodes (no gather; the rest masked), and long rows are pre-selected by block
+        maxima: only blocks whose maximum reaches the k-th largest block maximum can hold a
         top-k entry (any entry elsewhere has k strictly larger ones), so this stays exact.
+        Scores come from :func:`_dots` (a fixed summation order on graphs up to
+        :data:`_EXACT_ROWS` nodes).
         """
         emb, n = self.index.embeddings, self.graph.n_nodes
         if 2 * len(cand) < n:
             sims = _dots(emb[cand], qv)  # [G, |C|]
             return [(cand[i], s) for i, s in (_top(row, k) for row in sims)]
         nb = n // _BLOCK
-        if nb < 4 * k:  # short rows: exact row-deterministic scores, selection within cand
+        if nb < 4 * k:  # short rows: plain selection within cand (never a masked node)
             among = cand if len(cand) < n else None
             return [_top(row, k, among=among) for row in _dots(emb, qv)]
-        sims = qv @ emb.T  # [G, N]: BLAS for speed (near-ties within float rounding may reorder)
+        sims = _dots(emb, qv)  # [G, N]
         if len(cand) < n:
             sims[:, np.setdiff1d(np.arange(n), cand, assume_unique=True)] = -np.inf
         bmax = sims[:, : nb * _BLOCK].reshape(len(sims), nb, _BLOCK).max(axis=2)
