@@ -6,7 +6,7 @@ number of epochs (no early stopping), times only ``training_loop.train(...)``, e
 test split with the filtered (train + valid + test) rank-based evaluator and writes a JSON
 file atomically. Hyperparameter mapping (checked against the PyKEEN 1.11.1 source):
 
-- ``--dim`` counts *real* coordinates, as in ``grounding.kge``; PyKEEN's RotatE
+- ``--dim`` counts *real* coordinates, as in ``grounding.learn.kge``; PyKEEN's RotatE
   ``embedding_dim`` counts complex ones, so RotatE gets ``embedding_dim = dim // 2``.
 - ``--loss margin``: ``MarginRankingLoss(margin)`` (mean over the [B, K] pairs).
   ``--loss softplus``: ``NSSALoss(margin, adversarial_temperature)``; with temperature 0 its

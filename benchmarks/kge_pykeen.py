@@ -1,4 +1,4 @@
-"""Benchmark ``grounding.kge`` (JAX) against PyKEEN (PyTorch) on CPU: training epochs/s and
+"""Benchmark ``grounding.learn.kge`` (JAX) against PyKEEN (PyTorch) on CPU: training epochs/s and
 filtered test metrics for the same model, data and hyperparameters.
 
 Run: ``python benchmarks/kge_pykeen.py [--dataset umls] [--model transe|rotate] [--epochs 100]
@@ -6,7 +6,7 @@ Run: ``python benchmarks/kge_pykeen.py [--dataset umls] [--model transe|rotate] 
 subprocess in ``.venv-pykeen`` (create it with ``benchmarks/setup_pykeen_env.sh``). The last
 line printed is ``epochs_per_s_ratio_vs_pykeen=<x> mrr_ours=<y> mrr_pykeen=<z>``.
 
-Hyperparameters are ``grounding.kge.DEFAULTS[model]`` for both sides, with a fixed number of
+Hyperparameters are ``grounding.learn.DEFAULTS[model]`` for both sides, with a fixed number of
 epochs and no early stopping. What is timed:
 
 - ours: ``train()`` with ``eval_every = epochs`` is run twice with the identical config; the
@@ -78,8 +78,8 @@ def sig3(x: float) -> str:
 def run_ours(dataset: str, kind: str, epochs: int) -> dict:
     import jax
 
-    from grounding import kge
     from grounding.datasets import load_kg
+    from grounding.learn import kge
 
     kg = load_kg(dataset)
     cfg = dataclasses.replace(kge.DEFAULTS[kind], epochs=epochs, eval_every=epochs)
@@ -94,12 +94,12 @@ def run_ours(dataset: str, kind: str, epochs: int) -> dict:
     valid_eval_s = []
     for _ in range(3):
         t0 = time.perf_counter()
-        kge.evaluate(res.model, kg, "valid")
+        kge.evaluate_link_prediction(res.model, kg, "valid")
         valid_eval_s.append(time.perf_counter() - t0)
     valid_eval = float(np.median(valid_eval_s))
     train_s = res.seconds - valid_eval
     t0 = time.perf_counter()
-    test = kge.evaluate(res.model, kg, "test")
+    test = kge.evaluate_link_prediction(res.model, kg, "test")
     return {
         "versions": {"jax": jax.__version__, "backend": jax.default_backend()},
         "config": dataclasses.asdict(cfg),
@@ -124,7 +124,7 @@ def require_pykeen_venv() -> None:
 
 
 def run_pykeen(dataset: str, kind: str, epochs: int) -> dict:
-    from grounding.kge import DEFAULTS
+    from grounding.learn import DEFAULTS
 
     require_pykeen_venv()
     cfg = DEFAULTS[kind]

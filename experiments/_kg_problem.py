@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from grounding.datasets import KGSplits, load_kg
-from grounding.kge import DEFAULTS, KGEModel, TrainConfig, train
+from grounding.learn import DEFAULTS, KGEModel, TrainConfig, train
 from grounding.semiring import energy_field
 
 STAND_IN_DIM = 8

@@ -399,7 +399,7 @@ def calibration(pv: kp.Problem, pt: kp.Problem, steps: int) -> dict:
 # ----------------------------------------------------------------------------- driver
 def run_dataset(name: str, full: bool) -> dict:
     from grounding.datasets import load_kg
-    from grounding.kge import evaluate
+    from grounding.learn import evaluate_link_prediction
 
     kg = load_kg(name)
     main, weak = kp.models(name, full)
@@ -414,8 +414,8 @@ def run_dataset(name: str, full: bool) -> dict:
         skipped_valid=pv.skipped,
         skipped_test=pt.skipped,
         n_candidates=k_wrong + 1,
-        main_model_test=evaluate(main, kg, "test"),
-        stand_in_prior_test=evaluate(weak, kg, "test"),
+        main_model_test=evaluate_link_prediction(main, kg, "test"),
+        stand_in_prior_test=evaluate_link_prediction(weak, kg, "test"),
     )
     steps = [
         ("support_collapse", lambda: support_collapse(pt)),

@@ -1,7 +1,7 @@
 """Train relation maps on a shipped real KG and report filtered link prediction on the test split.
 
 ``python -m experiments.link_prediction --dataset umls --model transe`` trains with the
-documented defaults (:data:`grounding.kge.DEFAULTS`), early-stopping on validation MRR, writes
+documented defaults (:data:`grounding.learn.DEFAULTS`), early-stopping on validation MRR, writes
 the best model to ``<out>/checkpoints/<dataset>_<model>.npz`` and the metrics to
 ``<out>/link_prediction_<dataset>_<model>.json`` (both atomically), and prints as its final
 line ``mrr=<x> hits1=<y> hits10=<z>`` (test split, both directions, realistic ties).
@@ -20,7 +20,7 @@ from experiments._io import write_json
 
 def main(argv: Sequence[str] | None = None) -> dict:
     from grounding.datasets import KG_DATASETS, load_kg
-    from grounding.kge import DEFAULTS, KINDS, evaluate, train
+    from grounding.learn import DEFAULTS, KINDS, evaluate_link_prediction, train
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dataset", choices=KG_DATASETS, default="umls")
@@ -37,7 +37,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     cfg = dataclasses.replace(cfg, **overrides)
     ckpt = args.out / "checkpoints" / f"{args.dataset}_{args.model}.npz"
     res = train(kg, args.model, cfg, checkpoint=ckpt, progress=not args.no_progress)
-    test = evaluate(res.model, kg, "test")
+    test = evaluate_link_prediction(res.model, kg, "test")
     report = dict(
         dataset=args.dataset,
         model=args.model,

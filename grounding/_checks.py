@@ -23,6 +23,13 @@ __all__ = [
     "check_reliability",
     "check_broadcastable",
     "normalization_tolerance",
+    "host_value",
+    "check_float_array",
+    "check_index_array",
+    "check_square_matrix",
+    "check_positive_int",
+    "check_features",
+    "check_arcs",
 ]
 
 
@@ -143,3 +150,88 @@ def check_broadcastable(a: jax.Array, b: jax.Array, name_a: str, name_b: str) ->
         raise ValueError(
             f"{name_a} with shape {a.shape} and {name_b} with shape {b.shape} do not broadcast"
         ) from None
+
+
+# ----------------------------------------------------------------------------- host-side checks
+# Value checks read concrete arrays on the host with NumPy, so they also work when a caller
+# closes over concrete arrays inside ``jit``/``grad``; traced values are passed through.
+
+
+def host_value(x: object) -> np.ndarray | None:
+    """``x`` as a NumPy array when it is concrete, ``None`` when it is a tracer."""
+    return np.asarray(x) if is_concrete(x) else None
+
+
+def check_float_array(x: ArrayLike, name: str, ndim: int | None = None) -> jax.Array | np.ndarray:
+    """A finite floating array (no NaN or inf); NumPy input stays NumPy (no device copy)."""
+    if not (isinstance(x, np.ndarray) and np.issubdtype(x.dtype, np.floating)):
+        x = as_float_array(x, name)
+    if ndim is not None and x.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions, got shape {x.shape}")
+    h = host_value(x)
+    if h is not None and not np.all(np.isfinite(h)):
+        raise ValueError(f"{name} must be finite (no NaN or inf)")
+    return x
+
+
+def check_index_array(x: ArrayLike, name: str, n: int | None) -> jax.Array | np.ndarray:
+    """Integer indices in ``[0, n)`` (``n = None``: only non-negative)."""
+    if isinstance(x, (str, bytes)) or x is None:
+        raise TypeError(f"{name} must hold integer indices, got {type(x).__name__}")
+    if not isinstance(x, (jax.Array, np.ndarray)):
+        x = np.asarray(x)
+    if not np.issubdtype(x.dtype, np.integer):
+        raise TypeError(f"{name} must hold integer indices, got dtype {x.dtype}")
+    h = host_value(x)
+    if h is not None and h.size and (h.min() < 0 or (n is not None and h.max() >= n)):
+        raise ValueError(f"{name} indices must lie in [0, {n}), got [{h.min()}, {h.max()}]")
+    return x
+
+
+def check_square_matrix(
+    L: ArrayLike, name: str, n: int | None = None, symmetric: bool = False
+) -> jax.Array | np.ndarray:
+    """A finite square ``[n, n]`` matrix (optionally symmetric, checked on concrete input)."""
+    L = check_float_array(L, name)
+    if L.ndim != 2 or L.shape[0] != L.shape[1]:
+        raise ValueError(f"{name} must be a square [n, n] matrix, got shape {L.shape}")
+    if n is not None and L.shape[0] != n:
+        raise ValueError(f"{name} is {L.shape} but H has {n} rows")
+    if symmetric and (h := host_value(L)) is not None and not np.allclose(h, h.T):
+        raise ValueError(f"{name} must be symmetric (an undirected graph) for its spectrum")
+    return L
+
+
+def check_positive_int(value: object, name: str) -> int:
+    """A Python (or NumPy) integer ``>= 1`` (``bool`` rejected)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    return int(value)
+
+
+def check_features(H: ArrayLike, name: str = "H") -> jax.Array | np.ndarray:
+    """Node representations: a finite ``[n, d]`` matrix."""
+    H = check_float_array(H, name)
+    if H.ndim != 2:
+        raise ValueError(f"{name} must be a [n, d] matrix, got shape {H.shape}")
+    return H
+
+
+def check_arcs(n: int, head, tail, weight, relation=None, n_relations: int | None = None):
+    """Validate ``[m]`` arcs on ``n`` nodes with finite non-negative weights (and relation ids
+    in ``[0, n_relations)`` when given); returns ``[head, tail, weight(, relation)]``."""
+    out = [
+        check_index_array(head, "head", n),
+        check_index_array(tail, "tail", n),
+        check_float_array(weight, "weight"),
+    ]
+    if (h := host_value(out[2])) is not None and np.any(h < 0):
+        raise ValueError("weight must be non-negative")
+    names = ["head", "tail", "weight"]
+    if relation is not None:
+        out.append(check_index_array(relation, "relation", n_relations))
+        names.append("relation")
+    for arr, nm in zip(out, names, strict=True):
+        if arr.ndim != 1 or arr.shape != out[0].shape:
+            raise ValueError(f"{nm} must be 1-d, one entry per arc {out[0].shape}, got {arr.shape}")
+    return out

@@ -1,8 +1,13 @@
 r"""KG-induced relational geometry (Sec. 5.1): metrics, relation maps, residuals.
 
 A geometric realisation is an entity map :math:`\eta: \mathcal V_R \to \mathcal M`
-(an array ``[n_entities, d]``) and relation maps :math:`T_r` (pytrees below). The typed
-residual of an edge is Eq. (8); the entity-alignment cost of an assignment is Eq. (9).
+(an array ``[n_entities, d]``) and relation maps :math:`T_r`. The relation maps here are the
+package's one family (used by the energies, the typed regulariser of Eq. (24) and the learned
+KG embeddings alike): :class:`Translation` (TransE), :class:`Linear`, :class:`Rotation`
+(RotatE) and :class:`Identity`, pytrees of their parameters, built directly or by the
+validating constructors :func:`translation_map`, :func:`linear_map`, :func:`rotation_map`,
+:func:`identity_map`. The typed residual of an edge is Eq. (8); the entity-alignment cost of
+an assignment is Eq. (9).
 """
 
 from __future__ import annotations
@@ -14,18 +19,30 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from grounding._checks import as_float_array, check_nonnegative_scalar, check_reliability
+from grounding._checks import (
+    as_float_array,
+    check_float_array,
+    check_index_array,
+    check_nonnegative_scalar,
+    check_reliability,
+)
 from grounding._numerics import safe_norm
 
 __all__ = [
     "Metric",
     "euclidean",
     "manhattan",
+    "complex_l1",
     "get_metric",
     "Translation",
     "Linear",
     "Rotation",
     "Identity",
+    "RelationMap",
+    "identity_map",
+    "translation_map",
+    "linear_map",
+    "rotation_map",
     "BilinearEnergy",
     "typed_residual",
     "edge_residuals",
@@ -45,7 +62,21 @@ def manhattan(x: ArrayLike, y: ArrayLike) -> jax.Array:
     return safe_norm(jnp.asarray(x) - jnp.asarray(y), axis=-1, ord=1)
 
 
-_METRICS: dict[str, Metric] = {"euclidean": euclidean, "manhattan": manhattan}
+def complex_l1(x: ArrayLike, y: ArrayLike) -> jax.Array:
+    r"""RotatE's distance: coordinates read as complex numbers ``x[2i] + i x[2i+1]``,
+    :math:`d(x, y) = \sum_i |x_i - y_i|` (zero gradient at x = y). A metric."""
+    diff = jnp.asarray(x) - jnp.asarray(y)
+    if diff.shape[-1] % 2:
+        raise ValueError(f"complex_l1 needs an even dimension, got {diff.shape[-1]}")
+    pairs = diff.reshape(*diff.shape[:-1], -1, 2)
+    return jnp.sum(safe_norm(pairs, axis=-1), axis=-1)
+
+
+_METRICS: dict[str, Metric] = {
+    "euclidean": euclidean,
+    "manhattan": manhattan,
+    "complex_l1": complex_l1,
+}
 
 
 def get_metric(metric: str | Metric) -> Metric:
@@ -61,55 +92,80 @@ def get_metric(metric: str | Metric) -> Metric:
 
 
 # ----------------------------------------------------------------------------- relation maps
+class _MapCall:
+    """Shared by the built-in maps: ``T(r, x)`` validates its inputs and runs compiled.
+
+    ``apply(r, x)`` is the bare kernel (no checks; for use inside ``jit``). Calling the map
+    checks that ``r`` holds relation ids in range and ``x`` is finite (on concrete input),
+    then runs :meth:`apply` in one compiled program per input shape.
+    """
+
+    symmetric = False
+
+    @property
+    def n_relations(self) -> int | None:
+        leaves = jax.tree_util.tree_leaves(self)
+        return int(jnp.shape(leaves[0])[0]) if leaves else None
+
+    def __call__(self, r: ArrayLike, x: ArrayLike) -> jax.Array:
+        r = check_index_array(r, "relation", self.n_relations)
+        return _apply_compiled(self, r, check_float_array(x, "x"))
+
+
+@jax.jit
+def _apply_compiled(relation_map, r, x):
+    return relation_map.apply(r, x)
+
+
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
-class Translation:
+class Translation(_MapCall):
     """TransE map :math:`T_r(x) = x + t_r` (Sec. 9.4); ``vectors``: ``[n_relations, d]``."""
 
     vectors: jax.Array
-    symmetric = False
 
     def apply(self, r: ArrayLike, x: ArrayLike) -> jax.Array:
-        return jnp.asarray(x) + self.vectors[r]
+        return jnp.asarray(x) + jnp.asarray(self.vectors)[r]
 
 
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
-class Linear:
+class Linear(_MapCall):
     """Linear map :math:`T_r(x) = W_r x`; ``matrices``: ``[n_relations, d, d]``."""
 
     matrices: jax.Array
-    symmetric = False
 
     def apply(self, r: ArrayLike, x: ArrayLike) -> jax.Array:
-        return jnp.einsum("...ij,...j->...i", self.matrices[r], jnp.asarray(x))
+        return jnp.einsum("...ij,...j->...i", jnp.asarray(self.matrices)[r], jnp.asarray(x))
 
 
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
-class Rotation:
-    """RotatE-style map: rotate coordinate pairs ``(x[2i], x[2i+1])`` by ``angles[r, i]``.
+class Rotation(_MapCall):
+    r"""RotatE map: rotate coordinate pairs ``(x[2i], x[2i+1])`` by ``angles[r, i]``, i.e.
+    complex multiplication by :math:`e^{i\theta_r}` (Sun et al., 2019).
 
-    ``angles``: ``[n_relations, d // 2]``; ``d`` must be even.
+    ``angles``: ``[n_relations, d // 2]``; ``x`` must have dimension ``d``.
     """
 
     angles: jax.Array
-    symmetric = False
 
     def apply(self, r: ArrayLike, x: ArrayLike) -> jax.Array:
         x = jnp.asarray(x)
-        if x.shape[-1] % 2:
-            raise ValueError(f"Rotation needs an even embedding dimension, got {x.shape[-1]}")
-        th = self.angles[r]
+        k = jnp.shape(self.angles)[-1]
+        if x.shape[-1] != 2 * k:
+            raise ValueError(
+                f"Rotation: x has dimension {x.shape[-1]}, the angles theta [R, {k}] need {2 * k}"
+            )
+        th = jnp.asarray(self.angles)[r]
         a, b = x[..., 0::2], x[..., 1::2]
         c, s = jnp.cos(th), jnp.sin(th)
-        out = jnp.stack([c * a - s * b, s * a + c * b], axis=-1)
-        return out.reshape(x.shape)
+        return jnp.stack([c * a - s * b, s * a + c * b], axis=-1).reshape(x.shape)
 
 
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
-class Identity:
+class Identity(_MapCall):
     """Identity map :math:`T_r = I` (the untyped / Laplacian case of Prop. 10). Declared symmetric."""
 
     symmetric = True
@@ -117,6 +173,55 @@ class Identity:
     def apply(self, r: ArrayLike, x: ArrayLike) -> jax.Array:
         del r
         return jnp.asarray(x)
+
+
+RelationMap = Translation | Linear | Rotation | Identity
+"""The built-in relation maps :math:`T_r`. Functions that take a relation map also accept any
+callable ``(r, x) -> T_r(x)`` that broadcasts over leading axes, where they say so."""
+
+
+def identity_map() -> Identity:
+    """:math:`T_r = I` for every ``r``: the untyped / Laplacian case (Prop. 10).
+
+    Example:
+        >>> identity_map()(0, jnp.ones(2)).tolist()
+        [1.0, 1.0]
+    """
+    return Identity()
+
+
+def translation_map(r_vectors: ArrayLike) -> Translation:
+    """TransE map :math:`T_r(x) = x + t_r` (Sec. 9.2, 9.4); ``r_vectors``: ``[n_relations, d]``.
+
+    Example:
+        >>> translation_map([[1.0, 2.0]])(0, jnp.zeros(2)).tolist()
+        [1.0, 2.0]
+    """
+    return Translation(check_float_array(r_vectors, "r_vectors", ndim=2))
+
+
+def linear_map(W: ArrayLike) -> Linear:
+    """Linear map :math:`T_r(x) = W_r x` (Sec. 9.4); ``W``: ``[n_relations, d, d]``.
+
+    Example:
+        >>> linear_map([[[0.0, 1.0], [1.0, 0.0]]])(0, jnp.array([1.0, 2.0])).tolist()
+        [2.0, 1.0]
+    """
+    W = check_float_array(W, "W", ndim=3)
+    if W.shape[1] != W.shape[2]:
+        raise ValueError(f"W must hold square [d, d] matrices, got shape {W.shape}")
+    return Linear(W)
+
+
+def rotation_map(theta: ArrayLike) -> Rotation:
+    """RotatE map: rotate ``(x[2i], x[2i+1])`` by ``theta[r, i]``; ``theta``: ``[R, d // 2]``.
+
+    Example:
+        >>> y = rotation_map([[jnp.pi / 2]])(0, jnp.array([1.0, 0.0]))
+        >>> [round(float(v), 6) + 0.0 for v in y]
+        [0.0, 1.0]
+    """
+    return Rotation(check_float_array(theta, "theta", ndim=2))
 
 
 @jax.tree_util.register_dataclass
@@ -133,9 +238,6 @@ class BilinearEnergy:
         return -jnp.einsum(
             "...i,...ij,...j->...", jnp.asarray(hu), self.matrices[r], jnp.asarray(hv)
         )
-
-
-RelationMap = Translation | Linear | Rotation | Identity
 
 
 # ----------------------------------------------------------------------------- residuals

@@ -13,16 +13,17 @@ from hypothesis import strategies as st
 
 from grounding.datasets import KG_DATASETS, KGSplits, load_kg, load_kg_splits
 from grounding.geometry import edge_residuals
-from grounding.kge import (
+from grounding.learn import (
     KGEModel,
     TrainConfig,
-    evaluate,
+    evaluate_link_prediction,
+    filtered_ranks,
     init_model,
     load_checkpoint,
+    rank_metrics,
     save_checkpoint,
     train,
 )
-from grounding.linkpred import filtered_ranks, rank_metrics
 from grounding.regularize import typed_residual_regularizer
 
 STATS = {  # (entities, relations, train, valid, test) as documented by PyKEEN
@@ -211,7 +212,7 @@ def test_training_is_deterministic_given_the_seed_and_learns(kind):
     c = train(kg, kind, TrainConfig(**{**CFG.__dict__, "seed": 1}), progress=False)
     assert not np.array_equal(np.asarray(a.model.entity), np.asarray(c.model.entity))
     init = init_model(kind, kg.n_entities, kg.n_relations, CFG.dim, CFG.seed, CFG.p)
-    assert a.best_valid_mrr > evaluate(init, kg, "valid")["mrr"]  # training helped
+    assert a.best_valid_mrr > evaluate_link_prediction(init, kg, "valid")["mrr"]  # training helped
 
 
 def test_early_stopping_keeps_the_best_and_checkpoints_atomically(tmp_path):

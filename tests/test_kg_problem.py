@@ -8,7 +8,7 @@ import numpy as np
 
 from experiments import _kg_problem as kp
 from grounding.datasets import load_kg
-from grounding.kge import TrainConfig, train
+from grounding.learn import TrainConfig, train
 
 
 def test_build_candidates_prior_and_support_energies_on_nations():

@@ -239,7 +239,7 @@ def test_reconstruction_shape_and_labels():
 
 
 def test_reconstruction_relevant_nodes_are_one_topic():
-    from grounding.datasets.pathrag6 import _VOCAB
+    from grounding.datasets.pathrag6_reconstruction import _VOCAB
 
     for domain, b in generate_pathrag6(seed=0).items():
         names = [name for name, _ in _VOCAB[domain]]

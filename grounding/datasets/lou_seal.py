@@ -46,6 +46,7 @@ from grounding.datasets.tsv import load_triples
 from grounding.decision import classify_status, status_energy
 from grounding.evidence import EvidenceState, Triple, TypedGraph
 from grounding.geometry import Translation
+from grounding.learn.fit import fit_translation_embeddings
 from grounding.paths import chain_energy
 from grounding.worlds import HidingObservation, two_world_witness
 
@@ -76,37 +77,6 @@ ANTISYMMETRIC = frozenset({MASCOT})
 def lou_seal() -> TypedGraph:
     """The latent Lou Seal graph :math:`W_1` (19 real triples, see ``data/lou_seal.tsv``)."""
     return load_triples(resources.files("grounding.datasets") / "data" / "lou_seal.tsv")
-
-
-# ----------------------------------------------------------------------------- embeddings
-def fit_translation_embeddings(
-    graph: TypedGraph, dim: int = 8, mu: float = 0.1, seed: int = 0
-) -> tuple[np.ndarray, np.ndarray]:
-    r"""Ridge-anchored TransE realisation by linear least squares (numpy, deterministic).
-
-    Minimises :math:`\sum_e w_e^{0}\|\eta_{h_e} + t_{r_e} - \eta_{t_e}\|^2 + \mu\|\eta - \eta^0\|^2`
-    (unit weights) with :math:`\eta^0 \sim N(0, I)` drawn from ``seed``; the problem separates
-    over the ``dim`` coordinates, which share one design matrix.
-
-    Returns:
-        ``(eta, t)``: ``[n_nodes, dim]`` entity embeddings and ``[n_relations, dim]`` translations.
-    """
-    if dim < 1 or mu <= 0:
-        raise ValueError("need dim >= 1 and mu > 0")
-    n, k, m = graph.n_nodes, len(graph.relations), graph.n_edges
-    rng = np.random.default_rng(seed)
-    anchor = rng.normal(size=(n, dim))
-    h, r, t = (np.asarray(a) for a in (graph.head, graph.relation, graph.tail))
-    design = np.zeros((m + n, n + k))
-    rows = np.arange(m)
-    np.add.at(design, (rows, h), 1.0)
-    np.add.at(design, (rows, n + r), 1.0)
-    np.add.at(design, (rows, t), -1.0)
-    design[m:, :n] = np.sqrt(mu) * np.eye(n)
-    target = np.zeros((m + n, dim))
-    target[m:] = np.sqrt(mu) * anchor
-    sol = np.linalg.lstsq(design, target, rcond=None)[0]
-    return sol[:n], sol[n:]
 
 
 # ----------------------------------------------------------------------------- candidates

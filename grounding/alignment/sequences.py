@@ -1,4 +1,4 @@
-r"""Trajectory distances: the product distance (2) and alignment costs (3).
+r"""Trajectory distances: the product distance (2) and the grid alignment costs (3).
 
 Eq. (2) compares equal-length semantic trajectories step by step. Eq. (3) compares
 variable-length ones through a declared family of admissible alignments ``A``:
@@ -10,33 +10,22 @@ a ground-cost matrix ``cost[i, j] = c(z_i, z'_j)``, run as one ``lax.scan`` over
 anti-diagonals, so it is ``jit``/``vmap``/``grad``-able with static shapes. Since
 ``D[i, j]`` depends only on ``cost[:i+1, :j+1]``, inputs are zero-padded to a bucket
 (the next power of two, at least 8) and ``D[n-1, m-1]`` is read out: sequences of
-different lengths share one compiled kernel. Sinkhorn pads with zero-mass points.
-
-Which costs are metrics is tested, not assumed (``tests/test_alignment.py``): the product
-distance, edit distance (metric ``c``, constant gap ``> 0``) and exact ``W_1`` between
-equal-size uniform sets are metrics; discrete Fréchet is a pseudometric (repeating an
-element costs nothing); DTW violates the triangle inequality; entropic OT has
-``d(x, x) > 0``.
+different lengths share one compiled kernel.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from grounding._checks import (
-    as_float_array,
-    check_nonnegative_scalar,
-    is_concrete,
-    normalization_tolerance,
-)
-from grounding._numerics import logsumexp, safe_norm, xlogy
+from grounding._checks import is_concrete
+from grounding._numerics import logsumexp, safe_norm
+from grounding.alignment._common import _array, _bucket, _pad, _scalar
 
 __all__ = [
     "pairwise_cost",
@@ -45,58 +34,9 @@ __all__ = [
     "soft_dtw",
     "edit_distance",
     "discrete_frechet",
-    "SinkhornResult",
-    "sinkhorn",
-    "entropic_ot",
-    "ot_exact",
 ]
 
 _METRICS = ("euclidean", "sqeuclidean")
-
-
-# ------------------------------------------------------------------ checks and padding
-# Concrete values are inspected with numpy: an eager jnp op compiles once per new shape.
-def _array(x: ArrayLike, name: str, ndim: int, *, allow_empty: bool = False) -> jax.Array:
-    arr = as_float_array(x, name)
-    if arr.ndim != ndim:
-        raise ValueError(f"{name} must have {ndim} dimension(s), got shape {arr.shape}")
-    if not allow_empty and 0 in arr.shape:
-        raise ValueError(f"{name} is empty (shape {arr.shape})")
-    if is_concrete(arr):
-        v = np.asarray(arr)
-        if np.isnan(v).any() or (v == -np.inf).any():
-            raise ValueError(f"{name} contains NaN or -inf")
-    return arr
-
-
-def _scalar(x: ArrayLike, name: str, *, strict: bool) -> jax.Array:
-    arr = check_nonnegative_scalar(x, name, strict=strict)
-    if arr.ndim != 0:
-        raise ValueError(f"{name} must be a scalar, got shape {arr.shape}")
-    return arr
-
-
-def _marginal(w: ArrayLike | None, size: int, name: str, dtype) -> jax.Array:
-    if w is None:
-        return jnp.asarray(np.full(size, 1.0 / size, dtype))
-    arr = _array(w, name, 1).astype(dtype)
-    if arr.shape != (size,):
-        raise ValueError(f"{name} must have shape ({size},), got {arr.shape}")
-    if is_concrete(arr):
-        v = np.asarray(arr)
-        if (v < 0).any() or abs(v.sum() - 1.0) > normalization_tolerance(v.dtype):
-            raise ValueError(f"{name} must be non-negative weights summing to one")
-    return arr
-
-
-def _bucket(k: int) -> int:
-    return max(8, 1 << (k - 1).bit_length())
-
-
-def _pad(arr: jax.Array, widths: list[tuple[int, int]]) -> jax.Array:
-    if is_concrete(arr):
-        return jnp.asarray(np.pad(np.asarray(arr), widths))
-    return jnp.pad(arr, widths)
 
 
 # -------------------------------------------------------------- ground costs, Eq. (2)
@@ -322,142 +262,3 @@ def discrete_frechet(cost: ArrayLike) -> jax.Array:
     """
     cost = _array(cost, "cost", 2)
     return _grid_dp(cost, _frechet_step, jnp.zeros((), cost.dtype))  # Eq. (3)
-
-
-# ------------------------------------------------------------------ optimal transport
-class SinkhornResult(NamedTuple):
-    """Output of :func:`sinkhorn` (a pytree)."""
-
-    cost: jax.Array  #: transport cost <P, C>
-    plan: jax.Array  #: [n, m] plan P
-    objective: jax.Array  #: <P, C> - epsilon H(P)
-    marginal_error: jax.Array  #: ||P 1 - a||_1 (column sums are exact)
-
-
-def sinkhorn(
-    cost: ArrayLike,
-    a: ArrayLike | None = None,
-    b: ArrayLike | None = None,
-    epsilon: ArrayLike = 0.1,
-    n_iter: int = 1000,
-) -> SinkhornResult:
-    r"""Entropic optimal transport by log-domain Sinkhorn: Eq. (3) of the paper over claim sets.
-
-    .. math::  P_\epsilon = \arg\min_{P \in U(a, b)} \langle P, C\rangle - \epsilon H(P),
-               \qquad H(P) = -\sum_{ij} P_{ij} \log P_{ij},
-
-    with ``f = eps log a - eps LSE_j((g_j - C_ij)/eps)``, symmetrically ``g``, and
-    ``P_ij = exp((f_i + g_j - C_ij)/eps)`` (iterated as ``f/eps``, ``g/eps``). At convergence
-    :math:`0 \le \langle P_\epsilon, C\rangle - \mathrm{OT}(C) \le \epsilon\min(H(a), H(b))`;
-    after ``n_iter`` (static) steps ``P`` is the entropic plan for marginals ``(P1, b)``,
-    so both sides widen by ``max|C| * marginal_error``. Small ``epsilon`` converges slowly.
-
-    Args:
-        cost: ``[n, m]``; a, b: marginal weights (default uniform); epsilon: ``> 0``.
-
-    Returns:
-        :class:`SinkhornResult`.
-
-    Example:
-        >>> r = sinkhorn([[0.0, 1.0], [1.0, 0.0]], epsilon=0.01)
-        >>> round(float(r.cost), 6), r.plan.round(3).tolist()
-        (0.0, [[0.5, 0.0], [0.0, 0.5]])
-    """
-    res = _sinkhorn(cost, a, b, epsilon, n_iter)
-    n, m = np.shape(cost)
-    if is_concrete(res.plan):  # slice on the host: an eager slice compiles once per shape
-        return res._replace(plan=jnp.asarray(np.asarray(res.plan)[:n, :m]))
-    return res._replace(plan=res.plan[:n, :m])
-
-
-def _sinkhorn(cost, a, b, epsilon, n_iter) -> SinkhornResult:
-    cost = _array(cost, "cost", 2)
-    eps = _scalar(epsilon, "epsilon", strict=True).astype(cost.dtype)
-    if not isinstance(n_iter, int) or n_iter < 1:
-        raise ValueError(f"n_iter must be a positive int, got {n_iter!r}")
-    (n, m), dt = cost.shape, cost.dtype
-    a, b = _marginal(a, n, "a", dt), _marginal(b, m, "b", dt)
-    pn, pm = _bucket(n) - n, _bucket(m) - m  # padded points carry zero mass
-    return _sinkhorn_kernel(
-        _pad(cost, [(0, pn), (0, pm)]), _pad(a, [(0, pn)]), _pad(b, [(0, pm)]), eps, n_iter
-    )
-
-
-@partial(jax.jit, static_argnames="n_iter")
-def _sinkhorn_kernel(cost, a, b, eps, n_iter: int) -> SinkhornResult:
-    def safe_log(w):
-        return jnp.where(w > 0, jnp.log(jnp.where(w > 0, w, 1.0)), -jnp.inf)
-
-    log_a, log_b, k = safe_log(a), safe_log(b), -cost / eps  # scaled potentials u = f/eps
-
-    def body(_, uv):
-        u, v = uv
-        u = log_a - logsumexp(v[None, :] + k, axis=1)
-        v = log_b - logsumexp(u[:, None] + k, axis=0)
-        return u, v
-
-    u, v = jax.lax.fori_loop(0, n_iter, body, (jnp.zeros_like(a), jnp.zeros_like(b)))
-    log_p = u[:, None] + v[None, :] + k
-    plan = jnp.exp(log_p)
-    transport = jnp.sum(plan * cost)  # Eq. (3): <P, C>
-    objective = transport + eps * jnp.sum(xlogy(plan, log_p))
-    return SinkhornResult(transport, plan, objective, jnp.sum(jnp.abs(plan.sum(1) - a)))
-
-
-def entropic_ot(
-    cost: ArrayLike,
-    a: ArrayLike | None = None,
-    b: ArrayLike | None = None,
-    epsilon: ArrayLike = 0.1,
-    n_iter: int = 1000,
-) -> jax.Array:
-    r"""Entropic OT cost :math:`\langle P_\epsilon, C\rangle` of :func:`sinkhorn`; Eq. (3).
-
-    Tends to the exact OT cost (:func:`ot_exact`) as ``epsilon -> 0``; not a metric for
-    ``epsilon > 0`` (``entropic_ot(C_xx) > 0`` in general). Eq. (3) of the paper.
-
-    Args:
-        cost: ``[n, m]``; a, b: marginals (default uniform); epsilon: ``> 0``; n_iter: static.
-
-    Returns:
-        Scalar transport cost, differentiable in ``cost``.
-
-    Example:
-        >>> round(float(entropic_ot([[0.0, 1.0], [1.0, 0.0]], epsilon=0.01)), 6)
-        0.0
-    """
-    return _sinkhorn(cost, a, b, epsilon, n_iter).cost  # Eq. (3)
-
-
-def ot_exact(cost: ArrayLike, a: ArrayLike | None = None, b: ArrayLike | None = None) -> float:
-    r"""Exact OT cost :math:`\min_{P \in U(a,b)} \langle P, C\rangle`, a numpy reference.
-
-    Uniform equal-size sets: ``min_perm (1/n) sum_i C[i, perm(i)]`` by
-    ``scipy.optimize.linear_sum_assignment`` (Birkhoff); otherwise the transport linear
-    programme (HiGHS). ``W_1`` when ``C`` is a metric. Eq. (3) of the paper. Not ``jit``-able.
-
-    Args:
-        cost: ``[n, m]`` concrete costs; a, b: marginals (default uniform).
-
-    Returns:
-        Python float.
-
-    Example:
-        >>> ot_exact([[0.0, 1.0], [1.0, 0.0]])
-        0.0
-    """
-    from scipy.optimize import linear_sum_assignment, linprog
-
-    if not is_concrete(cost, a, b):
-        raise TypeError("ot_exact is a numpy reference: cost, a, b must be concrete (not traced)")
-    c = np.asarray(_array(cost, "cost", 2), dtype=np.float64)
-    n, m = c.shape
-    if a is None and b is None and n == m:
-        rows, cols = linear_sum_assignment(c)
-        return float(c[rows, cols].mean())  # Eq. (3)
-    wa = np.asarray(_marginal(a, n, "a", c.dtype), np.float64)
-    wb = np.asarray(_marginal(b, m, "b", c.dtype), np.float64)
-    wa, wb = wa / wa.sum(), wb / wb.sum()
-    eq = np.vstack([np.kron(np.eye(n), np.ones(m)), np.kron(np.ones(n), np.eye(m))])
-    res = linprog(c.ravel(), A_eq=eq, b_eq=np.concatenate([wa, wb]), bounds=(0, None))
-    return float(res.fun)  # Eq. (3)

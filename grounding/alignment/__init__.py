@@ -1,0 +1,33 @@
+r"""Trajectory distances: the product distance (2) and alignment costs (3).
+
+Eq. (2) compares equal-length semantic trajectories step by step. Eq. (3) compares
+variable-length ones through a declared family of admissible alignments ``A``:
+
+.. math::  d_A(\rho, \rho') = \inf_{A} \sum_{(i,j) \in A} c(z_i, z'_j) + \mathrm{gap}(A).
+
+Every alignment cost here is a min-plus (or min-max) dynamic programme over the grid of
+a ground-cost matrix ``cost[i, j] = c(z_i, z'_j)``, run as one ``lax.scan`` over
+anti-diagonals, so it is ``jit``/``vmap``/``grad``-able with static shapes. Since
+``D[i, j]`` depends only on ``cost[:i+1, :j+1]``, inputs are zero-padded to a bucket
+(the next power of two, at least 8) and ``D[n-1, m-1]`` is read out: sequences of
+different lengths share one compiled kernel. Sinkhorn pads with zero-mass points.
+
+Which costs are metrics is tested, not assumed (``tests/test_alignment.py``): the product
+distance, edit distance (metric ``c``, constant gap ``> 0``) and exact ``W_1`` between
+equal-size uniform sets are metrics; discrete Fréchet is a pseudometric (repeating an
+element costs nothing); DTW violates the triangle inequality; entropic OT has
+``d(x, x) > 0``.
+
+Submodules: :mod:`grounding.alignment.sequences` holds the ground costs, the product
+distance (2) and the grid dynamic programmes of (3) (DTW, soft-DTW, edit distance,
+discrete Fréchet); :mod:`grounding.alignment.transport` holds optimal transport over
+claim sets (Sinkhorn, entropic OT, exact OT); ``grounding.alignment._common`` holds the
+input checks and the bucket padding both share. Every public name is re-exported here.
+"""
+
+from grounding.alignment import sequences as _sequences
+from grounding.alignment import transport as _transport
+from grounding.alignment.sequences import *  # noqa: F403  (names listed once, in each module's __all__)
+from grounding.alignment.transport import *  # noqa: F403
+
+__all__ = [*_sequences.__all__, *_transport.__all__]

@@ -1,0 +1,65 @@
+"""Input checks and bucket padding shared by :mod:`grounding.alignment.sequences` and
+:mod:`grounding.alignment.transport`.
+
+Inputs are zero-padded to a bucket (the next power of two, at least 8) so that sequences
+and sets of different sizes share one compiled kernel.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.typing import ArrayLike
+
+from grounding._checks import (
+    as_float_array,
+    check_nonnegative_scalar,
+    is_concrete,
+    normalization_tolerance,
+)
+
+
+# ------------------------------------------------------------------ checks and padding
+# Concrete values are inspected with numpy: an eager jnp op compiles once per new shape.
+def _array(x: ArrayLike, name: str, ndim: int, *, allow_empty: bool = False) -> jax.Array:
+    arr = as_float_array(x, name)
+    if arr.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimension(s), got shape {arr.shape}")
+    if not allow_empty and 0 in arr.shape:
+        raise ValueError(f"{name} is empty (shape {arr.shape})")
+    if is_concrete(arr):
+        v = np.asarray(arr)
+        if np.isnan(v).any() or (v == -np.inf).any():
+            raise ValueError(f"{name} contains NaN or -inf")
+    return arr
+
+
+def _scalar(x: ArrayLike, name: str, *, strict: bool) -> jax.Array:
+    arr = check_nonnegative_scalar(x, name, strict=strict)
+    if arr.ndim != 0:
+        raise ValueError(f"{name} must be a scalar, got shape {arr.shape}")
+    return arr
+
+
+def _marginal(w: ArrayLike | None, size: int, name: str, dtype) -> jax.Array:
+    if w is None:
+        return jnp.asarray(np.full(size, 1.0 / size, dtype))
+    arr = _array(w, name, 1).astype(dtype)
+    if arr.shape != (size,):
+        raise ValueError(f"{name} must have shape ({size},), got {arr.shape}")
+    if is_concrete(arr):
+        v = np.asarray(arr)
+        if (v < 0).any() or abs(v.sum() - 1.0) > normalization_tolerance(v.dtype):
+            raise ValueError(f"{name} must be non-negative weights summing to one")
+    return arr
+
+
+def _bucket(k: int) -> int:
+    return max(8, 1 << (k - 1).bit_length())
+
+
+def _pad(arr: jax.Array, widths: list[tuple[int, int]]) -> jax.Array:
+    if is_concrete(arr):
+        return jnp.asarray(np.pad(np.asarray(arr), widths))
+    return jnp.pad(arr, widths)

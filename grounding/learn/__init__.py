@@ -1,0 +1,15 @@
+"""Learned realisations: KG embeddings (:mod:`~grounding.learn.kge`), filtered ranking
+(:mod:`~grounding.learn.linkpred`) and closed-form fits (:mod:`~grounding.learn.fit`).
+
+Every learned model exposes its relation maps as :mod:`grounding.geometry` maps, so it plugs
+into the core wherever a realisation is taken.
+"""
+
+from grounding.learn import fit as _fit
+from grounding.learn import kge as _kge
+from grounding.learn import linkpred as _linkpred
+from grounding.learn.fit import *  # noqa: F403  (names listed once, in each module's __all__)
+from grounding.learn.kge import *  # noqa: F403
+from grounding.learn.linkpred import *  # noqa: F403
+
+__all__ = [*_kge.__all__, *_linkpred.__all__, *_fit.__all__]
