@@ -206,7 +206,7 @@ def main() -> None:
         "pykeen": pyk,
         "epochs_per_s_ratio_vs_pykeen": ratio,
     }
-    from grounding._io import atomic_write_bytes
+    from grounding.io import atomic_write_bytes
 
     atomic_write_bytes(args.out, json.dumps(report, indent=2).encode())
     print(f"wrote {args.out}")

@@ -37,8 +37,9 @@ from types import SimpleNamespace
 import networkx as nx
 import numpy as np
 
+from grounding import TypedGraph
 from grounding.datasets import load_pathrag6
-from grounding.retrieval import PCR, Query, TextGraph, TextIndex
+from grounding.retrieval import PCR, Query, TextIndex
 
 K, TOL = 10, 1e-5
 
@@ -53,7 +54,7 @@ def unit(rng, n: int, dim: int) -> np.ndarray:
     return x / np.linalg.norm(x, axis=1, keepdims=True)
 
 
-def part(graph: TextGraph, emb: np.ndarray, qv: np.ndarray, anchors: list) -> dict:
+def part(graph: TypedGraph, emb: np.ndarray, qv: np.ndarray, anchors: list) -> dict:
     """One graph with its queries, both sides' indexes built and timed."""
     t0 = time.perf_counter()
     graph._csr, graph._condensation  # noqa: B018  (cached properties: our index build)
@@ -62,7 +63,9 @@ def part(graph: TextGraph, emb: np.ndarray, qv: np.ndarray, anchors: list) -> di
     g.add_nodes_from(range(graph.n_nodes))
     g.add_edges_from(zip(graph.head.tolist(), graph.tail.tolist()))
     t2 = time.perf_counter()
-    queries = [Query(f"q{i}", None if a is None else graph.ids[a]) for i, a in enumerate(anchors)]
+    queries = [
+        Query(f"q{i}", None if a is None else graph.entities[a]) for i, a in enumerate(anchors)
+    ]
     lookup = SimpleNamespace(  # encoder over the precomputed query vectors: "q<i>" is row i
         name="precomputed", dim=qv.shape[1], encode=lambda texts: qv[[int(t[1:]) for t in texts]]
     )
@@ -146,7 +149,7 @@ def profile(p: dict, batch: int, repeats: int = 3) -> dict:
     for _ in range(repeats):
         total, groups = timed(partial(pcr.retrieve_batch, k=K), [qs])[1][0], {}
         ts = [time.perf_counter()]
-        cands = [pcr.candidates(pcr.graph.index(q.anchor)) for q in qs]
+        cands = [pcr.candidates(pcr.graph.entity_index(q.anchor)) for q in qs]
         ts.append(time.perf_counter())
         qv = pcr.index.embed_queries([q.text for q in qs])
         ts.append(time.perf_counter())
@@ -181,14 +184,24 @@ def main() -> None:
     for bench in load_pathrag6().values():
         idx = TextIndex(bench.graph)
         qv = idx.embed_queries([q.text for q in bench.queries])
-        anchors = [None if q.anchor is None else bench.graph.index(q.anchor) for q in bench.queries]
+        anchors = [
+            None if q.anchor is None else bench.graph.entity_index(q.anchor) for q in bench.queries
+        ]
         small.append(part(bench.graph, idx.embeddings, qv, anchors))
     rng = np.random.default_rng(a.seed)
     head, tail = rng.integers(0, n, m), rng.integers(0, n, m)
     emb, qv = unit(rng, n, a.dim), unit(rng, a.queries, a.dim)
     anchors = rng.integers(0, n, a.queries)
     t0, ids = time.perf_counter(), tuple(f"n{i}" for i in range(n))
-    graph = TextGraph(ids=ids, texts=ids, head=head, tail=tail, relation=np.zeros(m, np.int64))
+    graph = TypedGraph(
+        head=head.astype(np.int32),
+        relation=np.zeros(m, np.int32),
+        tail=tail.astype(np.int32),
+        reliability=np.ones(m),
+        entities=tuple(ids),
+        relations=("related_to",),
+        texts=tuple(ids),
+    )
     t_graph, large = time.perf_counter() - t0, [part(graph, emb, qv, anchors.tolist())]
     big, rows = f"{n // 1000}k", {}
     for name, parts in (("30-node", small), (big, large)):
@@ -211,7 +224,7 @@ def main() -> None:
         ours, theirs = (sum(p[k] for p in parts) for k in ("build_ours", "build_nx"))
         print(f"index build {name}: ours CSR + SCC condensation {sig3(ours)} s, "
               f"NetworkX DiGraph {sig3(theirs)} s")  # fmt: skip
-    print(f"TextGraph construction {big}: {sig3(t_graph)} s")
+    print(f"TypedGraph construction {big}: {sig3(t_graph)} s")
     print(f"profile, one warm batch, {big}, unlimited depth (ms/query): "
           + ", ".join(f"{k} {sig3(v)}" for k, v in prof.items()))  # fmt: skip
     print(f"# wall {time.perf_counter() - t_start:.0f} s, load average {os.getloadavg()[0]:.2f}")

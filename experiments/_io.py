@@ -26,7 +26,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
-from grounding._io import atomic_write_bytes  # noqa: E402
+from grounding.io import atomic_write_bytes  # noqa: E402
 
 __all__ = [
     "parse_args",

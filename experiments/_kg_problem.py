@@ -15,8 +15,10 @@ true but unobserved. For a query, the declared modelling choices are:
   :math:`E_{\text{claim}}` is the claim's typed residual, Eq. (8), under relation maps
   *learned from R* (the main model); :math:`S_R(x)` is the best-path support energy, Eq. (11),
   from :math:`h` to :math:`x` over walks of at most ``hops`` observed edges, each edge costing its
-  own learned typed residual (+ :math:`\xi(-\log w_e)`), by the semiring engine; missing
-  support costs the finite slack :math:`\kappa` (Eq. (19)). Every term is :math:`\ge 0`.
+  own learned typed residual (+ :math:`\xi(-\log w_e)`): :func:`grounding.ground_batch` with
+  :math:`x` an answer candidate anchored at :math:`h` and the learned realisation; missing
+  support costs the finite slack :math:`\kappa` (Eq. (19), :func:`grounding.slack_energy`).
+  Every term is :math:`\ge 0`.
 - **Hard rules** (path-complete, Prop. 4): ``exact`` keeps :math:`x` iff :math:`(h, r, x)
   \in R` (never, for a held-out query); ``adjacent`` iff some observed edge
   :math:`h \to x` exists (any relation); ``reach2`` iff :math:`x` is within two observed hops.
@@ -31,9 +33,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from grounding import (
+    EvidenceState,
+    GroundingProblem,
+    Realisation,
+    TypedGraph,
+    energy_field,
+    ground_batch,
+    log_normalize,
+    slack_energy,
+)
 from grounding.datasets import KGSplits, load_kg
 from grounding.learn import DEFAULTS, KGEModel, TrainConfig, train
-from grounding.semiring import energy_field
 
 STAND_IN_DIM = 8
 
@@ -54,7 +65,7 @@ class Problem:
     skipped: int  # queries of the split left out: fewer than k wrong tails exist
 
     def energy(self, kappa) -> jax.Array:
-        return jnp.asarray(self.claim) + jnp.minimum(jnp.asarray(self.support), kappa)  # Eq. (19)
+        return jnp.asarray(self.claim) + slack_energy(jnp.asarray(self.support), kappa)  # Eq. (19)
 
 
 @functools.cache
@@ -70,18 +81,43 @@ def models(name: str, full: bool) -> tuple[KGEModel, KGEModel]:
     return main, weak
 
 
-def edge_costs(model: KGEModel, R: np.ndarray, reliability: np.ndarray | None = None, xi=1.0):
-    """Eq. (8) for every observed edge: learned residual + xi * (-log w_e)."""
-    cost = np.asarray(model.energy(jnp.asarray(R)), np.float64)
-    if reliability is not None:
-        cost = cost + xi * -np.log(reliability)
-    return cost
+def realisation(model: KGEModel) -> Realisation:
+    """The learned realisation: entity embeddings, relation maps and metric of ``model``."""
+    return Realisation(model.entity, model.relation_map, model.metric_name)
 
 
-def support_energy(R: np.ndarray, cost: np.ndarray, heads: np.ndarray, n: int, hops: int):
-    """``[len(heads), n]`` best-path support energies (Eq. (11), tau = 0) from each head."""
+def support_energy(
+    graph: TypedGraph, model: KGEModel, heads: np.ndarray, cand: np.ndarray, hops: int
+) -> np.ndarray:
+    """``[Q, C]`` best-path support energies (Eq. (11), walks of ``1..hops`` edges) from
+    ``heads[q]`` to each ``cand[q, c]`` in the evidence ``graph`` (its reliabilities enter the
+    edge costs, Eq. (8)), by :func:`grounding.ground_batch` (only raw energies are read)."""
+    names = graph.entities
+    problems = [
+        GroundingProblem(
+            "",
+            tuple(names[x] for x in row),
+            np.full(len(row), -np.log(len(row))),
+            anchors=(names[h],),
+            max_hops=hops,
+        )  # fmt: skip
+        for h, row in zip(heads, cand)
+    ]
+    results = ground_batch(
+        problems, EvidenceState(graph), realisation=realisation(model), lam=0.0, kappa=1.0,
+        n_paths=0,
+    )  # fmt: skip
+    return np.stack([np.asarray(r.raw_energy, np.float64) for r in results])
+
+
+def walk_hops(graph: TypedGraph, heads: np.ndarray, hops: int) -> np.ndarray:
+    """``[Q, n]`` fewest edges on a walk of ``1..hops`` edges from ``heads[q]`` (``+inf``: none):
+    Eq. (11) with unit edge costs, by the path engine."""
     src, inv = np.unique(heads, return_inverse=True)
-    field = energy_field(R[:, 0], R[:, 2], cost, src, n_nodes=n, max_hops=hops, tau=0.0)
+    ones = np.ones(graph.n_edges)
+    field = energy_field(
+        graph.head, graph.tail, ones, src, n_nodes=graph.n_nodes, max_hops=hops, tau=0.0
+    )
     return np.asarray(field, np.float64)[inv]
 
 
@@ -115,23 +151,19 @@ def build(
     cand = np.take_along_axis(cand, perm, axis=1)
     correct = np.argmax(perm == 0, axis=1)
     rows = np.arange(len(q))[:, None]
-    logits = -weak_e[rows, cand]
-    log_prior = logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)
+    log_prior = np.asarray(log_normalize(-weak_e[rows, cand]), np.float64)  # Eq. (1)
     main_e = np.asarray(main.candidate_energies("tail", jnp.asarray(h), jnp.asarray(r)), np.float64)
-    R = kg.train
-    support = support_energy(R, edge_costs(main, R), h, n, hops)[rows, cand]
-    A = np.zeros((n, n), bool)
-    A[R[:, 0], R[:, 2]] = True
-    A2 = A | ((A.astype(np.int64) @ A.astype(np.int64)) > 0)
+    R = kg.graph("train")
+    reach = walk_hops(R, h, 2)[rows, cand]
     return Problem(
         queries=q,
         cand=cand,
         correct=correct,
         log_prior=log_prior,
         claim=main_e[rows, cand],
-        support=support,
-        adjacent=A[h[:, None], cand],
-        reach2=A2[h[:, None], cand],
-        degree=np.bincount(R[:, 0], minlength=n)[h].astype(np.float64),
+        support=support_energy(R, main, h, cand, hops),
+        adjacent=reach <= 1,
+        reach2=reach <= 2,
+        degree=np.bincount(kg.train[:, 0], minlength=n)[h].astype(np.float64),
         skipped=skipped,
     )

@@ -19,11 +19,18 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
+import jax
 import jax.numpy as jnp
 import networkx as nx
 import numpy as np
 
 from experiments._io import parse_args, plt, save_figure, setup, write_csv, write_json
+from grounding import gibbs_log_posterior, hard_feasible, hard_log_posterior
+from grounding.datasets import lou_seal_evidence
+from grounding.decision import decide
+from grounding.evidence import EvidenceStatus
+from grounding.examples import lou_seal_example
+from grounding.worlds import hard_rule_requirements, truth
 
 NAME = "fig2_two_worlds"
 
@@ -115,9 +122,6 @@ def _draw_world(ax, graph, pos, title, highlight=(), hidden=(), highlight_color=
 def _posteriors():
     """One compiled program: soft posteriors over a lambda grid and the hard posterior, for a
     stack of evidence states (arrays are arguments, so nothing is re-jitted per state)."""
-    import jax
-
-    from grounding import gibbs_log_posterior, hard_log_posterior
 
     def one(log_prior, energy, raw_energy, lams, eps):
         soft = gibbs_log_posterior(log_prior, energy, lams)  # Eq. (7), [L, n]
@@ -129,11 +133,6 @@ def _posteriors():
 
 def run(full: bool = False) -> dict:
     """Compute every number behind the figure (no I/O)."""
-    from grounding import hard_feasible
-    from grounding.datasets import lou_seal_evidence, lou_seal_example
-    from grounding.decision import decide
-    from grounding.evidence import EvidenceStatus
-    from grounding.worlds import hard_rule_requirements, truth
 
     ex = lou_seal_example()
     lams = (

@@ -36,6 +36,7 @@ Outputs: ``kg_incomplete.png``, ``.csv`` (per-lambda curves), ``.json`` (all num
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -46,6 +47,21 @@ import optax
 
 from experiments import _kg_problem as kp
 from experiments._io import parse_args, plt, progress, save_figure, setup, write_csv, write_json
+from grounding import (
+    constraint_tradeoff,
+    gibbs_log_posterior,
+    hard_log_posterior,
+    oscillation,
+    slack_energy,
+    soft_floor,
+    tv_bound,
+    tv_bound_sharp,
+    tv_distance,
+)
+from grounding.datasets import load_kg
+from grounding.decision import IsotonicCalibrator
+from grounding.learn import evaluate_link_prediction
+from grounding.worlds import hard_rule_requirements, two_world_witness
 
 NAME = "kg_incomplete"
 SEED = 4
@@ -60,7 +76,6 @@ LAMS = np.concatenate([[0.0], np.geomspace(0.05, 200.0, 40)])
 
 # ----------------------------------------------------------------------------- posteriors
 def _posterior(log_prior, energy, lam) -> np.ndarray:
-    from grounding import gibbs_log_posterior
 
     return np.asarray(gibbs_log_posterior(log_prior, energy, lam))
 
@@ -71,7 +86,6 @@ def _soft(p: kp.Problem, lam) -> np.ndarray:
 
 def _hard(p: kp.Problem, feasible: np.ndarray):
     """Hard posterior rows where F_R has prior mass; None marks an undefined row (Eq. (6))."""
-    from grounding import hard_log_posterior
 
     ok = feasible.any(axis=1)
     out = np.full(p.log_prior.shape, -np.inf)
@@ -87,7 +101,6 @@ def _map_correct(log_post: np.ndarray, correct: np.ndarray) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- 1, 2: collapse
 def support_collapse(p: kp.Problem) -> dict:
-    from grounding import constraint_tradeoff, soft_floor
 
     rows = np.arange(len(p.correct))
     E = np.asarray(p.energy(KAPPA))
@@ -173,16 +186,10 @@ def coverage(kg, queries: np.ndarray, n_mc: int, seed: int) -> dict:
 
 # ----------------------------------------------------------------------------- 4: two worlds
 def two_worlds(kg, p: kp.Problem, n: int) -> dict:
-    from grounding.worlds import hard_rule_requirements, two_world_witness
 
     R = kg.graph()
     tr = kg.train
-    rules = {
-        "adjacent": lambda st, c: int(
-            any(a == c[0] and b == c[2] for a, _, b in st.graph.triples())
-        ),
-        "reach2": lambda st, c: int(_within(st.graph, c[0], c[2], 2)),
-    }
+    rules = {"adjacent": _within(1), "reach2": _within(2)}
     counts = {k: {"wrong_in_W1": 0, "wrong_in_W2": 0, "both_requirements": 0} for k in rules}
     rows = np.arange(len(p.correct))
     for i in range(min(n, len(rows))):
@@ -201,38 +208,35 @@ def two_worlds(kg, p: kp.Problem, n: int) -> dict:
     return dict(n_queries=min(n, len(rows)), rules=counts)
 
 
-def _within(g, src: str, dst: str, hops: int) -> bool:
-    frontier, seen = {src}, {src}
-    adj: dict[str, set[str]] = {}
-    for a, _, b in g.triples():
-        adj.setdefault(a, set()).add(b)
-    for _ in range(hops):
-        frontier = {b for a in frontier for b in adj.get(a, ())} - seen
-        if dst in frontier:
-            return True
-        seen |= frontier
-    return False
+def _within(hops: int):
+    """The hard rule "keep the claim iff its tail is within ``hops`` observed edges of its
+    head" (walks of ``1..hops`` edges), on an evidence state."""
+
+    def rule(state, claim) -> int:
+        g = state.graph
+        h, t = g.entity_index(claim[0]), g.entity_index(claim[2])
+        return int(kp.walk_hops(g, np.array([h]), hops)[0, t] <= hops)
+
+    return rule
 
 
 # ----------------------------------------------------------------------------- 5: stability
 def stability(kg, p: kp.Problem, main, seed: int, n_rep: int) -> dict:
-    from grounding import oscillation, tv_bound, tv_bound_sharp, tv_distance
 
     rng = np.random.default_rng(seed)
-    R = kg.train
+    R, R_graph = kg.train, kg.graph("train")
     base = p.energy(KAPPA)
     lp = p.log_prior
     post = _soft(p, LAM_SEL)
     points = []
-    rows = np.arange(len(p.correct))[:, None]
     for drop in (0.01, 0.02, 0.05, 0.10):
         for jitter in (0.0, 0.2):
             for _ in range(n_rep):
                 keep = rng.random(len(R)) >= drop
                 w = 1.0 - jitter * rng.random(keep.sum())
-                cost = kp.edge_costs(main, R[keep], w)
-                S = kp.support_energy(R[keep], cost, p.queries[:, 0], kg.n_entities, 2)
-                E2 = jnp.asarray(p.claim) + jnp.minimum(jnp.asarray(S[rows, p.cand]), KAPPA)
+                Rp = dataclasses.replace(R_graph.subgraph(keep), reliability=jnp.asarray(w))
+                S = kp.support_energy(Rp, main, p.queries[:, 0], p.cand, 2)
+                E2 = jnp.asarray(p.claim) + slack_energy(jnp.asarray(S), KAPPA)  # Eq. (19)
                 post2 = _posterior(lp, E2, LAM_SEL)
                 omega = np.asarray(oscillation(base, E2, lp))
                 tv = np.asarray(tv_distance(post, post2))
@@ -275,7 +279,6 @@ def stability(kg, p: kp.Problem, main, seed: int, n_rep: int) -> dict:
 
 # ----------------------------------------------------------------------------- 6: selective
 def selective(pv: kp.Problem, pt: kp.Problem) -> dict:
-    from grounding.decision import IsotonicCalibrator
 
     def score_and_label(p):
         post = np.exp(_soft(p, LAM_SEL))
@@ -324,10 +327,10 @@ def _args(p: kp.Problem, c) -> tuple:
 
 
 def _log_post(params, lp, claim, support, c):
+
     lam, kap = _schedule(params, c)
-    E = claim + jnp.minimum(support, kap[:, None])  # Eq. (19) with kappa_R = kappa(c_R)
-    logits = lp - lam[:, None] * E  # Eq. (7)
-    return logits - jax.nn.logsumexp(logits, axis=1, keepdims=True)
+    E = claim + slack_energy(support, kap[:, None])  # Eq. (19) with kappa_R = kappa(c_R)
+    return gibbs_log_posterior(lp, E, lam)  # Eq. (7), lambda_R = lambda(c_R)
 
 
 def _nll(params, lp, claim, support, correct, c):
@@ -398,8 +401,6 @@ def calibration(pv: kp.Problem, pt: kp.Problem, steps: int) -> dict:
 
 # ----------------------------------------------------------------------------- driver
 def run_dataset(name: str, full: bool) -> dict:
-    from grounding.datasets import load_kg
-    from grounding.learn import evaluate_link_prediction
 
     kg = load_kg(name)
     main, weak = kp.models(name, full)

@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from experiments._io import write_json
+from grounding.datasets import KG_DATASETS, load_kg
+from grounding.learn import DEFAULTS, KINDS, evaluate_link_prediction, train
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
-    from grounding.datasets import KG_DATASETS, load_kg
-    from grounding.learn import DEFAULTS, KINDS, evaluate_link_prediction, train
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dataset", choices=KG_DATASETS, default="umls")

@@ -23,6 +23,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from experiments._io import parse_args, plt, save_figure, setup, write_csv, write_json
+from grounding import constraint_tradeoff, gibbs_log_posterior
+from grounding.datasets import lou_seal_evidence
+from grounding.examples import lou_seal_example
 
 NAME = "prop13_tradeoff"
 SEED = 13
@@ -32,7 +35,6 @@ TOL = 1e-12
 @functools.cache
 def _tradeoff():
     """Compiled once: F, G and the posteriors over a lambda grid for a batch of instances."""
-    from grounding import constraint_tradeoff, gibbs_log_posterior
 
     def one(log_prior, energy, lams):
         F, G = constraint_tradeoff(log_prior, energy, lams)  # [L] each, Prop. 13
@@ -45,7 +47,6 @@ def _tradeoff():
 
 
 def run(full: bool = False) -> dict:
-    from grounding.datasets import lou_seal_evidence, lou_seal_example
 
     rng = np.random.default_rng(SEED)
     ex = lou_seal_example()

@@ -26,6 +26,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from experiments._io import parse_args, plt, save_figure, setup, write_csv, write_json
+from grounding import gibbs_log_posterior, hard_limit_tv, hard_log_posterior, tv_distance
+from grounding.datasets import lou_seal_evidence
+from grounding.examples import lou_seal_example
 
 NAME = "prop6_soft_to_hard"
 SEED = 6
@@ -35,7 +38,6 @@ LAMBDAS = (0.5, 2.0)
 @functools.cache
 def _measure():
     """Compiled once: measured TV and the exact rate on a [instance, lambda*M] grid."""
-    from grounding import gibbs_log_posterior, hard_limit_tv, hard_log_posterior, tv_distance
 
     def measure(log_prior, feasible, lam_m, lam):
         # log_prior, feasible: [N, n]; lam_m: [K]; lam: scalar. Energy E_M: [N, K, n].
@@ -61,7 +63,6 @@ def _random(rng: np.random.Generator, n_inst: int, n: int):
 
 
 def run(full: bool = False) -> dict:
-    from grounding.datasets import lou_seal_evidence, lou_seal_example
 
     rng = np.random.default_rng(SEED)
     n_inst = 400 if full else 40

@@ -24,6 +24,19 @@ import numpy as np
 from scipy import stats
 
 from experiments._io import parse_args, plt, progress, save_figure, setup, write_csv, write_json
+from grounding.datasets import generate_pathrag6, kg_retrieval_benchmark, load_pathrag6
+from grounding.retrieval import (
+    PCR,
+    BM25Retriever,
+    EmbeddingCache,
+    HashingEncoder,
+    HybridRetriever,
+    SoftPCR,
+    TextIndex,
+    VectorRetriever,
+    evaluate_retrieval,
+    get_encoder,
+)
 
 NAME = "retrieval_pcr"
 SEED = 0
@@ -49,7 +62,6 @@ PAPER = {
 
 
 def _retrievers(index, max_hops=None):
-    from grounding.retrieval import PCR, BM25Retriever, HybridRetriever, SoftPCR, VectorRetriever
 
     return {
         "pcr": PCR(index, max_hops=max_hops),
@@ -66,13 +78,11 @@ def _mean(rows, key):
 
 def _indexes(benches: dict, encoder, cache) -> dict:
     """One :class:`TextIndex` per benchmark (node texts embedded once, shared by all runs)."""
-    from grounding.retrieval import TextIndex
 
-    return {n: TextIndex(b.graph, encoder(b.graph.texts), cache) for n, b in benches.items()}
+    return {n: TextIndex(b.graph, encoder(b.graph.node_texts), cache) for n, b in benches.items()}
 
 
 def _encoder_factory():
-    from grounding.retrieval import HashingEncoder, get_encoder
 
     name = os.environ.get("GROUNDING_ENCODER", "hashing")
     if name == "hashing":
@@ -85,13 +95,12 @@ def _encoder_factory():
 
 def table(benches: dict, indexes: dict) -> dict:
     """Per-domain and pooled metrics for every retriever; per-query rows for the tests."""
-    from grounding.retrieval import evaluate
 
     out, pooled = {}, {}
     for name, bench in benches.items():
         out[name] = {}
         for rname, r in _retrievers(indexes[name]).items():
-            rows = evaluate(r, bench.graph, bench.queries, k=K)
+            rows = evaluate_retrieval(r, bench.graph, bench.queries, k=K)
             pooled.setdefault(rname, []).extend(rows)
             out[name][rname] = {m: _mean(rows, m) for m in METRICS} | {"n_queries": len(rows)}
     out["all"] = {r: {m: _mean(rows, m) for m in METRICS} for r, rows in pooled.items()}
@@ -108,13 +117,12 @@ def table(benches: dict, indexes: dict) -> dict:
 
 
 def depth_ablation(benches: dict, indexes: dict) -> dict:
-    from grounding.retrieval import PCR, evaluate
 
     out = {}
     for hops in (1, 2, 3, 5, None):
         rows_all, per = [], {}
         for name, bench in benches.items():
-            rows = evaluate(PCR(indexes[name], max_hops=hops), bench.graph, bench.queries)
+            rows = evaluate_retrieval(PCR(indexes[name], max_hops=hops), bench.graph, bench.queries)
             rows_all += rows
             per[name] = {m: _mean(rows, m) for m in ("relevance@10", "distance")}
         key = "unlimited" if hops is None else str(hops)
@@ -124,9 +132,6 @@ def depth_ablation(benches: dict, indexes: dict) -> dict:
 
 def anchor_sensitivity(benches: dict, indexes: dict, seed: int = SEED) -> dict:
     """PCR with the given anchor, a graph neighbour of it, and a uniformly random node."""
-    import dataclasses
-
-    from grounding.retrieval import PCR, evaluate
 
     rng = np.random.default_rng(seed)
     out = {}
@@ -136,28 +141,26 @@ def anchor_sensitivity(benches: dict, indexes: dict, seed: int = SEED) -> dict:
             g = bench.graph
             qs = []
             for q in bench.queries:
-                a = g.index(q.anchor)
+                a = g.entity_index(q.anchor)
                 if mode == "neighbour":
                     nb = np.unique(np.concatenate([g.tail[g.head == a], g.head[g.tail == a]]))
                     nb = nb[nb != a]
                     a = int(rng.choice(nb)) if len(nb) else a
                 elif mode == "random":
                     a = int(rng.integers(g.n_nodes))
-                qs.append(dataclasses.replace(q, anchor=g.ids[a]))
-            rows_all += evaluate(PCR(indexes[name]), g, qs)
+                qs.append(q.with_anchors(g.entities[a]))
+            rows_all += evaluate_retrieval(PCR(indexes[name]), g, qs)
         out[mode] = {m: _mean(rows_all, m) for m in METRICS}
     return out
 
 
 def real_kg(encoder, cache, n_queries: int | None, seed: int = SEED) -> dict:
     """UMLS, observed graph = train split, queries = held-out test triples."""
-    from grounding.datasets import kg_retrieval_benchmark
-    from grounding.retrieval import PCR, SoftPCR, evaluate
 
     bench = kg_retrieval_benchmark("umls", "test", max_queries=n_queries, seed=seed)
     g, index = bench.graph, _indexes({"umls": bench}, encoder, cache)["umls"]
-    anchors = np.array([g.index(q.anchor) for q in bench.queries])
-    relevant = [np.array([g.index(x) for x in q.relevant]) for q in bench.queries]
+    anchors = np.array([g.entity_index(q.anchor) for q in bench.queries])
+    relevant = [np.array([g.entity_index(x) for x in q.relevant]) for q in bench.queries]
     out = {"n_queries": len(bench.queries), "source": bench.source, "depths": {}}
     lams = [0.0, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 1e3]
     for hops in (1, 2, None):
@@ -168,11 +171,11 @@ def real_kg(encoder, cache, n_queries: int | None, seed: int = SEED) -> dict:
             for a, rel in zip(anchors, relevant)
         ]
         unreachable = np.mean([len(x) > 0 for x in lost])
-        hard = evaluate(PCR(index, max_hops=hops), g, bench.queries)
+        hard = evaluate_retrieval(PCR(index, max_hops=hops), g, bench.queries)
         curve = []
         for lam in progress(lams, desc=f"umls soft PCR d_max={key}"):
             soft = SoftPCR(index, lam=lam, hop_cost=0.0, slack=1.0, max_hops=hops)
-            srows = evaluate(soft, g, bench.queries)
+            srows = evaluate_retrieval(soft, g, bench.queries)
             # queries with a relevant node outside C(a) that soft PCR returns
             kept = [
                 bool(np.isin(x, row["retrieved"]).any()) for x, row in zip(lost, srows) if len(x)
@@ -197,8 +200,6 @@ def real_kg(encoder, cache, n_queries: int | None, seed: int = SEED) -> dict:
 
 
 def run(full: bool = False) -> dict:
-    from grounding.datasets import generate_pathrag6, load_pathrag6
-    from grounding.retrieval import EmbeddingCache
 
     enc_name, encoder = _encoder_factory()
     cache_dir = os.environ.get("GROUNDING_EMBEDDING_CACHE")

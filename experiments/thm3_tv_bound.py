@@ -29,6 +29,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from experiments._io import parse_args, plt, progress, save_figure, setup, write_csv, write_json
+from grounding import (
+    gibbs_log_posterior,
+    log_ratio_bound,
+    oscillation,
+    tv_bound,
+    tv_bound_sharp,
+    tv_distance,
+)
 
 NAME = "thm3_tv_bound"
 SEED = 3
@@ -37,14 +45,6 @@ SEED = 3
 @functools.cache
 def _measure():
     """Compiled once: TV, oscillation, both bounds and the log-ratio bound for a batch."""
-    from grounding import (
-        gibbs_log_posterior,
-        log_ratio_bound,
-        oscillation,
-        tv_bound,
-        tv_bound_sharp,
-        tv_distance,
-    )
 
     def measure(log_prior, e_ref, e_new, lam):
         p_new = gibbs_log_posterior(log_prior, e_new, lam)  # P^R_lambda, Eq. (17)

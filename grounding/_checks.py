@@ -30,6 +30,10 @@ __all__ = [
     "check_positive_int",
     "check_features",
     "check_arcs",
+    "check_edges",
+    "check_nodes",
+    "check_edge_values",
+    "check_tau",
 ]
 
 
@@ -235,3 +239,62 @@ def check_arcs(n: int, head, tail, weight, relation=None, n_relations: int | Non
         if arr.ndim != 1 or arr.shape != out[0].shape:
             raise ValueError(f"{nm} must be 1-d, one entry per arc {out[0].shape}, got {arr.shape}")
     return out
+
+
+# ----------------------------------------------------------------------------- graph arrays
+def check_edges(head: ArrayLike, tail: ArrayLike, n_nodes: int) -> tuple[jax.Array, jax.Array]:
+    """1-D integer edge endpoints of one length, in ``[0, n_nodes)`` (checked when concrete)."""
+    check_positive_int(n_nodes, "n_nodes")
+    h, t = jnp.asarray(head), jnp.asarray(tail)
+    for name, a in (("head", h), ("tail", t)):
+        if a.ndim != 1 or not jnp.issubdtype(a.dtype, jnp.integer):
+            raise ValueError(f"{name} must be a 1-D integer array, got {a.dtype}{list(a.shape)}")
+    if h.shape != t.shape:
+        raise ValueError(f"head and tail must have the same length, got {h.shape} and {t.shape}")
+    if is_concrete(h, t) and h.size:
+        hn, tn = np.asarray(h), np.asarray(t)  # NumPy: jnp reductions would be staged under jit
+        lo, hi = min(int(hn.min()), int(tn.min())), max(int(hn.max()), int(tn.max()))
+        if lo < 0 or hi >= n_nodes:
+            raise ValueError(f"edge endpoints must lie in [0, {n_nodes}), got [{lo}, {hi}]")
+    return h, t
+
+
+def check_nodes(nodes: ArrayLike, n_nodes: int, name: str = "sources") -> jax.Array:
+    """A 1-D integer array of node indices in ``[0, n_nodes)``, as int32."""
+    s = jnp.asarray(nodes)
+    if s.ndim != 1 or not jnp.issubdtype(s.dtype, jnp.integer):
+        raise ValueError(f"{name} must be a 1-D integer array, got {s.dtype}{list(s.shape)}")
+    if is_concrete(s) and s.size:
+        sn = np.asarray(s)
+        if sn.min() < 0 or sn.max() >= n_nodes:
+            raise ValueError(f"{name} must lie in [0, {n_nodes}), got {sn.tolist()}")
+    return s.astype(jnp.int32)
+
+
+def check_edge_values(
+    x: ArrayLike, name: str, n_edges: int, n_sources: int, *, bad: float
+) -> jax.Array:
+    """An edge array of shape ``[E]`` or ``[S, E]`` without NaN or ``bad``, returned edge-major
+    (``[E]`` / ``[E, S]``)."""
+    arr = as_float_array(x, name)
+    if arr.shape not in ((n_edges,), (n_sources, n_edges)):
+        raise ValueError(
+            f"{name} must have shape [{n_edges}] or [{n_sources}, {n_edges}], got {arr.shape}"
+        )
+    if is_concrete(arr):
+        a = np.asarray(arr)
+        if np.isnan(a).any():
+            raise ValueError(f"{name} contains NaN")
+        if (a == bad).any():
+            raise ValueError(f"{name} contains {bad}")
+    return arr.T if arr.ndim == 2 else arr
+
+
+def check_tau(tau: ArrayLike) -> tuple[jax.Array, bool]:
+    """A scalar path temperature ``tau >= 0`` and whether the min-plus semiring applies
+    (``tau == 0``, which must then be concrete)."""
+    concrete = is_concrete(tau)  # decided on the argument: jnp.asarray stages it under jit
+    t = check_nonnegative_scalar(tau, "tau")
+    if t.ndim:
+        raise ValueError(f"tau must be a scalar, got shape {t.shape}")
+    return t, bool(concrete and float(np.asarray(tau)) == 0.0)

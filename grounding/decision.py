@@ -12,7 +12,8 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from grounding._checks import check_energy, check_nonnegative_scalar
-from grounding.evidence import EvidenceState, EvidenceStatus, Triple
+from grounding.evidence import EvidenceState, EvidenceStatus
+from grounding.graph import Triple
 
 __all__ = [
     "Action",
@@ -21,6 +22,7 @@ __all__ = [
     "status_energy",
     "selective_rule",
     "decide",
+    "decide_action",
     "IsotonicCalibrator",
 ]
 
@@ -114,33 +116,73 @@ def selective_rule(scores: ArrayLike, theta: ArrayLike) -> tuple[jax.Array, jax.
     return jnp.max(s, axis=-1) >= theta, jnp.argmax(s, axis=-1)  # Eq. (22)
 
 
+def decide_action(
+    log_posterior: ArrayLike,
+    status: ArrayLike,
+    margin_threshold: ArrayLike = 0.0,
+    theta: ArrayLike | None = None,
+) -> jax.Array:
+    r"""Abstention-consistent decision (Axiom 8) as an :class:`Action` code (``jit``/``vmap``-able).
+
+        With :math:`\hat
+    ho` the posterior's best candidate (first on ties):
+
+        - :math:`\hat
+    ho` contradicted ⇒ ABSTAIN;
+        - :math:`\hat
+    ho` unsupported or out of schema ⇒ RETRIEVE (absence is not falsity: look again);
+        - log-posterior margin between :math:`\hat
+    ho` and the runner-up below ``margin_threshold``
+          ⇒ VERIFY;
+        - posterior mass of :math:`\hat
+    ho` below ``theta`` (Eq. (22)) ⇒ ABSTAIN;
+        - otherwise ANSWER.
+
+        Args:
+            log_posterior: ``[n]`` log posterior over candidates.
+            status: ``[n]`` :class:`~grounding.EvidenceStatus` codes.
+            margin_threshold: declared margin (``0``: never VERIFY).
+            theta: selective threshold of Eq. (22) (``None``: none).
+
+        Example:
+            >>> import jax.numpy as jnp
+            >>> Action(int(decide_action(jnp.log(jnp.array([0.7, 0.3])), jnp.array([0, 2]))))
+            <Action.ANSWER: 0>
+    """
+    lp = jnp.asarray(log_posterior)
+    st = jnp.asarray(status)
+    top, order = jax.lax.top_k(lp, min(2, lp.shape[-1]))  # ties: lower index first
+    best = order[0]
+    margin = top[0] - top[1] if lp.shape[-1] > 1 else jnp.inf
+    s = st[best]
+    low_mass = False if theta is None else jnp.exp(top[0]) < theta
+    return jnp.select(
+        [
+            s == int(EvidenceStatus.CONTRADICTED),
+            (s == int(EvidenceStatus.UNSUPPORTED)) | (s == int(EvidenceStatus.OUT_OF_SCHEMA)),
+            margin < margin_threshold,
+            low_mass,
+        ],
+        [int(Action.ABSTAIN), int(Action.RETRIEVE), int(Action.VERIFY), int(Action.ABSTAIN)],
+        int(Action.ANSWER),
+    )
+
+
 def decide(
     log_posterior: ArrayLike,
     status: ArrayLike,
     margin_threshold: float = 0.0,
     theta: float | None = None,
 ) -> Action:
-    r"""Abstention-consistent decision (Axiom 8).
-
-    - best candidate contradicted ⇒ ABSTAIN;
-    - best candidate unsupported or out of schema ⇒ RETRIEVE (absence is not falsity: look again);
-    - log-posterior margin between best and runner-up below ``margin_threshold`` ⇒ VERIFY;
-    - posterior mass of the best below ``theta`` (Eq. (22)) ⇒ ABSTAIN;
-    - otherwise ANSWER.
-    """
+    """Abstention-consistent decision (Axiom 8) for one candidate set, as an :class:`Action`;
+    the rule is :func:`decide_action`'s."""
     lp = np.asarray(log_posterior, dtype=float)
+    if lp.ndim != 1 or lp.size == 0:
+        raise ValueError(f"log_posterior must be a non-empty 1-D array, got shape {lp.shape}")
     st = np.asarray(status)
-    order = np.argsort(-lp, kind="stable")
-    best = int(order[0])
-    if st[best] == EvidenceStatus.CONTRADICTED:
-        return Action.ABSTAIN
-    if st[best] in (EvidenceStatus.UNSUPPORTED, EvidenceStatus.OUT_OF_SCHEMA):
-        return Action.RETRIEVE
-    if lp.size > 1 and lp[best] - lp[int(order[1])] < margin_threshold:
-        return Action.VERIFY
-    if theta is not None and np.exp(lp[best]) < theta:
-        return Action.ABSTAIN
-    return Action.ANSWER
+    if st.shape != lp.shape:
+        raise ValueError(f"status {st.shape} and log_posterior {lp.shape} differ in shape")
+    return Action(int(decide_action(lp, st, margin_threshold, theta)))
 
 
 @dataclasses.dataclass

@@ -13,6 +13,7 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from grounding._checks import (
+    as_float_array,
     check_broadcastable,
     check_energy,
     check_log_prob,
@@ -33,6 +34,7 @@ __all__ = [
     "map_index",
     "tv_distance",
     "expected_energy",
+    "log_normalize",
 ]
 
 
@@ -230,3 +232,22 @@ def tv_distance(log_p: ArrayLike, log_q: ArrayLike) -> jax.Array:
     p = jnp.exp(log_p)
     q = jnp.exp(log_q)
     return jnp.sum(jnp.maximum(p - q, 0.0), axis=-1)
+
+
+def log_normalize(log_weights: ArrayLike) -> jax.Array:
+    r"""Normalise log-weights over the last axis: :math:`\log w_i - \log\sum_j w_j` (a log-prior
+    from logits, Eq. (1)). An all ``-inf`` row is an error eagerly (it has no normalisation).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> [round(float(v), 6) for v in jnp.exp(log_normalize(jnp.array([0.0, jnp.log(3.0)])))]
+        [0.25, 0.75]
+    """
+    lw = as_float_array(log_weights, "log_weights", min_ndim=1)
+    if is_concrete(lw):
+        a = np.asarray(lw)
+        if np.isnan(a).any() or (a == np.inf).any():
+            raise ValueError("log_weights contains NaN or +inf")
+        if (a == -np.inf).all(axis=-1).any():
+            raise ValueError("log_weights has a row with no mass (all -inf): it cannot be normalised")
+    return normalize_log(lw)

@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from grounding.evidence import EvidenceState, Triple, TypedGraph
+from grounding.evidence import EvidenceState
+from grounding.graph import Triple, TypedGraph
 
 __all__ = [
     "HidingObservation",

@@ -13,8 +13,8 @@ from grounding.datasets import (
     load_triples,
     lou_seal,
     lou_seal_evidence,
-    lou_seal_example,
 )
+from grounding.examples import lou_seal_example
 from grounding.worlds import hard_rule_requirements, truth
 
 GOOD = "# a comment\n\nlou_seal\tmascot_of\tgiants\t0.9\ngiants\tlocated_in\tsf\n"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import jax.numpy as jnp
 import numpy as np
 
 from experiments import _kg_problem as kp
@@ -28,7 +29,7 @@ def test_build_candidates_prior_and_support_energies_on_nations():
     assert np.all(p.claim >= 0) and np.all(p.support >= 0)
     # best-path support (Eq. (11), <= 2 hops) against a brute-force min over 1- and 2-hop paths
     R = kg.train
-    cost = kp.edge_costs(main, R)
+    cost = np.asarray(main.energy(jnp.asarray(R)), np.float64)  # Eq. (8), w = 1
     n = kg.n_entities
     d1 = np.full((n, n), np.inf)
     np.minimum.at(d1, (R[:, 0], R[:, 2]), cost)

@@ -50,8 +50,8 @@ def test_shipped_data_loads(real):
         assert b.graph.n_nodes == 30 and b.graph.n_edges == 60
         assert b.graph.relations == ("related_to",)
         for q in b.queries:
-            assert q.anchor is not None and b.graph.has(q.anchor)
-            assert q.relevant and all(b.graph.has(r) for r in q.relevant)
+            assert q.anchor is not None and b.graph.has_entity(q.anchor)
+            assert q.relevant and all(b.graph.has_entity(r) for r in q.relevant)
             assert q.text and q.id.startswith(domain)
     assert sum(len(b.queries) for b in real.values()) == 30
     assert len(real["tech"].queries) == 20
@@ -64,7 +64,7 @@ def test_shipped_multigraph_quirks_are_kept(real):
     tech, bio = real["tech"].graph, real["bio"].graph
     assert len(set(zip(tech.head.tolist(), tech.tail.tolist()))) == 52  # 52 distinct of 60
     loops = np.flatnonzero(bio.head == bio.tail)
-    assert len(loops) == 1 and bio.ids[bio.head[loops[0]]] == "bio_node_029"
+    assert len(loops) == 1 and bio.entities[bio.head[loops[0]]] == "bio_node_029"
     assert sum(int((b.graph.head == b.graph.tail).sum()) for b in real.values()) == 1
 
 
@@ -130,7 +130,7 @@ def _edit(root: Path, name: str, fn) -> Path:
 def test_tiny_valid_copy_loads(tmp_path):
     _tiny(tmp_path)
     b = load_pathrag6("tech", root=tmp_path)["tech"]
-    assert b.graph.ids == ("n0", "n1", "n2") and b.graph.n_edges == 2
+    assert b.graph.entities == ("n0", "n1", "n2") and b.graph.n_edges == 2
     assert [q.anchor for q in b.queries] == ["n0", None]
     assert b.queries[1].relevant == ("n2", "n0")
 
@@ -233,9 +233,9 @@ def test_reconstruction_shape_and_labels():
         g = b.graph
         assert g.n_nodes == 30 and g.n_edges == 60 and len(b.queries) == 20
         assert not np.any(g.head == g.tail)
-        assert all(t for t in g.texts) and len({q.id for q in b.queries}) == 20
+        assert all(t for t in g.node_texts) and len({q.id for q in b.queries}) == 20
         for q in b.queries:
-            assert q.anchor in q.relevant and all(g.has(r) for r in q.relevant)
+            assert q.anchor in q.relevant and all(g.has_entity(r) for r in q.relevant)
 
 
 def test_reconstruction_relevant_nodes_are_one_topic():
@@ -247,18 +247,19 @@ def test_reconstruction_relevant_nodes_are_one_topic():
         for q in b.queries:
             shared = set(names)
             for r in q.relevant:
-                shared &= {n for n in names if n in b.graph.texts[b.graph.index(r)]}
+                shared &= {n for n in names if n in b.graph.node_texts[b.graph.entity_index(r)]}
             assert shared, q  # every relevant node names the query's topic
-            others = set(b.graph.ids) - set(q.relevant)
+            others = set(b.graph.entities) - set(q.relevant)
             assert not any(
-                shared <= {n for n in names if n in b.graph.texts[b.graph.index(v)]} for v in others
+                shared <= {n for n in names if n in b.graph.node_texts[b.graph.entity_index(v)]}
+                for v in others
             )
 
 
 def test_reconstruction_is_deterministic_given_the_seed():
     a, b, c = generate_pathrag6(seed=7), generate_pathrag6(seed=7), generate_pathrag6(seed=8)
     for d in PATHRAG6_DOMAINS:
-        assert a[d].graph.texts == b[d].graph.texts and a[d].queries == b[d].queries
+        assert a[d].graph.node_texts == b[d].graph.node_texts and a[d].queries == b[d].queries
         assert np.array_equal(a[d].graph.head, b[d].graph.head)
         assert np.array_equal(a[d].graph.tail, b[d].graph.tail)
     assert any(
@@ -275,8 +276,8 @@ def test_reconstruction_sizes_and_reachability_like_the_real_data():
     reach = []
     for b in generate_pathrag6(seed=0).values():
         for q in b.queries:
-            r = set(b.graph.reachable(b.graph.index(q.anchor)).tolist())
-            reach += [b.graph.index(v) in r for v in q.relevant]
+            r = set(b.graph.reachable(b.graph.entity_index(q.anchor)).tolist())
+            reach += [b.graph.entity_index(v) in r for v in q.relevant]
     assert 0.4 < np.mean(reach) < 0.75
     with pytest.raises(ValueError, match="n_nodes"):
         generate_pathrag6(n_nodes=0)
@@ -292,7 +293,7 @@ def test_kg_retrieval_benchmark_on_nations():
     b = kg_retrieval_benchmark("nations", "test")
     assert b.name == "nations:test" and "real" in b.source
     g = b.graph
-    assert g.ids == kg.entities and g.n_edges == len(kg.train)
+    assert g.entities == kg.entities and g.n_edges == len(kg.train)
     train = {tuple(map(int, t)) for t in kg.train}
     world = {tuple(map(int, t)) for t in kg.all_triples()}
     ent = {e: i for i, e in enumerate(kg.entities)}

@@ -27,6 +27,8 @@ from scipy.sparse.csgraph import shortest_path
 
 import grounding as g
 from grounding import semiring
+from grounding.semiring import recursion
+from grounding.semiring.kernels import SegmentEdges
 from grounding.testing.strategies import seeds, typed_graphs, weighted_digraphs
 
 taus = st.one_of(st.just(0.0), st.floats(0.05, 5.0))
@@ -134,14 +136,16 @@ def test_eq13_exact_hop_fields_equal_enumeration(gr, k, tau, prior, sources):
         assert_energies_equal(got[hop - 1], oracle_field(gr, sources, [hop], tau, prior))
 
 
-@settings(max_examples=12)  # each example compiles an ELL hop (~2.5 s); see _ELL_MIN_EDGES
+@settings(max_examples=12)  # each example compiles an ELL hop (~2.5 s); see ELL_MIN_EDGES
 @given(weighted_digraphs(e_max=40), st.integers(1, 3), taus, st.booleans(), sources_of)
 def test_segment_fallback_equals_ell_layout(gr, k, tau, prior, sources):
     """The traced-edge path (segment reductions) and the ELL index compute the same field."""
     sources = np.asarray(_clip(sources, gr.n_nodes), np.int32)
-    args = (gr.n_nodes, gr.cost, sources, k, tau, gr.log_prior if prior else None, None, False)
-    ell = semiring._fields(semiring.EdgeIndex.from_edges(gr.head, gr.tail, gr.n_nodes), *args)
-    seg = semiring._fields((jnp.asarray(gr.head), jnp.asarray(gr.tail)), *args)
+    args = (gr.cost, sources, k, tau, gr.log_prior if prior else None, None, False)
+    ell = recursion.fields(semiring.EdgeIndex.from_edges(gr.head, gr.tail, gr.n_nodes), *args)
+    seg = recursion.fields(
+        SegmentEdges(jnp.asarray(gr.head), jnp.asarray(gr.tail), gr.n_nodes), *args
+    )
     assert_energies_equal(seg, ell)
 
 

@@ -1,5 +1,10 @@
-"""Datasets: the Lou Seal running example, real benchmark knowledge graphs, a TSV loader, and
-retrieval benchmarks (PathRAG-6, its reconstruction, anchored retrieval on knowledge graphs)."""
+"""Datasets (leaves: they import only the loaders here and the data types
+:mod:`grounding.graph`, :mod:`grounding.evidence`, :mod:`grounding.query`): the Lou Seal
+running example's data, real benchmark knowledge graphs, a TSV loader, and retrieval
+benchmarks (PathRAG-6, its reconstruction, anchored retrieval on knowledge graphs)."""
+
+import importlib as _importlib
+import warnings as _warnings
 
 from grounding.datasets import kg as _kg
 from grounding.datasets import kgqa as _kgqa
@@ -22,3 +27,28 @@ __all__ = [
     *_pathrag6_reconstruction.__all__,
     *_kgqa.__all__,
 ]
+
+#: Names that moved out of the datasets (they build on the core): ``old -> (module, new)``.
+#: Each resolves with a DeprecationWarning for one release. The modules are imported by name
+#: when such a name is used, so the datasets never import the core themselves.
+_MOVED = {
+    "lou_seal_example": ("grounding.examples", "lou_seal_example"),
+    "LouSealExample": ("grounding.examples", "LouSealExample"),
+    "CANDIDATES": ("grounding.examples", "CANDIDATES"),
+    "ClaimChain": ("grounding.examples", "legacy_claim_chain"),
+    "Grounded": ("grounding.result", "GroundingResult"),
+    "fit_translation_embeddings": ("grounding.learn.fit", "fit_translation_embeddings"),
+}
+
+
+def __getattr__(name: str):
+    if name in _MOVED:
+        module, new = _MOVED[name]
+        _warnings.warn(
+            f"grounding.datasets.{name} is deprecated and will be removed in the next release; "
+            f"use {module}.{new}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(_importlib.import_module(module), new)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

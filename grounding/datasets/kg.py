@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from grounding.datasets.tsv import read_triples
-from grounding.evidence import Triple, TypedGraph
+from grounding.graph import Triple, TypedGraph
 
 __all__ = ["KGSplits", "KG_DATASETS", "load_kg", "load_kg_splits"]
 

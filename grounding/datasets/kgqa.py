@@ -10,6 +10,7 @@ import numpy as np
 
 from grounding.datasets.kg import load_kg
 from grounding.datasets.pathrag6 import RetrievalBenchmark
+from grounding.query import Query
 
 __all__ = ["kg_retrieval_benchmark"]
 
@@ -31,7 +32,7 @@ def kg_retrieval_benchmark(
     that order). Ids are ``"<name>:<split>:<i>"``.
 
     Some relevant nodes are truly unreachable from the anchor in the observed graph. On UMLS,
-    test split (measured with :meth:`TextGraph.reachable`): 362 queries, 1,103 relevant
+    test split (measured with :meth:`grounding.TypedGraph.reachable`): 362 queries, 1,103 relevant
     (query, node) pairs (3.05 per query); 47.4% of the pairs (523) are unreachable within 1
     hop (for 140 queries no relevant node is), 1.1% (12) within 2 hops and 0.09% (1 pair:
     ``classification isa -> intellectual_product``) at any depth. Valid split: 46.7%, 1.3%,
@@ -48,14 +49,13 @@ def kg_retrieval_benchmark(
         >>> len(b.queries), b.queries[0].id, b.graph.n_nodes
         (5, 'nations:test:0', 14)
     """
-    from grounding.retrieval.graph import Query, TextGraph
 
     if split not in ("valid", "test"):
         raise ValueError(f"split must be 'valid' or 'test', got {split!r}")
     if max_queries is not None and max_queries < 0:
         raise ValueError(f"max_queries must be >= 0 or None, got {max_queries!r}")
     kg = load_kg(name)
-    graph = TextGraph.from_typed_graph(kg.graph("train"))
+    graph = kg.graph("train")  # node texts: the names with "_" read as a space
     train = {(int(h), int(r), int(t)) for h, r, t in kg.train}
     answers: dict[tuple[int, int], set[int]] = {}
     for h, r, t in kg.all_triples():

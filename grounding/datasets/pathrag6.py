@@ -1,6 +1,6 @@
 r"""PathRAG-6, the benchmark of the Path-Constrained Retrieval paper, and retrieval benchmarks.
 
-Three sources of :class:`RetrievalBenchmark` (a :class:`~grounding.retrieval.TextGraph`, its
+Three sources of :class:`RetrievalBenchmark` (a :class:`~grounding.TypedGraph` with node texts, its
 queries with known relevant nodes, and a label saying where they come from):
 
 - :func:`load_pathrag6`: the **real** PathRAG-6 data released with the PCR paper, shipped in
@@ -49,10 +49,10 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from os import PathLike
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # imported lazily at run time: the retrieval layer is heavier than datasets
-    from grounding.retrieval.graph import Query, TextGraph
+from grounding.graph import TypedGraph
+from grounding.query import Query
 
 __all__ = [
     "PATHRAG6_DOMAINS",
@@ -79,7 +79,7 @@ class RetrievalBenchmark:
     """
 
     name: str
-    graph: TextGraph
+    graph: TypedGraph
     queries: tuple[Query, ...]
     source: str
 
@@ -153,8 +153,6 @@ def _get(f: _JsonFile, entry: Any, key: str, kind: str, i: int, types, **at) -> 
 
 
 def _load_domain(base: Path | Traversable, domain: str, qfile: _JsonFile, source: str):
-    from grounding.retrieval.graph import Query, TextGraph
-
     nfile = _JsonFile(base / domain / "nodes.json")
     efile = _JsonFile(base / domain / "edges.json")
     for f in (nfile, efile):
@@ -191,7 +189,7 @@ def _load_domain(base: Path | Traversable, domain: str, qfile: _JsonFile, source
                 "edge", i, f"weight {w!r}: an unweighted graph (weight 1.0) is expected"
             )
         edges.append((s, t))
-    graph = TextGraph.from_edges(ids, texts, edges)
+    graph = TypedGraph.from_edges(ids, edges, texts=texts)
 
     keys = [k for k, v in qfile.data.items() if isinstance(v, list)]
     if domain not in qfile.data:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from grounding.datasets.pathrag6 import PATHRAG6_DOMAINS, RetrievalBenchmark
+from grounding.graph import TypedGraph
+from grounding.query import Query
 
 __all__ = ["generate_pathrag6"]
 
@@ -189,7 +191,6 @@ def generate_pathrag6(
         >>> b.graph.n_nodes, b.graph.n_edges, len(b.queries), b.source
         (30, 60, 20, 'reconstruction (synthetic, seed=0)')
     """
-    from grounding.retrieval.graph import Query, TextGraph
 
     for arg, v, lo in (
         ("n_nodes", n_nodes, 1),
@@ -229,7 +230,7 @@ def generate_pathrag6(
             lo, hi = min(s, t), max(s, t)
             s, t = (hi, lo) if rng.random() < p_backward else (lo, hi)
             edges.append((ids[s], ids[t]))
-        graph = TextGraph.from_edges(ids, texts, edges)
+        graph = TypedGraph.from_edges(ids, edges, texts=texts)
         used = [k for k in range(len(topics)) if len(members[k])]
         queries = []
         for j in range(n_queries):

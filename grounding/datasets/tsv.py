@@ -8,7 +8,7 @@ from importlib.resources.abc import Traversable
 from os import PathLike
 from pathlib import Path
 
-from grounding.evidence import Triple, TypedGraph
+from grounding.graph import Triple, TypedGraph
 
 __all__ = ["load_triples", "read_triples"]
 

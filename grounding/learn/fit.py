@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grounding.evidence import TypedGraph
+from grounding.graph import TypedGraph
 
 __all__ = ["fit_translation_embeddings"]
 

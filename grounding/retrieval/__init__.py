@@ -1,16 +1,53 @@
-"""Retrieval layer: retrievers that turn a query into ranked nodes and an evidence state.
+"""Retrieval layer: retrievers that turn a query into ranked nodes (or triples) and an
+:class:`~grounding.EvidenceState` for :func:`grounding.ground`.
 
-Path-Constrained Retrieval (hard and soft), the PCR paper's baselines, text encoders and
-BM25, and the paper's metrics. See :mod:`grounding.retrieval.retrievers`.
+- :mod:`~grounding.retrieval.base`: :class:`Query`, :class:`Retrieval`, the
+  :class:`Retriever` protocol, :class:`TextIndex`, the base classes — where a new retriever
+  starts;
+- :mod:`~grounding.retrieval.pcr`: Path-Constrained Retrieval, hard (:class:`PCR`) and soft
+  (:class:`SoftPCR`, through :func:`grounding.ground`);
+- :mod:`~grounding.retrieval.baselines`: vector, BM25 and hybrid baselines;
+- :mod:`~grounding.retrieval.plan`: :class:`Plan`, sub-question DAGs for planners;
+- :mod:`~grounding.retrieval.metrics`: the PCR paper's metrics and :func:`evaluate_retrieval`;
+- :mod:`~grounding.retrieval.text`: encoders (offline hashing, optional MiniLM), cache, BM25.
 """
 
-from grounding.retrieval import graph as _graph
-from grounding.retrieval import metrics as _metrics
-from grounding.retrieval import retrievers as _retrievers
-from grounding.retrieval import text as _text
-from grounding.retrieval.graph import *  # noqa: F403  (names listed once, in each module's __all__)
-from grounding.retrieval.metrics import *  # noqa: F403
-from grounding.retrieval.retrievers import *  # noqa: F403
-from grounding.retrieval.text import *  # noqa: F403
+import warnings as _warnings
 
-__all__ = [*_graph.__all__, *_text.__all__, *_retrievers.__all__, *_metrics.__all__]
+from grounding.retrieval import _deprecated
+from grounding.retrieval import base as _base
+from grounding.retrieval import baselines as _baselines
+from grounding.retrieval import metrics as _metrics
+from grounding.retrieval import pcr as _pcr
+from grounding.retrieval import plan as _plan
+from grounding.retrieval import text as _text
+from grounding.retrieval.base import *  # noqa: F403  (names listed once, in each module's __all__)
+from grounding.retrieval.baselines import *  # noqa: F403
+from grounding.retrieval.metrics import *  # noqa: F403
+from grounding.retrieval.pcr import *  # noqa: F403
+from grounding.retrieval.plan import *  # noqa: F403
+from grounding.retrieval.text import *  # noqa: F403
+from grounding.semiring import UNREACHABLE  # noqa: F401  (the engine's one constant)
+
+__all__ = [
+    *_base.__all__,
+    *_pcr.__all__,
+    *_baselines.__all__,
+    *_plan.__all__,
+    *_metrics.__all__,
+    *_text.__all__,
+]
+
+
+def __getattr__(name: str):
+    if name == "TextGraph":  # warns when used
+        return _deprecated.TextGraph
+    if name == "evaluate":
+        _warnings.warn(
+            "grounding.retrieval.evaluate is deprecated and will be removed in the next "
+            "release; use evaluate_retrieval",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return _metrics.evaluate_retrieval
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,24 +15,26 @@ unreachable):
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Collection, Sequence
 
 import numpy as np
 
-from grounding.retrieval.graph import Query, TextGraph
-from grounding.retrieval.retrievers import _check_k
+from grounding.graph import TypedGraph
+from grounding.retrieval.base import Query, check_k
+from grounding.semiring import UNREACHABLE
 
 __all__ = [
     "relevance_at_k",
     "recall_at_k",
     "structural_consistency",
     "distance_penalty",
-    "evaluate",
+    "evaluate_retrieval",
 ]
 
 
 def _hits(retrieved: Sequence[int], relevant: Collection[int], k: int) -> int:
-    k = _check_k(k)
+    k = check_k(k)
     if len(relevant) == 0:
         raise ValueError("the query has no relevant nodes; relevance is undefined")
     rel = set(int(x) for x in relevant)  # duplicates count once (as in the paper's code)
@@ -90,32 +92,35 @@ def distance_penalty(
     return float(np.mean(np.where(d >= 0, per_hop * d, unreachable)))
 
 
-def evaluate(
-    retriever, graph: TextGraph, queries: Sequence[Query], k: int = 10, ks=(1, 5, 10)
+def evaluate_retrieval(
+    retriever, graph: TypedGraph, queries: Sequence[Query], k: int = 10, ks=(1, 5, 10)
 ) -> list[dict]:
     """Run ``retriever`` on every query and score it; one row (a dict) per query.
 
     Rows hold ``relevance@j`` for ``j`` in ``ks``, ``recall@k``, ``consistency``,
     ``distance`` (the penalty), ``latency_ms`` (wall time of the ``retrieve`` call; the
     first call, which may compile, is repeated once untimed beforehand), ``fallback``, and
-    ``n`` (number of nodes returned) and ``retrieved`` (their indices, best first). Consistency and distance use unlimited-depth reachability
-    from the anchor (as in the paper's code); queries without a known anchor count every
-    retrieved node as unreachable.
+    ``n`` (number of nodes returned) and ``retrieved`` (their indices, best first).
+    Consistency and distance use unlimited-depth reachability from the anchors (the nearest
+    one when there are several; as in the paper's code); queries without a known anchor count
+    every retrieved node as unreachable.
     """
     if not queries:
         raise ValueError("no queries to evaluate")
-    anchors = [graph.index(q.anchor) if graph.has(q.anchor) else -1 for q in queries]
-    known = sorted({a for a in anchors if a >= 0})
+    anchors = [
+        tuple(graph.entity_index(a) for a in q.anchors if graph.has_entity(a)) for q in queries
+    ]
+    known = sorted({a for qa in anchors for a in qa})
     table = dict(zip(known, graph.distances(known))) if known else {}
-    no_anchor = np.full(graph.n_nodes, -1)
+    no_anchor = np.full(graph.n_nodes, UNREACHABLE)
     retriever.retrieve(queries[0], k)  # warm-up (JIT compilation), not timed
     rows = []
-    for q, a in zip(queries, anchors):
+    for q, qa in zip(queries, anchors):
         t0 = time.perf_counter()
         res = retriever.retrieve(q, k)
         ms = 1e3 * (time.perf_counter() - t0)
-        rel = [graph.index(x) for x in q.relevant]
-        dist = table.get(a, no_anchor)
+        rel = [_node(graph, x) for x in q.relevant]
+        dist = _nearest([table[a] for a in qa]) if qa else no_anchor
         row = {"query": q.id, "retriever": retriever.name, "n": len(res.index)}
         for j in ks:
             row[f"relevance@{j}"] = relevance_at_k(res.index, rel, j)
@@ -127,3 +132,28 @@ def evaluate(
         row["retrieved"] = res.index.tolist()
         rows.append(row)
     return rows
+
+
+def _node(graph: TypedGraph, name: str) -> int:
+    if not graph.has_entity(name):
+        raise ValueError(f"unknown node {name!r} (the graph has {graph.n_nodes} nodes)")
+    return graph.entity_index(name)
+
+
+def _nearest(dists: list[np.ndarray]) -> np.ndarray:
+    """Hop distance to the nearest of several anchors (``UNREACHABLE`` if none reaches)."""
+    d = np.stack(dists).astype(float)
+    d = np.where(d >= 0, d, np.inf).min(axis=0)
+    return np.where(np.isfinite(d), d, UNREACHABLE).astype(np.int64)
+
+
+def __getattr__(name: str):
+    if name == "evaluate":  # renamed: learn has a link-prediction evaluation of its own
+        warnings.warn(
+            "grounding.retrieval.evaluate is deprecated and will be removed in the next "
+            "release; use evaluate_retrieval",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return evaluate_retrieval
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -29,7 +29,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import scipy.sparse as sp
 
-from grounding._io import atomic_write_bytes
+from grounding.io import atomic_write_bytes
 
 __all__ = [
     "tokenize",

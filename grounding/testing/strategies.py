@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 from hypothesis import strategies as st
 
-from grounding.evidence import TypedGraph
+from grounding.graph import TypedGraph
 
 __all__ = [
     "seeds",

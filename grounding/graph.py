@@ -1,0 +1,337 @@
+r"""The graph type: :class:`TypedGraph`, a typed directed multigraph with reliabilities.
+
+It is the retrieved snapshot :math:`G_R = (\mathcal V_R, \mathcal R_R, \mathcal E_R)` of Sec. 3.2:
+integer arrays ``head``, ``relation``, ``tail`` and edge reliabilities :math:`w_e \in (0, 1]`
+(Eq. (8)), with entity names, relation names and optional node texts as static metadata. It is
+the one graph type of the package: the core grounds against it and the retrievers search it
+(reachability and hop distances come from the path engine, :mod:`grounding.semiring`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import networkx as nx
+import numpy as np
+
+from grounding._checks import check_reliability
+from grounding.semiring import EdgeIndex, Reachability
+
+__all__ = ["TypedGraph", "Triple"]
+
+Triple = tuple[str, str, str]
+
+
+def _index(names: Sequence[str]) -> dict[str, int]:
+    return {n: i for i, n in enumerate(names)}
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class TypedGraph:
+    r"""Typed directed multigraph with edge reliabilities (a pytree).
+
+    Attributes:
+        head, relation, tail: ``[n_edges]`` int32 indices into ``entities`` / ``relations``.
+        reliability: ``[n_edges]`` edge reliabilities :math:`w_e \in (0, 1]` (Eq. (8)).
+        entities: entity names (static); ``len(entities)`` is the number of nodes.
+        relations: relation names (static), the schema :math:`\mathcal R_R`.
+        texts: optional node texts (static; what text retrievers embed and index), one per
+            entity, or ``()``: then :attr:`node_texts` reads the names with ``_`` as a space.
+
+    Parallel edges and self-loops are allowed (a multigraph); direction matters. The same type
+    serves the core (energies, paths) and the retrievers (reachability, node texts).
+
+    Example:
+        >>> g = TypedGraph.from_triples([("lou_seal", "mascot_of", "giants")])
+        >>> g.n_nodes, g.n_edges, g.relations
+        (2, 1, ('mascot_of',))
+    """
+
+    head: jax.Array
+    relation: jax.Array
+    tail: jax.Array
+    reliability: jax.Array
+    entities: tuple[str, ...] = dataclasses.field(metadata=dict(static=True), default=())
+    relations: tuple[str, ...] = dataclasses.field(metadata=dict(static=True), default=())
+    texts: tuple[str, ...] = dataclasses.field(metadata=dict(static=True), default=())
+
+    def __post_init__(self) -> None:
+        shapes = {jnp.shape(a) for a in (self.head, self.relation, self.tail, self.reliability)}
+        if len(shapes) != 1 or len(next(iter(shapes))) != 1:
+            raise ValueError(
+                "head, relation, tail and reliability must be 1-D arrays of one length, got "
+                f"shapes {[jnp.shape(a) for a in (self.head, self.relation, self.tail)]} and "
+                f"{jnp.shape(self.reliability)}"
+            )
+        if isinstance(self.head, jax.core.Tracer):
+            return
+        for name, arr, bound in (
+            ("head", self.head, len(self.entities)),
+            ("tail", self.tail, len(self.entities)),
+            ("relation", self.relation, len(self.relations)),
+        ):
+            a = np.asarray(arr)
+            if a.size and (a.min() < 0 or a.max() >= bound):
+                raise ValueError(
+                    f"{name} indices must lie in [0, {bound}), got [{a.min()}, {a.max()}]"
+                )
+        check_reliability(self.reliability, "reliability")
+        if len(set(self.entities)) != len(self.entities):
+            raise ValueError("entities contains duplicate names")
+        if len(set(self.relations)) != len(self.relations):
+            raise ValueError("relations contains duplicate names")
+        if self.texts:
+            if len(self.texts) != len(self.entities):
+                raise ValueError(f"{len(self.entities)} entities but {len(self.texts)} texts")
+            if not all(isinstance(t, str) for t in self.texts):
+                raise TypeError("node texts must be str")
+
+    # ---------------------------------------------------------------- construction
+    @classmethod
+    def from_triples(
+        cls,
+        triples: Iterable[Triple],
+        reliability: Sequence[float] | None = None,
+        *,
+        entities: Sequence[str] | None = None,
+        relations: Sequence[str] | None = None,
+        texts: Sequence[str] | None = None,
+    ) -> TypedGraph:
+        """Build from ``(head, relation, tail)`` name triples.
+
+        Args:
+            triples: iterable of name triples.
+            reliability: optional per-triple reliabilities in ``(0, 1]`` (default 1).
+            entities, relations: optional fixed vocabularies (e.g. to share indices across
+                evidence states, or to keep isolated nodes); names not in a given vocabulary
+                raise ``ValueError``. Without them, names are indexed in order of first
+                appearance.
+            texts: optional node texts, one per entity (requires ``entities``).
+
+        Example:
+            >>> g = TypedGraph.from_triples([("a", "r", "b")], entities=["a", "b", "c"],
+            ...                             texts=["A.", "B.", "C."])
+            >>> g.n_nodes, g.node_texts, g.reachable(0).tolist()
+            (3, ('A.', 'B.', 'C.'), [0, 1])
+        """
+        triples = [tuple(t) for t in triples]
+        for i, t in enumerate(triples):
+            if len(t) != 3 or not all(isinstance(x, str) for x in t):
+                raise ValueError(f"triples[{i}] must be a (head, relation, tail) of strings: {t!r}")
+        if texts is not None and entities is None:
+            raise ValueError("texts needs the entities they belong to (pass entities=)")
+        # dicts keep first-appearance order: linear in the number of triples
+        ents = list(entities) if entities is not None else []
+        rels = list(relations) if relations is not None else []
+        if entities is None:
+            ents = list(dict.fromkeys(x for h, _, t in triples for x in (h, t)))
+        if relations is None:
+            rels = list(dict.fromkeys(r for _, r, _ in triples))
+        e_ix, r_ix = _index(ents), _index(rels)
+        for i, (h, r, t) in enumerate(triples):
+            for kind, name, ix in (("entity", h, e_ix), ("relation", r, r_ix), ("entity", t, e_ix)):
+                if name not in ix:
+                    raise ValueError(f"triples[{i}]: unknown {kind} {name!r}")
+        if reliability is None:
+            rel_arr = np.ones(len(triples))
+        else:
+            rel_arr = np.asarray(reliability, dtype=float)
+            if rel_arr.shape != (len(triples),):
+                raise ValueError(
+                    f"reliability must have one value per triple ({len(triples)}), got shape "
+                    f"{rel_arr.shape}"
+                )
+        return cls(
+            head=jnp.asarray([e_ix[h] for h, _, _ in triples], dtype=jnp.int32),
+            relation=jnp.asarray([r_ix[r] for _, r, _ in triples], dtype=jnp.int32),
+            tail=jnp.asarray([e_ix[t] for _, _, t in triples], dtype=jnp.int32),
+            reliability=jnp.asarray(rel_arr),
+            entities=tuple(ents),
+            relations=tuple(rels),
+            texts=tuple(texts) if texts is not None else (),
+        )
+
+    @classmethod
+    def from_edges(
+        cls,
+        entities: Sequence[str],
+        edges: Iterable[tuple[str, str] | Triple],
+        *,
+        texts: Sequence[str] | None = None,
+        relations: Sequence[str] | None = None,
+        default_relation: str = "related_to",
+    ) -> TypedGraph:
+        """Build over a fixed node list from ``(source, target)`` pairs (relation
+        ``default_relation``) or ``(source, relation, target)`` triples; errors name the edge.
+
+        Example:
+            >>> g = TypedGraph.from_edges(["a", "b"], [("a", "b")], texts=["A.", "B."])
+            >>> g.triples(), g.texts
+            ([('a', 'related_to', 'b')], ('A.', 'B.'))
+        """
+        entities = tuple(entities)
+        if not entities:
+            raise ValueError("the graph has no nodes")
+        known = set(entities)
+        triples = []
+        for j, e in enumerate(edges):
+            e = tuple(e)
+            if len(e) not in (2, 3):
+                raise ValueError(f"edge {j} ({e!r}) must be (source, target) or a triple")
+            t = (e[0], default_relation, e[1]) if len(e) == 2 else e
+            for end in (t[0], t[2]):
+                if end not in known:
+                    raise ValueError(f"edge {j} ({e!r}) names an unknown node {end!r}")
+            triples.append(t)
+        rels = relations if relations is not None else list(dict.fromkeys(r for _, r, _ in triples))
+        return cls.from_triples(
+            triples, entities=entities, relations=tuple(rels) or (default_relation,), texts=texts
+        )
+
+    # ---------------------------------------------------------------- views
+    @property
+    def n_nodes(self) -> int:
+        return len(self.entities)
+
+    @property
+    def n_edges(self) -> int:
+        return int(jnp.shape(self.head)[0])
+
+    def edge_index(self) -> EdgeIndex:
+        """The incoming-edge layout (:class:`grounding.semiring.EdgeIndex`) of this graph, for
+        repeated energy fields, edge usages and hop distances without rebuilding it.
+
+        Needs concrete edge arrays (build it outside ``jit`` and pass it in as an argument).
+        """
+        return EdgeIndex.from_edges(self.head, self.tail, self.n_nodes)
+
+    @property
+    def node_texts(self) -> tuple[str, ...]:
+        """:attr:`texts`, or the entity names with ``_`` read as a space when none are given
+        (so ``amino_acid`` embeds as ``amino acid``)."""
+        return self.texts or tuple(n.replace("_", " ") for n in self.entities)
+
+    @functools.cached_property
+    def _entity_ix(self) -> dict[str, int]:
+        return _index(self.entities)
+
+    @functools.cached_property
+    def _relation_ix(self) -> dict[str, int]:
+        return _index(self.relations)
+
+    def entity_index(self, name: str) -> int:
+        """Index of entity ``name``; ``KeyError`` naming it if it is not in the graph."""
+        try:
+            return self._entity_ix[name]
+        except (KeyError, TypeError):
+            raise KeyError(f"unknown entity {name!r} (the graph has {self.n_nodes})") from None
+
+    def relation_index(self, name: str) -> int:
+        """Index of relation ``name``; ``KeyError`` naming it if it is not in the schema."""
+        try:
+            return self._relation_ix[name]
+        except (KeyError, TypeError):
+            raise KeyError(f"unknown relation {name!r}") from None
+
+    def has_entity(self, name: object) -> bool:
+        """Whether ``name`` is an entity of this graph (``None`` and non-strings: no)."""
+        return isinstance(name, str) and name in self._entity_ix
+
+    # ---------------------------------------------------------------- reachability
+    @functools.cached_property
+    def _reach(self) -> Reachability:
+        return Reachability(self.head, self.tail, self.n_nodes)
+
+    def reachable(
+        self, anchors: int | Sequence[int] | np.ndarray, max_hops: int | None = None
+    ) -> np.ndarray:
+        """Sorted node indices reachable from any of ``anchors`` (indices, themselves
+        included) within ``max_hops`` edges (``None``: any number); see
+        :class:`grounding.semiring.Reachability`, memoised per graph."""
+        return self._reach.reachable(anchors, max_hops)
+
+    def distances(
+        self, anchors: int | Sequence[int] | np.ndarray, max_hops: int | None = None
+    ) -> np.ndarray:
+        """``[A, N]`` directed hop distances from each anchor index
+        (:data:`grounding.semiring.UNREACHABLE` when not reached within ``max_hops``)."""
+        return self._reach.distances(anchors, max_hops)
+
+    def triples(self) -> list[Triple]:
+        """The edges as name triples, in edge order."""
+        h, r, t = (np.asarray(a) for a in (self.head, self.relation, self.tail))
+        return [(self.entities[a], self.relations[b], self.entities[c]) for a, b, c in zip(h, r, t)]
+
+    def has_triple(self, triple: Triple) -> bool:
+        return tuple(triple) in set(self.triples())
+
+    def edge_mask(self, triples: Iterable[Triple]) -> np.ndarray:
+        """Boolean mask over edges selecting the given triples (all parallel copies)."""
+        wanted = {tuple(t) for t in triples}
+        return np.array([t in wanted for t in self.triples()], dtype=bool)
+
+    def subgraph(self, keep: np.ndarray) -> TypedGraph:
+        """The same vocabulary with only the edges where ``keep`` is true."""
+        keep = np.asarray(keep, dtype=bool)
+        if keep.shape != (self.n_edges,):
+            raise ValueError(f"keep must have shape ({self.n_edges},), got {keep.shape}")
+        # NumPy indexing then one transfer per array: cheap inside Monte-Carlo loops
+        return dataclasses.replace(
+            self,
+            head=jnp.asarray(np.asarray(self.head)[keep]),
+            relation=jnp.asarray(np.asarray(self.relation)[keep]),
+            tail=jnp.asarray(np.asarray(self.tail)[keep]),
+            reliability=jnp.asarray(np.asarray(self.reliability)[keep]),
+        )
+
+    def add_triples(self, triples: Iterable[Triple], reliability: float = 1.0) -> TypedGraph:
+        """A new graph with extra edges over the same vocabulary (names must exist)."""
+        extra = TypedGraph.from_triples(
+            list(triples), None, entities=self.entities, relations=self.relations
+        )
+        return dataclasses.replace(
+            self,
+            head=jnp.concatenate([self.head, extra.head]),
+            relation=jnp.concatenate([self.relation, extra.relation]),
+            tail=jnp.concatenate([self.tail, extra.tail]),
+            reliability=jnp.concatenate(
+                [self.reliability, jnp.full(extra.n_edges, reliability, self.reliability.dtype)]
+            ),
+        )
+
+    # ---------------------------------------------------------------- NetworkX interop
+    def to_networkx(self) -> Any:
+        """A ``networkx.MultiDiGraph`` with ``relation`` and ``reliability`` edge attributes."""
+        g = nx.MultiDiGraph()
+        g.add_nodes_from(self.entities)
+        for (h, r, t), w in zip(self.triples(), np.asarray(self.reliability)):
+            g.add_edge(h, t, relation=r, reliability=float(w))
+        return g
+
+    @classmethod
+    def from_networkx(
+        cls,
+        g: Any,
+        relation_attr: str = "relation",
+        default_relation: str = "related_to",
+        reliability_attr: str = "reliability",
+    ) -> TypedGraph:
+        """From any NetworkX (multi)(di)graph; undirected edges become both ordered arcs."""
+        triples, rel = [], []
+        directed = g.is_directed()
+        for u, v, data in g.edges(data=True):
+            r = str(data.get(relation_attr, default_relation))
+            w = float(data.get(reliability_attr, 1.0))
+            arcs = [(u, v)] if directed else [(u, v), (v, u)]
+            for a, b in arcs:
+                triples.append((str(a), r, str(b)))
+                rel.append(w)
+        nodes = [str(n) for n in g.nodes]
+        relations = list(dict.fromkeys(t[1] for t in triples))
+        return cls.from_triples(triples, rel, entities=nodes, relations=relations)

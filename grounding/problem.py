@@ -1,0 +1,309 @@
+r"""What :func:`grounding.ground` grounds: a question's candidates and prior, and how evidence
+becomes costs.
+
+- :class:`ClaimChain`: a candidate trajectory written as a chain of claims
+  ``z_0 -r_1-> z_1 ... -r_T-> z_T`` (Def. 1, Sec. 3.1), grounded against every ``T``-hop walk
+  of the evidence graph with the monotone assignment (mention ``t`` <-> node ``v_t``).
+- An *answer* candidate (a plain entity name): grounded by every walk of
+  ``min_hops..max_hops`` edges from any of the question's anchors (topic entities) to it.
+- :class:`GroundingProblem`: the question, its candidates :math:`\Gamma(q)` and the model's
+  normalised log-prior over them (Eq. (1)), plus optional per-candidate claim energies.
+- :class:`Realisation`: the geometric realisation of Sec. 5.1 (entity map :math:`\eta`,
+  relation maps :math:`T_r`, metric :math:`d_{\mathcal M}`), or none: the *evidence-only*
+  realisation, in which a mention costs 0 at its own entity and ``+inf`` elsewhere (exact
+  entity linking) and every retrieved triple is geometrically consistent, so its residual
+  (Eq. (8)) is its reliability cost alone.
+- :func:`edge_cost`: Eqs. (8)-(10) per edge:
+  :math:`c(e) = c_0 + \alpha\,[d_{\mathcal M}(T_r\eta(u), \eta(v)) + \xi(-\log w_e)]`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.typing import ArrayLike
+
+from grounding._checks import (
+    as_float_array,
+    check_energy,
+    check_log_prob,
+    check_nonnegative_scalar,
+)
+from grounding.geometry import Identity, Metric, RelationMap, typed_residual
+from grounding.graph import Triple, TypedGraph
+
+__all__ = ["ClaimChain", "GroundingProblem", "Realisation", "edge_cost"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ClaimChain:
+    """A candidate trajectory as a claim chain ``z_0 -r_1-> z_1 ... -r_T-> z_T`` (Def. 1).
+
+    Attributes:
+        entities: the ``T + 1`` mentioned entities (``None``: any entity, e.g. an unnamed
+            intermediate).
+        relations: the ``T`` claimed relation types (``None``: unspecified).
+        name: a label for reports (default: the entities joined by ``->``).
+        description: free text.
+
+    Example:
+        >>> c = ClaimChain(("lou_seal", "giants", None), ("mascot_of", "won"))
+        >>> c.hops, c.answer
+        ([('lou_seal', 'mascot_of', 'giants'), ('giants', 'won', None)], None)
+    """
+
+    entities: tuple[str | None, ...]
+    relations: tuple[str | None, ...]
+    name: str = ""
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        ents, rels = tuple(self.entities), tuple(self.relations)
+        if len(ents) != len(rels) + 1 or not rels:
+            raise ValueError(
+                f"a claim chain needs T >= 1 relations and T + 1 entities, got {len(rels)} "
+                f"relations and {len(ents)} entities"
+            )
+        for kind, xs in (("entities", ents), ("relations", rels)):
+            if not all(x is None or (isinstance(x, str) and x) for x in xs):
+                raise TypeError(f"{kind} must be non-empty str or None, got {xs!r}")
+        object.__setattr__(self, "entities", ents)
+        object.__setattr__(self, "relations", rels)
+        if not self.name:
+            object.__setattr__(self, "name", "->".join(e or "*" for e in ents))
+
+    @property
+    def n_hops(self) -> int:
+        return len(self.relations)
+
+    @property
+    def hops(self) -> list[tuple[str | None, str | None, str | None]]:
+        """The claimed triples ``(z_{t-1}, r_t, z_t)``."""
+        return [(self.entities[i], r, self.entities[i + 1]) for i, r in enumerate(self.relations)]
+
+    @property
+    def answer(self) -> str | None:
+        return self.entities[-1]
+
+    def named_hops(self) -> list[Triple]:
+        """The hops whose three parts are all given (the ones counter-evidence can refute)."""
+        return [h for h in self.hops if None not in h]  # type: ignore[misc]
+
+
+Candidate = ClaimChain | str
+
+
+@partial(
+    jax.tree_util.register_dataclass,
+    data_fields=["log_prior", "claim_energy"],
+    meta_fields=["question", "candidates", "anchors", "max_hops", "min_hops"],
+)
+@dataclasses.dataclass(frozen=True)
+class GroundingProblem:
+    r"""A question, its finite candidate set :math:`\Gamma(q)` and the model's prior (a pytree).
+
+    Attributes:
+        question: the question text.
+        candidates: all :class:`ClaimChain` s, or all answer entity names (``str``).
+        log_prior: ``[C]`` normalised :math:`\log p_\theta(\rho\mid q)` (Eq. (1)); ``-inf``
+            allowed (a zero prior cannot be repaired by grounding).
+        anchors: the question's topic entities (answer candidates are grounded from them).
+        max_hops: longest walk from an anchor for answer candidates (``None``: any length,
+            only at ``tau = 0``).
+        min_hops: shortest walk for answer candidates: ``1`` (a claim relating an anchor to
+            the answer needs an edge) or ``0`` (an anchor supports itself by the empty walk).
+        claim_energy: optional ``[C]`` energies of the candidates' own claims that the graph
+            does not provide, e.g. the typed residual (Eq. (8)) of an asserted triple under
+            a learned realisation; added to the slack path energy (``>= 0``, finite).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> p = GroundingProblem("who?", ("a", "b"), jnp.log(jnp.array([0.5, 0.5])), anchors=("q",),
+        ...                      max_hops=2)
+        >>> p.names, p.kind
+        (('a', 'b'), 'answer')
+    """
+
+    question: str
+    candidates: tuple[Candidate, ...]
+    log_prior: jax.Array
+    anchors: tuple[str, ...] = ()
+    max_hops: int | None = None
+    min_hops: int = 1
+    claim_energy: jax.Array | None = None
+
+    def __post_init__(self) -> None:
+        cands = tuple(self.candidates)
+        object.__setattr__(self, "candidates", cands)
+        object.__setattr__(self, "anchors", tuple(self.anchors))
+        if not isinstance(self.question, str):
+            raise TypeError(f"question must be a str, got {type(self.question).__name__}")
+        if not cands:
+            raise ValueError("candidates is empty: grounding needs a finite, non-empty Γ(q)")
+        chains = [isinstance(c, ClaimChain) for c in cands]
+        if any(chains) and not all(chains):
+            raise TypeError("candidates must be all ClaimChains or all answer entity names")
+        if not all(chains) and not all(isinstance(c, str) and c for c in cands):
+            raise TypeError("answer candidates must be non-empty entity names (str)")
+        if isinstance(self.log_prior, jax.core.Tracer):
+            return  # rebuilt inside a transformation: checked when built
+        lp = check_log_prob(self.log_prior, "log_prior")
+        if lp.shape != (len(cands),):
+            raise ValueError(
+                f"log_prior must have shape ({len(cands)},), one entry per candidate, "
+                f"got {lp.shape}"
+            )
+        object.__setattr__(self, "log_prior", lp)
+        if self.claim_energy is not None:
+            e = check_energy(self.claim_energy, "claim_energy")
+            if e.shape != (len(cands),):
+                raise ValueError(f"claim_energy must have shape ({len(cands)},), got {e.shape}")
+            if not bool(jnp.all(jnp.isfinite(e) & (e >= 0))):
+                raise ValueError("claim_energy must be finite and >= 0")
+            object.__setattr__(self, "claim_energy", e)
+        if self.kind == "answer":
+            if not self.anchors:
+                raise ValueError("answer candidates need anchors (the question's topic entities)")
+            if self.min_hops not in (0, 1):
+                raise ValueError(f"min_hops must be 0 or 1, got {self.min_hops!r}")
+            if self.max_hops is not None and (
+                isinstance(self.max_hops, bool)
+                or not isinstance(self.max_hops, (int, np.integer))
+                or self.max_hops < 1
+            ):
+                raise ValueError(f"max_hops must be an int >= 1 or None, got {self.max_hops!r}")
+
+    @property
+    def kind(self) -> str:
+        """``"chain"`` or ``"answer"``."""
+        return "chain" if isinstance(self.candidates[0], ClaimChain) else "answer"
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(c.name if isinstance(c, ClaimChain) else c for c in self.candidates)
+
+    @property
+    def n_candidates(self) -> int:
+        return len(self.candidates)
+
+    def entities(self) -> list[str]:
+        """Every entity the problem names (anchors and mentions), for vocabulary checks."""
+        out = list(self.anchors)
+        for c in self.candidates:
+            out += [e for e in c.entities if e is not None] if isinstance(c, ClaimChain) else [c]
+        return out
+
+
+@partial(
+    jax.tree_util.register_dataclass,
+    data_fields=["embeddings", "relation_map"],
+    meta_fields=["metric"],
+)
+@dataclasses.dataclass(frozen=True)
+class Realisation:
+    r"""A geometric realisation (Sec. 5.1): entity map :math:`\eta` and relation maps
+    :math:`T_r` with the metric :math:`d_{\mathcal M}` (a pytree of arrays).
+
+    Attributes:
+        embeddings: ``[n_entities, d]`` :math:`\eta`, rows in the evidence graph's entity order.
+        relation_map: a :mod:`grounding.geometry` relation map (default: :class:`Identity`).
+        metric: :math:`d_{\mathcal M}` by name (``"euclidean"``, ``"manhattan"``,
+            ``"complex_l1"``) or a callable.
+
+    Mentions are grounded with :math:`\psi_t = \eta(z_t)` (perfect entity linking), so a
+    mention's node cost is :math:`d_{\mathcal M}(\eta(z_t), \eta(v))` (Eq. (9)).
+    """
+
+    embeddings: jax.Array
+    relation_map: RelationMap = dataclasses.field(default_factory=Identity)
+    metric: str | Metric = "euclidean"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.embeddings, jax.core.Tracer):
+            return
+        emb = as_float_array(self.embeddings, "embeddings", min_ndim=2)
+        if emb.ndim != 2:
+            raise ValueError(f"embeddings must be [n_entities, d], got shape {emb.shape}")
+        if not bool(jnp.all(jnp.isfinite(emb))):
+            raise ValueError("embeddings must be finite")
+        object.__setattr__(self, "embeddings", emb)
+
+
+def edge_cost(
+    graph: TypedGraph,
+    realisation: Realisation | None = None,
+    *,
+    alpha: ArrayLike = 1.0,
+    xi: ArrayLike = 1.0,
+    hop_cost: ArrayLike = 0.0,
+) -> jax.Array:
+    r"""The cost of traversing each edge of ``graph`` in a path energy (Eqs. (8)-(10)):
+
+    .. math::
+        c(e) = c_0 + \alpha\,\big[d_{\mathcal M}(T_r\eta(u), \eta(v)) + \xi\,(-\log w_e)\big],
+
+    where the geometric term is 0 without a realisation (every retrieved triple consistent),
+    so the default is :math:`-\log w_e`: a certain edge costs nothing and an edge of
+    reliability :math:`w` costs :math:`\log(1/w)`. :math:`c_0` (``hop_cost``) is an optional
+    per-hop length penalty (the PCR paper's ``0.1`` per hop), not part of Eq. (10).
+
+    Args:
+        graph: the evidence graph.
+        realisation: optional :class:`Realisation` (rows of ``embeddings`` = graph entities).
+        alpha: :math:`\alpha \ge 0` (Eq. (10)).
+        xi: :math:`\xi \ge 0` (Eq. (8)).
+        hop_cost: :math:`c_0 \ge 0`.
+
+    Returns:
+        ``[n_edges]`` non-negative costs.
+
+    Example:
+        >>> g = TypedGraph.from_triples([("a", "r", "b"), ("b", "r", "c")], [1.0, 0.5])
+        >>> [round(float(c), 6) for c in edge_cost(g)]
+        [0.0, 0.693147]
+    """
+    alpha = check_nonnegative_scalar(alpha, "alpha")
+    xi = check_nonnegative_scalar(xi, "xi")
+    hop_cost = check_nonnegative_scalar(hop_cost, "hop_cost")
+    check_realisation(realisation, graph.n_nodes)
+    return edge_costs_from_arrays(
+        graph.head, graph.relation, graph.tail, graph.reliability, realisation, alpha, xi, hop_cost
+    )
+
+
+def check_realisation(realisation: Realisation | None, n_nodes: int) -> None:
+    """``realisation`` is ``None`` or a :class:`Realisation` with one row per entity."""
+    if realisation is None:
+        return
+    if not isinstance(realisation, Realisation):
+        raise TypeError(
+            f"realisation must be a Realisation or None, got {type(realisation).__name__}"
+        )
+    if realisation.embeddings.shape[0] != n_nodes:
+        raise ValueError(
+            f"realisation.embeddings has {realisation.embeddings.shape[0]} rows but the "
+            f"evidence graph has {n_nodes} entities"
+        )
+
+
+def edge_costs_from_arrays(head, relation, tail, reliability, realisation, alpha, xi, hop_cost):
+    """:func:`edge_cost` on edge arrays (no checks; ``jit``/``vmap``-able)."""
+    w = jnp.asarray(reliability)
+    if realisation is None:
+        res = xi * -jnp.log(w)  # Eq. (8), geometric term 0
+    else:
+        emb = realisation.embeddings
+        res = typed_residual(  # Eq. (8)
+            emb[head],
+            emb[tail],
+            relation,
+            realisation.relation_map,
+            w.astype(emb.dtype),
+            xi,
+            realisation.metric,
+        )
+    return hop_cost + alpha * res  # Eq. (10), per edge

@@ -1,0 +1,62 @@
+r"""The query record of retrieval benchmarks and retrievers: text, anchors (topic entities),
+relevant node ids. A data type (like :class:`~grounding.TypedGraph`), so dataset loaders can
+build benchmarks without importing the retrieval layer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+__all__ = ["Query"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Query:
+    """One retrieval query.
+
+    Attributes:
+        text: the query text.
+        anchor: the first anchor node id (``None``: no anchor; anchored retrievers then apply
+            their fallback policy). Always ``anchors[0]`` when there are anchors.
+        relevant: ids of the relevant nodes (for evaluation; may be empty at run time).
+        id: an identifier for reports.
+        anchors: every anchor (topic entity) of the query, in order. Give ``anchor`` for one,
+            ``anchors`` for several; given both, ``anchor`` must be ``anchors[0]``.
+
+    Example:
+        >>> Query("who founded x", anchors=("x", "y")).anchor
+        'x'
+    """
+
+    text: str
+    anchor: str | None = None
+    relevant: tuple[str, ...] = ()
+    id: str = ""
+    anchors: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.text, str):
+            raise TypeError(f"query text must be a str, got {type(self.text).__name__}")
+        for name in ("relevant", "anchors"):
+            if isinstance(getattr(self, name), str):
+                raise TypeError(f"{name} must be a sequence of node ids, not one str")
+        anchors = tuple(self.anchors)
+        if not all(isinstance(a, str) for a in anchors):
+            raise TypeError(f"anchors must be node ids (str), got {anchors!r}")
+        if self.anchor is not None and not isinstance(self.anchor, str):
+            raise TypeError(f"anchor must be a node id (str) or None, got {self.anchor!r}")
+        if not anchors and self.anchor is not None:
+            anchors = (self.anchor,)
+        elif anchors and self.anchor is None:
+            object.__setattr__(self, "anchor", anchors[0])
+        elif anchors and self.anchor != anchors[0]:
+            raise ValueError(
+                f"anchor {self.anchor!r} is not anchors[0] {anchors[0]!r}: pass anchors= alone "
+                "(or use Query.with_anchors)"
+            )
+        object.__setattr__(self, "anchors", anchors)
+        object.__setattr__(self, "relevant", tuple(self.relevant))
+
+    def with_anchors(self, *anchors: str) -> Query:
+        """The same query anchored at ``anchors`` (none: unanchored)."""
+        return Query(self.text, None, self.relevant, self.id, tuple(anchors))

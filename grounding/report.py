@@ -1,0 +1,107 @@
+r"""The best supporting walks of each candidate and their posterior weights (Prop. 2), for
+the report of :func:`grounding.ground` (host-side NumPy, after the jitted core).
+
+A walk :math:`\gamma` of the candidate's family has energy :math:`e_\gamma` (node costs of the
+mentions plus step costs, Eq. (10)) and weight :math:`\nu^*(\gamma) = e^{-e_\gamma/\tau} /
+\sum_{\gamma'} e^{-e_{\gamma'}/\tau}` under the uniform path prior (which cancels); at
+``tau = 0`` the limit, uniform over the walks of minimum energy (Eq. (11)).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from grounding.evidence import EvidenceState
+from grounding.paths.kbest import Walks, count_optimal_walks, kbest_walks
+from grounding.problem import GroundingProblem
+from grounding.result import SupportingPaths
+
+__all__ = ["supporting_paths"]
+
+
+def _chain_walks(i, out, head, tail, E, k, tau):
+    """Best walks of claim chain ``i``: ``(walks, energies, weights)``."""
+    for idx, node, step in out["chain_costs"].values():
+        pos = np.flatnonzero(np.asarray(idx) == i)
+        if len(pos):
+            node, step = np.asarray(node[pos[0]], float), np.asarray(step[pos[0], :, :E], float)
+            break
+    scale = 1.0 if tau == 0 else tau
+    with np.errstate(invalid="ignore"):
+        hop, start, nodes = -step / scale, -node[0] / scale, -node[1:] / scale
+    walks = kbest_walks(head, tail, hop, start, k, node_score=nodes)
+    energy = np.asarray(
+        [
+            node[0, head[w[0]]] + sum(step[t, e] + node[t + 1, tail[e]] for t, e in enumerate(w))
+            for w in walks.edges
+        ],
+        float,
+    )  # Eq. (10) along the walk
+    if tau == 0:
+        best, m = count_optimal_walks(head, tail, hop, start, node_score=nodes)
+        return walks, energy, np.where(walks.score == best, 1.0 / max(m, 1), 0.0)
+    return walks, energy, np.exp(walks.score - float(out["log_mass"][i]))
+
+
+def _answer_walks(i, x, problem, anchors, out, head, tail, n_nodes, E, k, tau):
+    """Best walks from any anchor to answer node ``x`` (the empty walk when ``x`` is an anchor
+    and ``min_hops == 0``)."""
+    cost = np.asarray(out["edge_cost"][:E], float)
+    scale = 1.0 if tau == 0 else tau
+    K = problem.max_hops if problem.max_hops is not None else max(n_nodes - 1, 1)
+    start = np.full(n_nodes, -np.inf)
+    start[anchors] = 0.0
+    hop = np.broadcast_to(-cost / scale, (K, E))
+    walks = kbest_walks(head, tail, hop, start, k, target=x)
+    empty = problem.min_hops == 0 and x in set(anchors.tolist())
+    if empty:  # the empty walk: energy 0, score 0
+        order = np.argsort(-np.concatenate([[0.0], walks.score]), kind="stable")[:k]
+        edges = [np.zeros(0, np.int64), *walks.edges]
+        walks = Walks([edges[j] for j in order], np.concatenate([[0.0], walks.score])[order])
+    energy = np.asarray([cost[w].sum() for w in walks.edges], float)
+    if tau == 0:
+        best, m = count_optimal_walks(head, tail, hop, start, target=x)
+        if empty:  # the empty walk (score 0) beats or ties every walk (costs >= 0)
+            best, m = (0.0, m + 1) if best == 0.0 else (0.0, 1)
+        return walks, energy, np.where(walks.score == best, 1.0 / max(m, 1), 0.0)
+    return walks, energy, np.exp(walks.score - float(out["log_mass"][i]))
+
+
+def supporting_paths(
+    problem: GroundingProblem, state: EvidenceState, out: dict, k: int, tau: float
+) -> tuple[SupportingPaths, tuple]:
+    """:class:`~grounding.SupportingPaths` of every candidate and their triples by name."""
+    g = state.graph
+    head, tail = np.asarray(g.head, np.int64), np.asarray(g.tail, np.int64)
+    E, C = g.n_edges, problem.n_candidates
+    names = g.triples()
+    found = []
+    anchors = np.asarray([g.entity_index(a) for a in problem.anchors], np.int64)
+    for i, c in enumerate(problem.candidates):
+        if not np.isfinite(out["raw_energy"][i]):
+            found.append(([], np.zeros(0), np.zeros(0)))
+        elif problem.kind == "chain":
+            w, e, p = _chain_walks(i, out, head, tail, E, k, tau)
+            found.append((w.edges, e, p))
+        else:
+            x = g.entity_index(c)
+            w, e, p = _answer_walks(i, x, problem, anchors, out, head, tail, g.n_nodes, E, k, tau)
+            found.append((w.edges, e, p))
+    L = max([len(w) for edges, _, _ in found for w in edges] + [1])
+    edges = np.full((C, k, L), -1, np.int64)
+    nodes = np.full((C, k, L + 1), -1, np.int64)
+    length = np.full((C, k), -1, np.int64)
+    energy = np.full((C, k), np.inf)
+    weight = np.zeros((C, k))
+    triples = []
+    for i, (walks, e, p) in enumerate(found):
+        for j, w in enumerate(walks):
+            edges[i, j, : len(w)] = w
+            path_nodes = (
+                [head[w[0]], *tail[w]] if len(w) else [g.entity_index(problem.candidates[i])]
+            )
+            nodes[i, j, : len(path_nodes)] = path_nodes
+            length[i, j] = len(w)
+        energy[i, : len(e)], weight[i, : len(p)] = e, p
+        triples.append(tuple(tuple(names[x] for x in w) for w in walks))
+    return SupportingPaths(edges, nodes, length, energy, weight), tuple(triples)

@@ -1,0 +1,249 @@
+r"""What :func:`grounding.ground` returns: :class:`GroundingResult` (a pytree), with its
+:class:`Certificate` (Thm. 3) and :class:`SupportingPaths` (Prop. 2).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import partial
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.typing import ArrayLike
+
+from grounding.bounds import log_ratio_bound, tv_bound, tv_bound_sharp
+from grounding.decision import Action
+from grounding.evidence import EvidenceStatus
+from grounding.graph import Triple
+
+__all__ = ["GroundingResult", "Certificate", "SupportingPaths"]
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class Certificate:
+    r"""Posterior stability under evidence perturbation (Thm. 3), for this result.
+
+    For any other evidence state :math:`R'` with the same candidates and prior whose energies
+    differ by an oscillation :math:`\omega = \mathrm{osc}_{\mathrm{supp}\,P_0}(E_R - E_{R'})`:
+
+    - every log-ratio :math:`|\log p^R_\lambda(\rho)/p^{R'}_\lambda(\rho)| \le \lambda\omega`
+      (``log_ratio``), so the best candidate stays the best while :math:`\omega <`
+      ``radius`` :math:`=` ``margin`` :math:`/\lambda` (its log-odds over every other
+      candidate move by at most :math:`\lambda\omega`);
+    - :math:`\mathrm{TV}(p^R_\lambda, p^{R'}_\lambda) \le \tanh(\lambda\omega/2)`
+      (``tv_paper``, Eq. (21)) and the sharp :math:`\tanh(\lambda\omega/4)` (``tv_sharp``,
+      see :func:`grounding.tv_bound_sharp`).
+
+    Attributes:
+        lam: the grounding strength :math:`\lambda`.
+        omega: the oscillation the bounds are evaluated at (declared, or the worst case over
+            every evidence state: see :func:`grounding.ground`).
+        log_ratio, tv_paper, tv_sharp: the bounds at ``omega``.
+        margin: log-posterior margin of the best candidate over the runner-up (``inf`` when
+            one candidate carries all the mass).
+        radius: ``margin / lam`` (``inf`` at ``lam = 0``).
+        valid: whether Thm. 3 applies (every energy on the prior's support is finite); when
+            not, the bounds are vacuous (``1``) and ``radius`` is ``0``.
+    """
+
+    lam: jax.Array
+    omega: jax.Array
+    log_ratio: jax.Array
+    tv_paper: jax.Array
+    tv_sharp: jax.Array
+    margin: jax.Array
+    radius: jax.Array
+    valid: jax.Array
+
+    @classmethod
+    def build(
+        cls, lam: ArrayLike, omega: ArrayLike, log_posterior: jax.Array, valid: jax.Array
+    ) -> Certificate:
+        """The certificate of a posterior at ``omega`` (``jit``/``vmap``-able)."""
+        lam, omega = jnp.asarray(lam), jnp.asarray(omega)
+        top = jax.lax.top_k(log_posterior, min(2, log_posterior.shape[-1]))[0]
+        margin = top[0] - top[1] if log_posterior.shape[-1] > 1 else jnp.asarray(jnp.inf)
+        margin = jnp.where(jnp.isnan(margin), jnp.inf, margin)  # (-inf) - (-inf): no rival
+        safe_lam = jnp.where(lam > 0, lam, 1.0)
+        radius = jnp.where(lam > 0, margin / safe_lam, jnp.inf)  # Thm. 3, log-ratio claim
+        return cls(
+            lam=lam,
+            omega=omega,
+            log_ratio=jnp.where(valid, log_ratio_bound(lam, omega), jnp.inf),
+            tv_paper=jnp.where(valid, tv_bound(lam, omega), 1.0),  # Eq. (21)
+            tv_sharp=jnp.where(valid, tv_bound_sharp(lam, omega), 1.0),
+            margin=margin,
+            radius=jnp.where(valid, radius, 0.0),
+            valid=jnp.asarray(valid),
+        )
+
+    def tv_at(self, omega: ArrayLike) -> tuple[jax.Array, jax.Array]:
+        """``(paper, sharp)`` TV bounds for another oscillation ``omega``."""
+        ok = self.valid
+        return (
+            jnp.where(ok, tv_bound(self.lam, omega), 1.0),
+            jnp.where(ok, tv_bound_sharp(self.lam, omega), 1.0),
+        )
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class SupportingPaths:
+    r"""The best supporting walks of every candidate, best first (padded arrays).
+
+    Attributes:
+        edges: ``[C, k, L]`` edge indices into the evidence graph (``-1`` pads).
+        nodes: ``[C, k, L + 1]`` node indices (``-1`` pads).
+        length: ``[C, k]`` number of edges (``-1``: no walk in that slot).
+        cost: ``[C, k]`` the walk's energy :math:`e_\gamma` (``+inf`` pads).
+        weight: ``[C, k]`` its posterior weight :math:`\nu^*(\gamma)` among all walks of the
+            candidate's family (Prop. 2; at ``tau = 0`` the limit: uniform over the walks of
+            minimum energy). ``weight.sum(-1)`` is the share the reported walks carry.
+    """
+
+    edges: np.ndarray
+    nodes: np.ndarray
+    length: np.ndarray
+    cost: np.ndarray
+    weight: np.ndarray
+
+
+_STATIC = ("question", "names", "kind", "triples")
+
+
+@partial(
+    jax.tree_util.register_dataclass,
+    data_fields=[
+        "log_prior",
+        "raw_energy",
+        "status",
+        "energy",
+        "log_posterior",
+        "hard_log_posterior",
+        "hard_abstained",
+        "best",
+        "action",
+        "certificate",
+        "paths",
+    ],
+    meta_fields=list(_STATIC),
+)
+@dataclasses.dataclass(frozen=True)
+class GroundingResult:
+    r"""The grounded posterior and what the evidence licenses, for one question.
+
+    Attributes:
+        log_prior: ``[C]`` the model's prior (Eq. (1)).
+        raw_energy: ``[C]`` path energies: Eq. (11) at ``tau = 0``, Eq. (13) otherwise
+            (``+inf``: no admissible walk; out-of-schema chains are ``+inf``).
+        status: ``[C]`` :class:`~grounding.EvidenceStatus` codes (Sec. 3.3).
+        energy: ``[C]`` the energy the posterior uses: slack-extended (Eq. (19)),
+            contradiction-dominant (Axiom 4), plus any claim energy.
+        log_posterior: ``[C]`` the soft grounded posterior (Eq. (7)).
+        hard_log_posterior: ``[C]`` the hard posterior (Eq. (6)) when ``eps`` was given
+            (``None`` otherwise); all ``-inf`` when it is undefined.
+        hard_abstained: ``True`` when Eq. (6) is undefined (:math:`p_\theta(F_R) = 0`): the
+            hard rule's explicit abstention (``None`` without ``eps``).
+        best: index of the posterior's best candidate (first on ties).
+        action: :class:`~grounding.Action` code (Axiom 8 / Eq. (22)).
+        certificate: the Thm. 3 :class:`Certificate`.
+        paths: :class:`SupportingPaths` (``None`` when not requested).
+        question, names, kind: the problem's question, candidate names and kind (static).
+        triples: per candidate, per reported walk, its ``(head, relation, tail)`` names
+            (static; empty without paths).
+    """
+
+    log_prior: jax.Array
+    raw_energy: jax.Array
+    status: jax.Array
+    energy: jax.Array
+    log_posterior: jax.Array
+    hard_log_posterior: jax.Array | None
+    hard_abstained: jax.Array | None
+    best: jax.Array
+    action: jax.Array
+    certificate: Certificate
+    paths: SupportingPaths | None
+    question: str = ""
+    names: tuple[str, ...] = ()
+    kind: str = "chain"
+    triples: tuple[tuple[tuple[Triple, ...], ...], ...] = ()
+
+    @property
+    def decision(self) -> Action:
+        return Action(int(self.action))
+
+    @property
+    def answer(self) -> str | None:
+        """The best candidate's name when the decision is ANSWER, else ``None`` (abstention,
+        retrieval or verification: the evidence does not license an answer)."""
+        return self.names[int(self.best)] if self.decision == Action.ANSWER else None
+
+    def posterior(self) -> np.ndarray:
+        """``[C]`` posterior probabilities."""
+        return np.exp(np.asarray(self.log_posterior, float))
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able summary (floats, names, statuses, the certificate, the best walks)."""
+        c = self.certificate
+        out: dict[str, Any] = dict(
+            question=self.question,
+            action=self.decision.name,
+            answer=self.answer,
+            best=self.names[int(self.best)],
+            candidates=[
+                dict(
+                    name=n,
+                    prior=float(np.exp(self.log_prior[i])),
+                    raw_energy=float(self.raw_energy[i]),
+                    status=EvidenceStatus(int(self.status[i])).name,
+                    energy=float(self.energy[i]),
+                    posterior=float(np.exp(self.log_posterior[i])),
+                    paths=[
+                        dict(
+                            triples=[list(t) for t in self.triples[i][j]],
+                            energy=float(self.paths.cost[i, j]),
+                            weight=float(self.paths.weight[i, j]),
+                        )
+                        for j in range(len(self.triples[i]))
+                    ]
+                    if self.paths is not None and self.triples
+                    else [],
+                )
+                for i, n in enumerate(self.names)
+            ],
+            certificate={
+                f.name: (bool(v) if f.name == "valid" else float(v))
+                for f in dataclasses.fields(c)
+                for v in [getattr(c, f.name)]
+            },
+        )
+        if self.hard_log_posterior is not None:
+            out["hard_abstained"] = bool(self.hard_abstained)
+            out["hard_posterior"] = np.exp(np.asarray(self.hard_log_posterior, float)).tolist()
+        return out
+
+    def summary(self) -> str:
+        """A plain-text report: the decision, each candidate, the certificate, best walks."""
+        d = self.to_dict()
+        lines = [f"question: {self.question}", f"decision: {d['action']} (best: {d['best']})"]
+        lines.append(
+            f"{'candidate':<28} {'prior':>7} {'raw E':>8} {'status':<13} {'E':>7} {'post':>7}"
+        )
+        for c in d["candidates"]:
+            lines.append(
+                f"{c['name'][:28]:<28} {c['prior']:7.3f} {c['raw_energy']:8.3f} "
+                f"{c['status']:<13} {c['energy']:7.3f} {c['posterior']:7.3f}"
+            )
+            for p in c["paths"][:1]:
+                walk = " ; ".join(f"{h} -{r}-> {t}" for h, r, t in p["triples"]) or "(empty walk)"
+                lines.append(f"    best walk (E={p['energy']:.3f}, nu*={p['weight']:.3f}): {walk}")
+        cert = d["certificate"]
+        lines.append(
+            f"stability (Thm. 3): answer kept while osc(dE) < {cert['radius']:.3g}; at "
+            f"omega={cert['omega']:.3g}: TV <= {cert['tv_sharp']:.3g} (paper {cert['tv_paper']:.3g})"
+        )
+        return "\n".join(lines)

@@ -1,0 +1,517 @@
+r""":func:`ground`: a :class:`~grounding.GroundingProblem` and an evidence state in, a
+:class:`~grounding.GroundingResult` out (the problem -> solver -> output split of OTT-JAX).
+
+For each candidate :math:`\rho`:
+
+1. raw energy :math:`E^{\mathrm{path}}_R(\rho)`: a claim chain over every ``T``-hop walk
+   (:func:`grounding.chain_energy_from_costs`), an answer over every walk of
+   ``min_hops..max_hops`` edges from the anchors (:func:`grounding.semiring.recursion.run`),
+   with edge costs :func:`grounding.edge_cost` — Eq. (11) at ``tau = 0``, Eq. (13) with the
+   uniform prior over the walk family otherwise;
+2. status (Sec. 3.3, :func:`grounding.classify_status`) and the slack, contradiction-dominant
+   energy (Eq. (19), Axiom 4, :func:`grounding.status_energy`), plus any claim energy;
+3. the soft posterior (Eq. (7), :func:`grounding.gibbs_log_posterior`) and, given ``eps``,
+   the hard posterior (Eq. (6), :func:`grounding.hard_log_posterior`) or its abstention;
+4. the action (Axiom 8, Eq. (22), :func:`grounding.decide_action`) and the Thm. 3
+   certificate; then, on the host, the best supporting walks with their :math:`\nu^*`
+   weights (Prop. 2, :func:`grounding.paths.kbest_walks`).
+
+Steps 1-4 are one jitted program (``vmap``-ed over questions by :func:`ground_batch`),
+compiled once per configuration and shape bucket (candidates and edges padded to powers of
+two); the compiled programs sit in a bounded LRU cache.
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.typing import ArrayLike
+
+from grounding._checks import check_nonnegative_scalar
+from grounding._numerics import logaddexp, logsumexp
+from grounding.decision import classify_status, decide_action, status_energy
+from grounding.evidence import EvidenceState
+from grounding.geometry import get_metric
+from grounding.graph import TypedGraph
+from grounding.paths.chains import chain_energy_and_log_mass
+from grounding.paths.costs import step_costs
+from grounding.posterior import gibbs_log_posterior, hard_log_posterior
+from grounding.problem import (
+    GroundingProblem,
+    Realisation,
+    check_realisation,
+    edge_costs_from_arrays,
+)
+from grounding.report import supporting_paths
+from grounding.result import Certificate, GroundingResult
+from grounding.semiring.layout import ELL_MIN_EDGES, as_graph
+from grounding.semiring.recursion import run
+
+__all__ = ["ground", "ground_batch"]
+
+
+def _bucket(n: int, floor: int = 8) -> int:
+    return max(floor, 1 << max(n - 1, 0).bit_length())
+
+
+def _scalar(x: ArrayLike, name: str, **kw) -> jax.Array:
+    a = check_nonnegative_scalar(x, name, **kw)
+    if a.ndim:
+        raise ValueError(f"{name} must be a scalar for one question, got shape {a.shape}")
+    return a
+
+
+# ----------------------------------------------------------------------------- preparation
+def _options(
+    lam, kappa, tau, eps, alpha, xi, hop_cost, mismatch_cost, eps_s, contradiction_penalty,
+    margin_threshold, theta, omega,
+) -> tuple[dict, tuple]:  # fmt: skip
+    """Validated scalars (arrays for the core) and the static flags they imply."""
+    kappa_ = _scalar(kappa, "kappa", allow_inf=True, strict=True)
+    tau_ = _scalar(tau, "tau")
+    opts = dict(
+        lam=_scalar(lam, "lam"),
+        kappa=kappa_,
+        tau=tau_,
+        alpha=_scalar(alpha, "alpha"),
+        xi=_scalar(xi, "xi"),
+        hop_cost=_scalar(hop_cost, "hop_cost"),
+        mismatch=_scalar(mismatch_cost, "mismatch_cost", allow_inf=True),
+        eps_s=kappa_ if eps_s is None else _scalar(eps_s, "eps_s", allow_inf=True),
+        kc=kappa_
+        if contradiction_penalty is None
+        else _scalar(contradiction_penalty, "contradiction_penalty", allow_inf=True, strict=True),
+        margin=_scalar(margin_threshold, "margin_threshold", allow_inf=True),
+    )
+    if eps is not None:
+        opts["eps"] = _scalar(eps, "eps", allow_inf=True)
+    if theta is not None:
+        opts["theta"] = _scalar(theta, "theta")
+    if omega is not None:
+        opts["omega"] = _scalar(omega, "omega", allow_inf=True)
+    flags = (float(tau_) == 0.0, eps is not None, theta is not None, omega is not None)
+    return opts, flags
+
+
+def _with_paths(flags: tuple, n_paths: int) -> tuple:
+    """The static flags plus whether the core returns the chain costs (for path reports)."""
+    return (*flags, n_paths > 0)
+
+
+def _evidence(evidence) -> EvidenceState:
+    if isinstance(evidence, TypedGraph):
+        evidence = EvidenceState(evidence)
+    if not isinstance(evidence, EvidenceState):
+        raise TypeError(f"evidence must be an EvidenceState, got {type(evidence).__name__}")
+    if evidence.graph.n_nodes == 0:
+        raise ValueError("evidence is empty: its graph has no entities to ground candidates in")
+    return evidence
+
+
+def _candidate_arrays(problem: GroundingProblem, state: EvidenceState, c_pad: int, min_rel):
+    """Per-candidate index arrays (padded to ``c_pad``) and the static structure."""
+    g = state.graph
+    every_node = problem.kind == "answer" and problem.candidates == g.entities
+    names = problem.anchors if every_node else problem.entities()
+    for name in names:
+        if not g.has_entity(name):
+            raise ValueError(
+                f"problem: entity {name!r} is not in the evidence graph ({g.n_nodes} entities; "
+                "ground against a state over the full vocabulary)"
+            )
+    C = problem.n_candidates
+    counter = np.zeros(c_pad, bool)
+    schema = np.ones(c_pad, bool)
+    schema[C:] = False  # padding: no admissible walk
+    if problem.kind == "answer":
+        answers = np.zeros(c_pad, np.int32)
+        answers[:C] = (
+            np.arange(C) if every_node else [g.entity_index(a) for a in problem.candidates]
+        )
+        anchors = np.asarray(list(dict.fromkeys(g.entity_index(a) for a in problem.anchors)))
+        arrays = dict(answers=answers, anchors=anchors.astype(np.int32))
+        structure = ("answer", problem.max_hops, problem.min_hops)
+    else:
+        t_max = max(c.n_hops for c in problem.candidates)
+        mentions = np.full((c_pad, t_max + 1), -1, np.int32)
+        claimed = np.full((c_pad, t_max), -1, np.int32)
+        groups: dict[int, list[int]] = {}
+        for i, c in enumerate(problem.candidates):
+            groups.setdefault(c.n_hops, []).append(i)
+            mentions[i, : c.n_hops + 1] = [
+                -1 if e is None else g.entity_index(e) for e in c.entities
+            ]
+            schema[i] = all(r is None or r in g.relations for r in c.relations)
+            claimed[i, : c.n_hops] = [
+                g.relation_index(r) if r is not None and schema[i] else -1 for r in c.relations
+            ]
+            counter[i] = any(state.counter_support(h, min_rel) for h in c.named_hops())
+        groups[problem.candidates[0].n_hops] += list(range(C, c_pad))
+        arrays = dict(mentions=mentions, claimed=claimed)
+        structure = ("chain", tuple((t, tuple(ix)) for t, ix in sorted(groups.items())))
+    return dict(arrays, counter=counter, schema=schema), structure
+
+
+_EDGE_CACHE: dict[int, tuple[weakref.ref, dict, object]] = {}
+
+
+def _edge_arrays(graph: TypedGraph) -> tuple[dict, object]:
+    """Edge arrays padded to a power of two (small graphs: segment layout) or exact with the
+    graph's ELL layout (large graphs). Memoised for the last few graphs (a retriever grounds
+    many questions against one graph)."""
+    hit = _EDGE_CACHE.get(id(graph))
+    if hit is not None and hit[0]() is graph:
+        return hit[1], hit[2]
+    arrays, layout = _build_edge_arrays(graph)
+    if len(_EDGE_CACHE) >= 8:
+        _EDGE_CACHE.pop(next(iter(_EDGE_CACHE)))
+    _EDGE_CACHE[id(graph)] = (weakref.ref(graph), arrays, layout)
+    return arrays, layout
+
+
+def _build_edge_arrays(graph: TypedGraph) -> tuple[dict, object]:
+    E = graph.n_edges
+    e_pad = E if E >= ELL_MIN_EDGES else _bucket(E)
+    pad = e_pad - E
+    arrays = dict(
+        head=np.pad(np.asarray(graph.head, np.int32), (0, pad)),
+        tail=np.pad(np.asarray(graph.tail, np.int32), (0, pad)),
+        relation=np.pad(np.asarray(graph.relation, np.int32), (0, pad)),
+        reliability=np.pad(np.asarray(graph.reliability), (0, pad), constant_values=1.0),
+        edge_mask=np.arange(e_pad) < E,
+    )
+    layout = (
+        graph.edge_index() if E >= ELL_MIN_EDGES else None
+    )  # None: built from the (possibly traced) padded arrays inside the core
+    return arrays, layout
+
+
+# ----------------------------------------------------------------------------- the core
+def _mention_costs(mentions, realisation, metric, n_nodes):
+    """``[..., N]`` Eq. (9) node costs of mention ids (``-1``: any node, cost 0); without a
+    realisation a mention costs 0 at its entity and ``+inf`` elsewhere."""
+    wild = (mentions < 0)[..., None]
+    if realisation is None:
+        d = jnp.where(mentions[..., None] == jnp.arange(n_nodes), 0.0, jnp.inf)
+    else:
+        emb = realisation.embeddings
+        d = get_metric(metric)(emb[mentions][..., None, :], emb)  # Eq. (9)
+    return jnp.where(wild, 0.0, d)
+
+
+def _chain_energies(layout, cost, ev, q, structure, tropical, realisation, metric, n_nodes):
+    """Raw energies and log masses ``[C]`` of claim chains, grouped by their hop count; and
+    each group's candidate indices, node costs and step costs (for the path report)."""
+    C = q["log_prior"].shape[0]
+    raw, log_mass = jnp.full(C, jnp.inf), jnp.full(C, -jnp.inf)
+    costs = {}
+    for t, idx in structure[1]:
+        idx = np.asarray(idx)
+        node = _mention_costs(q["mentions"][idx, : t + 1], realisation, metric, n_nodes)
+        step = jax.vmap(step_costs, (None, None, 0, None))(
+            cost, ev["relation"], q["claimed"][idx, :t], q["mismatch"]
+        )  # Eq. (10) per hop, [Cg, T, E]
+        e, lm = jax.vmap(
+            lambda n, s: chain_energy_and_log_mass(
+                layout, n, s, q["tau"], tropical, ev["edge_mask"]
+            )  # Eq. (11) / (13)
+        )(node, step)
+        raw, log_mass = raw.at[idx].set(e), log_mass.at[idx].set(lm)
+        costs[t] = (jnp.asarray(idx), node, step)
+    return raw, log_mass, costs
+
+
+def _answer_energies(layout, cost, ev, q, structure, tropical, n_nodes):
+    _, max_hops, min_hops = structure
+    anchors, tau = q["anchors"], q["tau"]
+    is_anchor = jnp.zeros(n_nodes, bool).at[anchors].set(True)
+    if tropical:  # Eq. (11): min over anchors and walks
+        e = run(layout, cost, None, anchors, tau, max_hops, True, False).min(axis=0)
+        e = jnp.where(is_anchor & (min_hops == 0), 0.0, e)  # the empty walk
+        return e[q["answers"]], -e[q["answers"]]  # log mass of the best walk (unused at tau 0)
+    # Eq. (13) with the uniform prior over the family: walks from any anchor of min..max hops
+    field = run(layout, cost, None, anchors, tau, max_hops, False, False)
+    lm = logsumexp(jnp.where(jnp.isfinite(field), -field / tau, -jnp.inf), axis=0)
+    zero = jnp.where(ev["edge_mask"], 0.0, jnp.inf)
+    count = run(layout, zero, None, anchors, 1.0, max_hops, False, False)  # -log #walks
+    log_w = logsumexp(jnp.where(jnp.isfinite(count), -count, -jnp.inf), axis=None)
+    if min_hops == 0:
+        lm = logaddexp(lm, jnp.where(is_anchor, 0.0, -jnp.inf))
+        log_w = logaddexp(log_w, jnp.log(anchors.shape[0]))
+    finite = lm > -jnp.inf
+    e = jnp.where(finite, -tau * (lm - jnp.where(jnp.isfinite(log_w), log_w, 0.0)), jnp.inf)
+    return e[q["answers"]], lm[q["answers"]]
+
+
+def _core(ev, q, realisation, *, statics):
+    structure, flags, metric, n_nodes, layout_given = statics
+    tropical, has_eps, has_theta, has_omega, keep_costs = flags
+    layout = ev["layout"] if layout_given else as_graph(ev["head"], ev["tail"], n_nodes)
+    cost = edge_costs_from_arrays(
+        ev["head"], ev["relation"], ev["tail"], ev["reliability"], realisation,
+        q["alpha"], q["xi"], q["hop_cost"],
+    )  # fmt: skip
+    cost = jnp.where(ev["edge_mask"], cost, jnp.inf)  # padded edges do not exist
+    out = {"edge_cost": cost}
+    if structure[0] == "chain":
+        raw, log_mass, costs = _chain_energies(
+            layout, cost, ev, q, structure, tropical, realisation, metric, n_nodes
+        )
+        if keep_costs:
+            out["chain_costs"] = costs
+        e_max = q["kappa"] + q["kc"]  # the largest energy any evidence state can assign
+    else:
+        raw, log_mass = _answer_energies(layout, cost, ev, q, structure, tropical, n_nodes)
+        e_max = q["kappa"]
+    raw = jnp.where(q["schema"], raw, jnp.inf)
+    status = classify_status(raw, q["counter"], q["schema"], q["eps_s"])  # Sec. 3.3
+    slack = status_energy(raw, status, q["kappa"], q["kc"])  # Eq. (19) + Axiom 4
+    energy = slack + q["claim"]
+    log_post = gibbs_log_posterior(q["log_prior"], energy, q["lam"])  # Eq. (7)
+    support = q["log_prior"] > -jnp.inf
+    valid = jnp.all(jnp.isfinite(energy) | ~support)  # Thm. 3 needs finite energies
+    osc = jnp.max(jnp.where(support, slack, -jnp.inf)) - jnp.min(jnp.where(support, slack, jnp.inf))
+    omega = q["omega"] if has_omega else osc + e_max  # default: every evidence state
+    omega = jnp.where(valid, omega, jnp.inf)
+    out.update(
+        raw_energy=raw,
+        log_mass=log_mass,
+        status=status,
+        energy=energy,
+        log_posterior=log_post,
+        best=jnp.argmax(log_post),
+        action=decide_action(log_post, status, q["margin"], q["theta"] if has_theta else None),
+        certificate=Certificate.build(q["lam"], omega, log_post, valid),
+    )
+    if has_eps:
+        hard = hard_log_posterior(q["log_prior"], raw, q["eps"])  # Eq. (6); all -inf: undefined
+        out.update(hard=hard, hard_abstained=~jnp.any(hard > -jnp.inf))
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(statics, batched_evidence: bool | None):
+    """One jitted program per configuration (bounded: least recently used ones are dropped,
+    with their executables). ``batched_evidence``: ``None`` unbatched, else ``vmap`` over
+    questions with the evidence batched (``True``) or shared (``False``)."""
+    core = functools.partial(_core, statics=statics)
+    if batched_evidence is not None:
+        core = jax.vmap(core, in_axes=(0 if batched_evidence else None, 0, None))
+    return jax.jit(core)
+
+
+# ----------------------------------------------------------------------------- public API
+def _prepare(problem, evidence, realisation, opts, flags, min_reliability, c_pad=None):
+    if not isinstance(problem, GroundingProblem):
+        raise TypeError(f"problem must be a GroundingProblem, got {type(problem).__name__}")
+    state = _evidence(evidence)
+    check_realisation(realisation, state.graph.n_nodes)
+    if problem.kind == "answer" and problem.max_hops is None and not flags[0]:
+        raise ValueError("answer candidates with max_hops=None (any length) need tau == 0")
+    C = problem.n_candidates
+    c_pad = _bucket(C) if c_pad is None else c_pad
+    q, structure = _candidate_arrays(problem, state, c_pad, min_reliability)
+    lp = np.full(c_pad, -np.inf)
+    lp[:C] = np.asarray(problem.log_prior)
+    claim = np.zeros(c_pad)
+    if problem.claim_energy is not None:
+        claim[:C] = np.asarray(problem.claim_energy)
+    q.update(opts, log_prior=lp, claim=claim)
+    ev, layout = _edge_arrays(state.graph)
+    if layout is not None:
+        ev = dict(ev, layout=layout)
+    metric = "euclidean" if realisation is None else realisation.metric
+    statics = (structure, flags, metric, state.graph.n_nodes, layout is not None)
+    return state, q, ev, statics
+
+
+def _finish(out, problem, state, n_paths, tau: float) -> GroundingResult:
+    C = problem.n_candidates
+    out = jax.tree_util.tree_map(np.asarray, out)
+    if not np.any(out["log_posterior"][:C] > -np.inf):
+        raise ValueError(
+            "ground: Z_R(lambda) = 0: no candidate has positive prior mass and finite energy "
+            "(a finite kappa keeps unsupported candidates)"
+        )
+    paths, triples = None, ()
+    if n_paths:
+        paths, triples = supporting_paths(problem, state, out, n_paths, tau)
+    hard = out.get("hard")
+    return GroundingResult(
+        log_prior=out["log_prior"][:C],
+        raw_energy=out["raw_energy"][:C],
+        status=out["status"][:C],
+        energy=out["energy"][:C],
+        log_posterior=out["log_posterior"][:C],
+        hard_log_posterior=None if hard is None else hard[:C],
+        hard_abstained=out.get("hard_abstained"),
+        best=out["best"],
+        action=out["action"],
+        certificate=out["certificate"],
+        paths=paths,
+        question=problem.question,
+        names=problem.names,
+        kind=problem.kind,
+        triples=triples,
+    )
+
+
+def ground(
+    problem: GroundingProblem,
+    evidence: EvidenceState,
+    *,
+    lam: ArrayLike,
+    kappa: ArrayLike,
+    tau: ArrayLike = 0.0,
+    eps: ArrayLike | None = None,
+    realisation: Realisation | None = None,
+    alpha: ArrayLike = 1.0,
+    xi: ArrayLike = 1.0,
+    hop_cost: ArrayLike = 0.0,
+    mismatch_cost: ArrayLike = jnp.inf,
+    eps_s: ArrayLike | None = None,
+    contradiction_penalty: ArrayLike | None = None,
+    min_reliability: float = 0.0,
+    margin_threshold: ArrayLike = 0.0,
+    theta: ArrayLike | None = None,
+    omega: ArrayLike | None = None,
+    n_paths: int = 3,
+) -> GroundingResult:
+    r"""Ground one question's candidates in an evidence state (see the module docstring).
+
+    Args:
+        problem: the question, candidates and log-prior.
+        evidence: an :class:`~grounding.EvidenceState` (any retriever's ``.evidence``) or a
+            bare :class:`~grounding.TypedGraph`. Its graph must name every entity of the
+            problem; a graph without edges is valid (every candidate is then unsupported).
+        lam: grounding strength :math:`\lambda \ge 0` (a scalar).
+        kappa: slack :math:`\kappa_R > 0`, the finite energy of missing support (Eq. (19));
+            ``inf``: no slack (then a candidate without a walk gets no mass).
+        tau: path temperature :math:`\tau \ge 0` (``0``: best walk, Eq. (11)).
+        eps: tolerance of the hard feasible set :math:`F_R = \{E \le \epsilon\}` on the raw
+            energies (Eqs. (5)-(6)); ``None``: no hard posterior.
+        realisation: :class:`~grounding.Realisation` (``None``: evidence-only).
+        alpha, xi, hop_cost: the edge-cost coefficients of :func:`grounding.edge_cost`.
+        mismatch_cost: cost of aligning a claimed relation with an edge of another type
+            (``inf``: typed claims must match).
+        eps_s: support tolerance of the statuses (``E_raw <= eps_s`` is supported; default
+            ``kappa``: support at least as good as the slack).
+        contradiction_penalty: :math:`\kappa_c` of Axiom 4 (default ``kappa``).
+        min_reliability: reliability an observed edge needs to count as counter-support.
+        margin_threshold, theta: the decision rule's margin and selective threshold (Axiom 8,
+            Eq. (22)).
+        omega: the oscillation at which the certificate's TV bounds are evaluated; default:
+            the worst case over *every* evidence state with these candidates, prior and
+            slack: :math:`\mathrm{osc}_S(E_R) + E_{\max}` with :math:`E_{\max} = \kappa +
+            \kappa_c` (chains) or :math:`\kappa` (answers), valid because every energy lies
+            in :math:`[0, E_{\max}]`.
+        n_paths: best supporting walks to report per candidate (``0``: none).
+
+    Returns:
+        :class:`~grounding.GroundingResult`.
+
+    Raises:
+        ValueError: an entity of the problem missing from the evidence graph, an empty
+            evidence graph, a negative or non-scalar ``lam``/``kappa``/``tau``, a problem
+            and realisation of different vocabularies, or :math:`Z_R(\lambda) = 0`.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from grounding import ClaimChain, EvidenceStatus, GroundingProblem, TypedGraph
+        >>> g = TypedGraph.from_triples([("lou_seal", "mascot_of", "giants")], [0.9],
+        ...                             entities=["lou_seal", "giants", "cardinals"])
+        >>> p = GroundingProblem("whose mascot is Lou Seal?",
+        ...     [ClaimChain(("lou_seal", t), ("mascot_of",)) for t in ("giants", "cardinals")],
+        ...     jnp.log(jnp.array([0.4, 0.6])))
+        >>> r = ground(p, g, lam=4.0, kappa=1.0)
+        >>> r.answer, [s.name for s in map(EvidenceStatus, r.status)]
+        ('lou_seal->giants', ['SUPPORTED', 'UNSUPPORTED'])
+    """
+    opts, flags = _options(
+        lam, kappa, tau, eps, alpha, xi, hop_cost, mismatch_cost, eps_s,
+        contradiction_penalty, margin_threshold, theta, omega,
+    )  # fmt: skip
+    n_paths = _n_paths(n_paths)
+    flags = _with_paths(flags, n_paths)
+    state, q, ev, statics = _prepare(problem, evidence, realisation, opts, flags, min_reliability)
+    out = _compiled(statics, None)(ev, q, realisation)
+    out["log_prior"] = q["log_prior"]
+    return _finish(out, problem, state, n_paths, float(opts["tau"]))
+
+
+def _n_paths(n_paths: int) -> int:
+    if isinstance(n_paths, bool) or not isinstance(n_paths, (int, np.integer)) or n_paths < 0:
+        raise ValueError(f"n_paths must be a non-negative int, got {n_paths!r}")
+    return int(n_paths)
+
+
+def ground_batch(
+    problems: Sequence[GroundingProblem],
+    evidence: EvidenceState | Sequence[EvidenceState],
+    *,
+    realisation: Realisation | None = None,
+    min_reliability: float = 0.0,
+    n_paths: int = 3,
+    **params,
+) -> list[GroundingResult]:
+    """:func:`ground` for many questions: one ``vmap``-ed program per group of questions with
+    the same configuration (candidate kind and structure, shapes after padding), the evidence
+    shared (one state for all) or per question (a sequence; one graph vocabulary per group).
+
+    ``params`` are :func:`ground`'s keyword arguments (``lam``, ``kappa``, ...), scalars
+    shared by every question. Results equal :func:`ground` question by question.
+    """
+    problems = list(problems)
+    if not problems:
+        raise ValueError("ground_batch: no problems")
+    shared = not isinstance(evidence, Sequence)
+    states = [evidence] * len(problems) if shared else list(evidence)
+    if len(states) != len(problems):
+        raise ValueError(f"{len(problems)} problems but {len(states)} evidence states")
+    opts, flags = _options(**_with_defaults(params))
+    n_paths = _n_paths(n_paths)
+    flags = _with_paths(flags, n_paths)
+    c_pad = _bucket(max(p.n_candidates for p in problems))
+    prepared = [
+        _prepare(p, s, realisation, opts, flags, min_reliability, c_pad)
+        for p, s in zip(problems, states)
+    ]
+    groups: dict = {}
+    for i, (_, q, ev, statics) in enumerate(prepared):
+        shapes = tuple((k, np.shape(v)) for k, v in sorted(q.items()))
+        e_shape = np.shape(ev["head"])
+        groups.setdefault((statics, shapes, e_shape), []).append(i)
+    results: list[GroundingResult | None] = [None] * len(problems)
+    for (statics, _, _), members in groups.items():
+        qs = jax.tree_util.tree_map(lambda *x: np.stack(x), *[prepared[i][1] for i in members])
+        if shared:
+            ev = prepared[members[0]][2]
+        else:
+            ev = jax.tree_util.tree_map(lambda *x: np.stack(x), *[prepared[i][2] for i in members])
+        out = _compiled(statics, not shared)(ev, qs, realisation)
+        for j, i in enumerate(members):
+            one = jax.tree_util.tree_map(lambda x, j=j: x[j], out)
+            one["log_prior"] = prepared[i][1]["log_prior"]
+            results[i] = _finish(one, problems[i], prepared[i][0], n_paths, float(opts["tau"]))
+    return results  # type: ignore[return-value]
+
+
+_DEFAULTS = dict(
+    tau=0.0, eps=None, alpha=1.0, xi=1.0, hop_cost=0.0, mismatch_cost=jnp.inf, eps_s=None,
+    contradiction_penalty=None, margin_threshold=0.0, theta=None, omega=None,
+)  # fmt: skip
+
+
+def _with_defaults(params: dict) -> dict:
+    unknown = set(params) - set(_DEFAULTS) - {"lam", "kappa"}
+    if unknown:
+        raise TypeError(f"ground_batch: unknown arguments {sorted(unknown)}")
+    for required in ("lam", "kappa"):
+        if required not in params:
+            raise TypeError(f"ground_batch: missing keyword argument {required!r}")
+    return {**_DEFAULTS, **params}
