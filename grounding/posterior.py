@@ -249,5 +249,7 @@ def log_normalize(log_weights: ArrayLike) -> jax.Array:
         if np.isnan(a).any() or (a == np.inf).any():
             raise ValueError("log_weights contains NaN or +inf")
         if (a == -np.inf).all(axis=-1).any():
-            raise ValueError("log_weights has a row with no mass (all -inf): it cannot be normalised")
+            raise ValueError(
+                "log_weights has a row with no mass (all -inf): it cannot be normalised"
+            )
     return normalize_log(lw)

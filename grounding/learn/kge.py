@@ -44,9 +44,9 @@ import numpy as np
 import optax
 from tqdm import tqdm
 
-from grounding.io import atomic_write_bytes
 from grounding.datasets.kg import KGSplits
 from grounding.geometry import Linear, RelationMap, Rotation, Translation, get_metric
+from grounding.io import atomic_write_bytes
 from grounding.learn.linkpred import filtered_ranks, rank_metrics
 
 __all__ = [
