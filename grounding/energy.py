@@ -79,10 +79,10 @@ def best_path_energy(path_energies: ArrayLike) -> jax.Array:
     return jnp.min(e, axis=-1)  # Eq. (11)
 
 
-def _check_paths(path_energy_: ArrayLike, log_path_prior: ArrayLike, tau: ArrayLike):
-    e = check_energy(path_energy_, "path_energy")
+def _check_paths(path_energies: ArrayLike, log_path_prior: ArrayLike, tau: ArrayLike):
+    e = check_energy(path_energies, "path_energies")
     lw = check_log_prob(log_path_prior, "log_path_prior")
-    check_broadcastable(e, lw, "path_energy", "log_path_prior")
+    check_broadcastable(e, lw, "path_energies", "log_path_prior")
     tau = check_nonnegative_scalar(tau, "tau")
     return e, lw, tau
 
@@ -97,7 +97,9 @@ def _tempered(e: jax.Array, lw: jax.Array, tau: jax.Array):
     return positive, safe_tau, logits, jnp.where(lw > -jnp.inf, e, jnp.inf)
 
 
-def aggregate_paths(path_energy: ArrayLike, log_path_prior: ArrayLike, tau: ArrayLike) -> jax.Array:
+def aggregate_paths(
+    path_energies: ArrayLike, log_path_prior: ArrayLike, tau: ArrayLike
+) -> jax.Array:
     r"""Entropic path aggregation, Eq. (13):
 
     .. math::
@@ -108,7 +110,7 @@ def aggregate_paths(path_energy: ArrayLike, log_path_prior: ArrayLike, tau: Arra
     ``+inf`` when every path with positive prior has infinite energy.
 
     Args:
-        path_energy: ``[..., P]`` energies :math:`e_\gamma(X_\rho)` in :math:`\mathbb R\cup\{+\infty\}`.
+        path_energies: ``[..., P]`` energies :math:`e_\gamma(X_\rho)` in :math:`\mathbb R\cup\{+\infty\}`.
         log_path_prior: ``[..., P]`` normalised :math:`\log\omega_\gamma` (``-inf`` allowed).
         tau: path temperature :math:`\tau \ge 0`.
 
@@ -122,7 +124,7 @@ def aggregate_paths(path_energy: ArrayLike, log_path_prior: ArrayLike, tau: Arra
         >>> round(float(aggregate_paths(jnp.array([1.0, 1.0]), jnp.log(jnp.array([0.5, 0.5])), 0.3)), 6)
         1.0
     """
-    positive, safe_tau, logits, e_pos = _tempered(*_check_paths(path_energy, log_path_prior, tau))
+    positive, safe_tau, logits, e_pos = _tempered(*_check_paths(path_energies, log_path_prior, tau))
     lse = logsumexp(logits, axis=-1)  # Eq. (13)
     finite = jnp.isfinite(lse)
     soft = jnp.where(finite, -safe_tau[..., 0] * jnp.where(finite, lse, 0.0), jnp.inf)
@@ -130,16 +132,18 @@ def aggregate_paths(path_energy: ArrayLike, log_path_prior: ArrayLike, tau: Arra
     return jnp.where(positive[..., 0], soft, hard)
 
 
-def path_posterior(path_energy: ArrayLike, log_path_prior: ArrayLike, tau: ArrayLike) -> jax.Array:
+def path_posterior(
+    path_energies: ArrayLike, log_path_prior: ArrayLike, tau: ArrayLike
+) -> jax.Array:
     r"""The unique optimiser :math:`\nu^*` of Prop. 2, in log-space:
 
     .. math::
         \nu^*(\gamma) = \frac{\omega_\gamma e^{-e_\gamma/\tau}}{\sum_{\gamma'}\omega_{\gamma'} e^{-e_{\gamma'}/\tau}}.
 
     At ``tau == 0`` it is the limit: :math:`\omega` conditioned on the minimum-energy paths.
-    Equal to the gradient of :func:`aggregate_paths` with respect to ``path_energy``.
+    Equal to the gradient of :func:`aggregate_paths` with respect to ``path_energies``.
     """
-    e, lw, tau = _check_paths(path_energy, log_path_prior, tau)
+    e, lw, tau = _check_paths(path_energies, log_path_prior, tau)
     positive, _, logits, e_pos = _tempered(e, lw, tau)
     soft = normalize_log(logits)  # Prop. 2
     at_min = e_pos == jnp.min(e_pos, axis=-1, keepdims=True)
@@ -148,20 +152,20 @@ def path_posterior(path_energy: ArrayLike, log_path_prior: ArrayLike, tau: Array
 
 
 def variational_path_objective(
-    log_nu: ArrayLike, path_energy: ArrayLike, log_path_prior: ArrayLike, tau: ArrayLike
+    log_nu: ArrayLike, path_energies: ArrayLike, log_path_prior: ArrayLike, tau: ArrayLike
 ) -> jax.Array:
     r"""The objective of Eq. (14): :math:`\mathbb E_{\gamma\sim\nu}[e_\gamma] + \tau\,\mathrm{KL}(\nu\|\omega)`.
 
     Prop. 2: its minimum over :math:`\nu \ll \omega` equals :func:`aggregate_paths`,
     attained only at :func:`path_posterior`.
     """
-    return expected_energy(log_nu, path_energy) + tau * kl_divergence(
+    return expected_energy(log_nu, path_energies) + tau * kl_divergence(
         log_nu, log_path_prior
     )  # Eq. (14)
 
 
 def aggregation_bounds(
-    path_energy: ArrayLike, log_path_prior: ArrayLike, tau: ArrayLike
+    path_energies: ArrayLike, log_path_prior: ArrayLike, tau: ArrayLike
 ) -> tuple[jax.Array, jax.Array]:
     r"""Two-sided bounds on Eq. (13) for a normalised path prior :math:`\omega`:
 
@@ -179,7 +183,7 @@ def aggregation_bounds(
     Returns:
         ``(lower, upper)``.
     """
-    e, lw, tau = _check_paths(path_energy, log_path_prior, tau)
+    e, lw, tau = _check_paths(path_energies, log_path_prior, tau)
     pos = lw > -jnp.inf
     lower = jnp.min(jnp.where(pos, e, jnp.inf), axis=-1)
     t = jnp.expand_dims(tau, -1)
@@ -259,19 +263,19 @@ def projection(
 
 
 def revision_objective(
-    d_to_start: ArrayLike, energy: ArrayLike, omega: ArrayLike, lam: ArrayLike, mu: ArrayLike
+    d_to_start: ArrayLike, energy: ArrayLike, regularizer: ArrayLike, lam: ArrayLike, mu: ArrayLike
 ) -> jax.Array:
     r"""The projection-style revision objective of Eq. (29):
     :math:`\tfrac12 d_{\mathcal A}(X, X^0)^2 + \lambda E_R(X) + \mu\,\Omega_R(X)`."""
     d = jnp.asarray(d_to_start)
-    return 0.5 * d**2 + scaled_energy(lam, energy) + mu * jnp.asarray(omega)  # Eq. (29)
+    return 0.5 * d**2 + scaled_energy(lam, energy) + mu * jnp.asarray(regularizer)  # Eq. (29)
 
 
 def revise(
     x0: ArrayLike,
     candidates: ArrayLike,
     energy: ArrayLike,
-    omega: ArrayLike,
+    regularizer: ArrayLike,
     lam: ArrayLike,
     mu: ArrayLike,
     distance: Callable[[jax.Array, jax.Array], jax.Array],
@@ -282,7 +286,7 @@ def revise(
     never above the objective at :math:`X^0` (it is a minimum over a set containing it).
     """
     d = _region_distances(jnp.asarray(x0), jnp.asarray(candidates), distance)
-    obj = revision_objective(d, energy, omega, lam, mu)
+    obj = revision_objective(d, energy, regularizer, lam, mu)
     i = jnp.argmin(obj)  # Eq. (29)
     return i, obj[i]
 
@@ -291,7 +295,7 @@ def unified_objective(
     prior_cost: ArrayLike,
     energy: ArrayLike,
     dist_to_support: ArrayLike,
-    omega: ArrayLike,
+    regularizer: ArrayLike,
     lam: ArrayLike,
     beta: ArrayLike,
     mu: ArrayLike,
@@ -302,5 +306,5 @@ def unified_objective(
         jnp.asarray(prior_cost)
         + scaled_energy(lam, energy)
         + beta * jnp.asarray(dist_to_support) ** 2
-        + mu * jnp.asarray(omega)
+        + mu * jnp.asarray(regularizer)
     )  # Eq. (28)

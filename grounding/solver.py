@@ -24,7 +24,6 @@ two); the compiled programs sit in a bounded LRU cache.
 from __future__ import annotations
 
 import functools
-import weakref
 from collections.abc import Sequence
 
 import jax
@@ -32,163 +31,25 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from grounding._checks import check_nonnegative_scalar
 from grounding._numerics import logaddexp, logsumexp
 from grounding.decision import classify_status, decide_action, status_energy
 from grounding.evidence import EvidenceState
 from grounding.geometry import get_metric
-from grounding.graph import TypedGraph
+from grounding.inputs import bucket, check_n_paths, options, prepare, with_defaults, with_paths
 from grounding.paths.chains import chain_energy_and_log_mass
 from grounding.paths.costs import step_costs
 from grounding.posterior import gibbs_log_posterior, hard_log_posterior
 from grounding.problem import (
     GroundingProblem,
     Realisation,
-    check_realisation,
     edge_costs_from_arrays,
 )
 from grounding.report import supporting_paths
 from grounding.result import Certificate, GroundingResult
-from grounding.semiring.layout import ELL_MIN_EDGES, as_graph
+from grounding.semiring.layout import as_graph
 from grounding.semiring.recursion import run
 
 __all__ = ["ground", "ground_batch"]
-
-
-def _bucket(n: int, floor: int = 8) -> int:
-    return max(floor, 1 << max(n - 1, 0).bit_length())
-
-
-def _scalar(x: ArrayLike, name: str, **kw) -> jax.Array:
-    a = check_nonnegative_scalar(x, name, **kw)
-    if a.ndim:
-        raise ValueError(f"{name} must be a scalar for one question, got shape {a.shape}")
-    return a
-
-
-# ----------------------------------------------------------------------------- preparation
-def _options(
-    lam, kappa, tau, eps, alpha, xi, hop_cost, mismatch_cost, eps_s, contradiction_penalty,
-    margin_threshold, theta, omega,
-) -> tuple[dict, tuple]:  # fmt: skip
-    """Validated scalars (arrays for the core) and the static flags they imply."""
-    kappa_ = _scalar(kappa, "kappa", allow_inf=True, strict=True)
-    tau_ = _scalar(tau, "tau")
-    opts = dict(
-        lam=_scalar(lam, "lam"),
-        kappa=kappa_,
-        tau=tau_,
-        alpha=_scalar(alpha, "alpha"),
-        xi=_scalar(xi, "xi"),
-        hop_cost=_scalar(hop_cost, "hop_cost"),
-        mismatch=_scalar(mismatch_cost, "mismatch_cost", allow_inf=True),
-        eps_s=kappa_ if eps_s is None else _scalar(eps_s, "eps_s", allow_inf=True),
-        kc=kappa_
-        if contradiction_penalty is None
-        else _scalar(contradiction_penalty, "contradiction_penalty", allow_inf=True, strict=True),
-        margin=_scalar(margin_threshold, "margin_threshold", allow_inf=True),
-    )
-    if eps is not None:
-        opts["eps"] = _scalar(eps, "eps", allow_inf=True)
-    if theta is not None:
-        opts["theta"] = _scalar(theta, "theta")
-    if omega is not None:
-        opts["omega"] = _scalar(omega, "omega", allow_inf=True)
-    flags = (float(tau_) == 0.0, eps is not None, theta is not None, omega is not None)
-    return opts, flags
-
-
-def _with_paths(flags: tuple, n_paths: int) -> tuple:
-    """The static flags plus whether the core returns the chain costs (for path reports)."""
-    return (*flags, n_paths > 0)
-
-
-def _evidence(evidence) -> EvidenceState:
-    if isinstance(evidence, TypedGraph):
-        evidence = EvidenceState(evidence)
-    if not isinstance(evidence, EvidenceState):
-        raise TypeError(f"evidence must be an EvidenceState, got {type(evidence).__name__}")
-    if evidence.graph.n_nodes == 0:
-        raise ValueError("evidence is empty: its graph has no entities to ground candidates in")
-    return evidence
-
-
-def _candidate_arrays(problem: GroundingProblem, state: EvidenceState, c_pad: int, min_rel):
-    """Per-candidate index arrays (padded to ``c_pad``) and the static structure."""
-    g = state.graph
-    every_node = problem.kind == "answer" and problem.candidates == g.entities
-    names = problem.anchors if every_node else problem.entities()
-    for name in names:
-        if not g.has_entity(name):
-            raise ValueError(
-                f"problem: entity {name!r} is not in the evidence graph ({g.n_nodes} entities; "
-                "ground against a state over the full vocabulary)"
-            )
-    C = problem.n_candidates
-    counter = np.zeros(c_pad, bool)
-    schema = np.ones(c_pad, bool)
-    schema[C:] = False  # padding: no admissible walk
-    if problem.kind == "answer":
-        answers = np.zeros(c_pad, np.int32)
-        answers[:C] = (
-            np.arange(C) if every_node else [g.entity_index(a) for a in problem.candidates]
-        )
-        anchors = np.asarray(list(dict.fromkeys(g.entity_index(a) for a in problem.anchors)))
-        arrays = dict(answers=answers, anchors=anchors.astype(np.int32))
-        structure = ("answer", problem.max_hops, problem.min_hops)
-    else:
-        t_max = max(c.n_hops for c in problem.candidates)
-        mentions = np.full((c_pad, t_max + 1), -1, np.int32)
-        claimed = np.full((c_pad, t_max), -1, np.int32)
-        groups: dict[int, list[int]] = {}
-        for i, c in enumerate(problem.candidates):
-            groups.setdefault(c.n_hops, []).append(i)
-            mentions[i, : c.n_hops + 1] = [
-                -1 if e is None else g.entity_index(e) for e in c.entities
-            ]
-            schema[i] = all(r is None or r in g.relations for r in c.relations)
-            claimed[i, : c.n_hops] = [
-                g.relation_index(r) if r is not None and schema[i] else -1 for r in c.relations
-            ]
-            counter[i] = any(state.counter_support(h, min_rel) for h in c.named_hops())
-        groups[problem.candidates[0].n_hops] += list(range(C, c_pad))
-        arrays = dict(mentions=mentions, claimed=claimed)
-        structure = ("chain", tuple((t, tuple(ix)) for t, ix in sorted(groups.items())))
-    return dict(arrays, counter=counter, schema=schema), structure
-
-
-_EDGE_CACHE: dict[int, tuple[weakref.ref, dict, object]] = {}
-
-
-def _edge_arrays(graph: TypedGraph) -> tuple[dict, object]:
-    """Edge arrays padded to a power of two (small graphs: segment layout) or exact with the
-    graph's ELL layout (large graphs). Memoised for the last few graphs (a retriever grounds
-    many questions against one graph)."""
-    hit = _EDGE_CACHE.get(id(graph))
-    if hit is not None and hit[0]() is graph:
-        return hit[1], hit[2]
-    arrays, layout = _build_edge_arrays(graph)
-    if len(_EDGE_CACHE) >= 8:
-        _EDGE_CACHE.pop(next(iter(_EDGE_CACHE)))
-    _EDGE_CACHE[id(graph)] = (weakref.ref(graph), arrays, layout)
-    return arrays, layout
-
-
-def _build_edge_arrays(graph: TypedGraph) -> tuple[dict, object]:
-    E = graph.n_edges
-    e_pad = E if E >= ELL_MIN_EDGES else _bucket(E)
-    pad = e_pad - E
-    arrays = dict(
-        head=np.pad(np.asarray(graph.head, np.int32), (0, pad)),
-        tail=np.pad(np.asarray(graph.tail, np.int32), (0, pad)),
-        relation=np.pad(np.asarray(graph.relation, np.int32), (0, pad)),
-        reliability=np.pad(np.asarray(graph.reliability), (0, pad), constant_values=1.0),
-        edge_mask=np.arange(e_pad) < E,
-    )
-    layout = (
-        graph.edge_index() if E >= ELL_MIN_EDGES else None
-    )  # None: built from the (possibly traced) padded arrays inside the core
-    return arrays, layout
 
 
 # ----------------------------------------------------------------------------- the core
@@ -306,30 +167,6 @@ def _compiled(statics, batched_evidence: bool | None):
 
 
 # ----------------------------------------------------------------------------- public API
-def _prepare(problem, evidence, realisation, opts, flags, min_reliability, c_pad=None):
-    if not isinstance(problem, GroundingProblem):
-        raise TypeError(f"problem must be a GroundingProblem, got {type(problem).__name__}")
-    state = _evidence(evidence)
-    check_realisation(realisation, state.graph.n_nodes)
-    if problem.kind == "answer" and problem.max_hops is None and not flags[0]:
-        raise ValueError("answer candidates with max_hops=None (any length) need tau == 0")
-    C = problem.n_candidates
-    c_pad = _bucket(C) if c_pad is None else c_pad
-    q, structure = _candidate_arrays(problem, state, c_pad, min_reliability)
-    lp = np.full(c_pad, -np.inf)
-    lp[:C] = np.asarray(problem.log_prior)
-    claim = np.zeros(c_pad)
-    if problem.claim_energy is not None:
-        claim[:C] = np.asarray(problem.claim_energy)
-    q.update(opts, log_prior=lp, claim=claim)
-    ev, layout = _edge_arrays(state.graph)
-    if layout is not None:
-        ev = dict(ev, layout=layout)
-    metric = "euclidean" if realisation is None else realisation.metric
-    statics = (structure, flags, metric, state.graph.n_nodes, layout is not None)
-    return state, q, ev, statics
-
-
 def _finish(out, problem, state, n_paths, tau: float) -> GroundingResult:
     C = problem.n_candidates
     out = jax.tree_util.tree_map(np.asarray, out)
@@ -432,22 +269,16 @@ def ground(
         >>> r.answer, [s.name for s in map(EvidenceStatus, r.status)]
         ('lou_seal->giants', ['SUPPORTED', 'UNSUPPORTED'])
     """
-    opts, flags = _options(
+    opts, flags = options(
         lam, kappa, tau, eps, alpha, xi, hop_cost, mismatch_cost, eps_s,
         contradiction_penalty, margin_threshold, theta, omega,
     )  # fmt: skip
-    n_paths = _n_paths(n_paths)
-    flags = _with_paths(flags, n_paths)
-    state, q, ev, statics = _prepare(problem, evidence, realisation, opts, flags, min_reliability)
+    n_paths = check_n_paths(n_paths)
+    flags = with_paths(flags, n_paths)
+    state, q, ev, statics = prepare(problem, evidence, realisation, opts, flags, min_reliability)
     out = _compiled(statics, None)(ev, q, realisation)
     out["log_prior"] = q["log_prior"]
     return _finish(out, problem, state, n_paths, float(opts["tau"]))
-
-
-def _n_paths(n_paths: int) -> int:
-    if isinstance(n_paths, bool) or not isinstance(n_paths, (int, np.integer)) or n_paths < 0:
-        raise ValueError(f"n_paths must be a non-negative int, got {n_paths!r}")
-    return int(n_paths)
 
 
 def ground_batch(
@@ -473,12 +304,12 @@ def ground_batch(
     states = [evidence] * len(problems) if shared else list(evidence)
     if len(states) != len(problems):
         raise ValueError(f"{len(problems)} problems but {len(states)} evidence states")
-    opts, flags = _options(**_with_defaults(params))
-    n_paths = _n_paths(n_paths)
-    flags = _with_paths(flags, n_paths)
-    c_pad = _bucket(max(p.n_candidates for p in problems))
+    opts, flags = options(**with_defaults(params))
+    n_paths = check_n_paths(n_paths)
+    flags = with_paths(flags, n_paths)
+    c_pad = bucket(max(p.n_candidates for p in problems))
     prepared = [
-        _prepare(p, s, realisation, opts, flags, min_reliability, c_pad)
+        prepare(p, s, realisation, opts, flags, min_reliability, c_pad)
         for p, s in zip(problems, states)
     ]
     groups: dict = {}
@@ -499,19 +330,3 @@ def ground_batch(
             one["log_prior"] = prepared[i][1]["log_prior"]
             results[i] = _finish(one, problems[i], prepared[i][0], n_paths, float(opts["tau"]))
     return results  # type: ignore[return-value]
-
-
-_DEFAULTS = dict(
-    tau=0.0, eps=None, alpha=1.0, xi=1.0, hop_cost=0.0, mismatch_cost=jnp.inf, eps_s=None,
-    contradiction_penalty=None, margin_threshold=0.0, theta=None, omega=None,
-)  # fmt: skip
-
-
-def _with_defaults(params: dict) -> dict:
-    unknown = set(params) - set(_DEFAULTS) - {"lam", "kappa"}
-    if unknown:
-        raise TypeError(f"ground_batch: unknown arguments {sorted(unknown)}")
-    for required in ("lam", "kappa"):
-        if required not in params:
-            raise TypeError(f"ground_batch: missing keyword argument {required!r}")
-    return {**_DEFAULTS, **params}

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
+from scipy.optimize import linear_sum_assignment, linprog
 
 from grounding._checks import is_concrete
 from grounding._numerics import logsumexp, xlogy
@@ -149,8 +150,6 @@ def ot_exact(cost: ArrayLike, a: ArrayLike | None = None, b: ArrayLike | None = 
         >>> ot_exact([[0.0, 1.0], [1.0, 0.0]])
         0.0
     """
-    from scipy.optimize import linear_sum_assignment, linprog
-
     if not is_concrete(cost, a, b):
         raise TypeError("ot_exact is a numpy reference: cost, a, b must be concrete (not traced)")
     c = np.asarray(_array(cost, "cost", 2), dtype=np.float64)

@@ -19,6 +19,8 @@ import numpy as np
 from hypothesis import strategies as st
 
 from grounding.graph import TypedGraph
+from grounding.problem import ClaimChain, GroundingProblem
+from grounding.testing import _alignment_strategies, _regularize_strategies
 
 __all__ = [
     "seeds",
@@ -31,6 +33,7 @@ __all__ = [
     "typed_graphs",
     "weighted_digraphs",
     "binary_partitions",
+    "grounding_problems",
 ]
 
 seeds = st.integers(min_value=0, max_value=2**32 - 1)
@@ -185,11 +188,46 @@ def binary_partitions(draw, n: int) -> np.ndarray:
     return rng.permutation(mask)
 
 
+@st.composite
+def grounding_problems(
+    draw, kind: str | None = None, c_max: int = 6, t_max: int = 2, zeros: bool = True
+) -> tuple[TypedGraph, GroundingProblem]:
+    """``(evidence graph, problem)`` pairs for :func:`grounding.ground`: a small
+    :func:`typed_graphs` graph and either answer candidates (entity names, anchored at one or
+    two nodes, walks of ``min_hops..max_hops`` edges) or claim chains of one length ``T``
+    (entities named or wildcards ``None``, relations of the schema or unspecified), with a
+    normalised log-prior (zeros allowed when ``zeros``)."""
+    g = draw(typed_graphs())
+    rng = np.random.default_rng(draw(seeds))
+    kind = kind or draw(st.sampled_from(["answer", "chain"]))
+    c = draw(st.integers(1, c_max))
+    lp = _dirichlet(rng, c, zeros)
+    names = list(g.entities)
+    if kind == "answer":
+        anchors = tuple(
+            rng.choice(names, size=min(len(names), draw(st.integers(1, 2))), replace=False)
+        )
+        cands = tuple(str(x) for x in rng.choice(names, size=min(c, len(names)), replace=False))
+        lp = _dirichlet(rng, len(cands), zeros)
+        problem = GroundingProblem(
+            "q", cands, lp, anchors=tuple(str(a) for a in anchors),
+            max_hops=draw(st.integers(1, 3)), min_hops=draw(st.sampled_from([0, 1])),
+        )  # fmt: skip
+        return g, problem
+    t = draw(st.integers(1, t_max))
+    chains = []
+    for i in range(c):
+        ents = tuple(None if rng.random() < 0.25 else str(rng.choice(names)) for _ in range(t + 1))
+        rels = tuple(
+            None if rng.random() < 0.25 else str(rng.choice(g.relations)) for _ in range(t)
+        )
+        chains.append(ClaimChain(ents, rels, name=f"c{i}"))
+    return g, GroundingProblem("q", tuple(chains), lp)
+
+
 # Strategies for the alignment costs (Eqs. (2)-(3)) and the typed regulariser (Eqs. (23)-(25))
 # live beside their tests; they are re-exported here so users have one module to import.
 def _reexport() -> list[str]:
-    from grounding.testing import _alignment_strategies, _regularize_strategies
-
     added = []
     for mod in (_alignment_strategies, _regularize_strategies):
         for name in mod.__all__:

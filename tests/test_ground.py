@@ -1,0 +1,531 @@
+"""Property tests of :func:`grounding.ground`, against an independent enumeration oracle.
+
+The oracle enumerates every walk of the candidate's family in a few lines of Python (no
+engine code), prices it with Eq. (8)-(10) written out here, and takes the minimum (Eq. (11))
+or the uniform-prior aggregate (Eq. (13)). ``ground`` must equal
+``gibbs_log_posterior(log_prior, slack_energy(best_path_energy(...)), lam)`` on it, its hard
+branch must equal ``hard_log_posterior``, and its Thm. 3 certificate must bound the measured
+total variation under random perturbations of the evidence.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from _tol import F64
+from hypothesis import given, note, settings
+from hypothesis import strategies as st
+
+import grounding as g
+from grounding import solver
+from grounding.testing.strategies import grounding_problems, seeds
+
+oracle = settings(max_examples=max(10, settings.default.max_examples * 2 // 5))
+lams = st.sampled_from([0.0, 0.3, 1.0, 4.0])
+kappas = st.sampled_from([0.5, 1.0, 3.0])
+taus = st.sampled_from([0.0, 0.4])
+
+
+# ----------------------------------------------------------------------------- the oracle
+def _walks(graph, n_hops, starts=None):
+    """Every walk of exactly ``n_hops`` edges (edge tuples) from ``starts`` (any node if None),
+    with its start node."""
+    head, tail = np.asarray(graph.head), np.asarray(graph.tail)
+    nodes = range(graph.n_nodes) if starts is None else starts
+    out = [((), int(v)) for v in nodes]
+    for _ in range(n_hops):
+        out = [
+            (w + (e,), s)
+            for w, s in out
+            for e in range(len(head))
+            if head[e] == (tail[w[-1]] if w else s)
+        ]
+    return out
+
+
+def _end(graph, walk, start):
+    return int(np.asarray(graph.tail)[walk[-1]]) if walk else start
+
+
+def _edge_cost(graph, xi=1.0, hop=0.0):
+    return hop + xi * -np.log(np.asarray(graph.reliability, float))  # Eq. (8), evidence-only
+
+
+def _aggregate(energies, n_family, tau):
+    """Eq. (11) (tau = 0) or Eq. (13) with the uniform prior over a family of ``n_family``."""
+    e = np.asarray([x for x in energies if np.isfinite(x)])
+    if not len(e):
+        return np.inf
+    if tau == 0:
+        return float(g.best_path_energy(jnp.asarray(e)))
+    m = e.min()
+    return float(m - tau * (np.log(np.sum(np.exp(-(e - m) / tau))) - np.log(n_family)))
+
+
+def oracle_answers(graph, problem, tau, cost):
+    """Raw energy of each answer candidate: walks of min..max hops from any anchor."""
+    anchors = sorted({graph.entity_index(a) for a in problem.anchors})
+    family = [
+        (w, s)
+        for k in range(problem.min_hops, problem.max_hops + 1)
+        for w, s in _walks(graph, k, anchors)
+    ]
+    out = []
+    for x in problem.candidates:
+        xi = graph.entity_index(x)
+        es = [sum(cost[e] for e in w) for w, s in family if _end(graph, w, s) == xi]
+        out.append(_aggregate(es, len(family), tau))
+    return np.asarray(out)
+
+
+def chain_walk_energies(graph, chain, cost):
+    """Eq. (10) of a claim chain on every T-hop walk (``+inf`` where a mention or a claimed
+    relation does not match: evidence-only realisation, typed claims)."""
+    tail, rel = np.asarray(graph.tail), np.asarray(graph.relation)
+    out = []
+    for w, s in _walks(graph, chain.n_hops):
+        nodes = [s, *[int(tail[e]) for e in w]]
+        ok = all(
+            z is None or graph.entity_index(z) == v for z, v in zip(chain.entities, nodes)
+        ) and all(
+            r is None or graph.relation_index(r) == rel[e] for r, e in zip(chain.relations, w)
+        )
+        out.append(sum(cost[e] for e in w) if ok else np.inf)
+    return out
+
+
+def oracle_chain(graph, chain, tau, cost):
+    """Raw energy of a claim chain: Eq. (11) / (13) over every T-hop walk."""
+    es = chain_walk_energies(graph, chain, cost)
+    return _aggregate(es, len(es), tau)
+
+
+def answer_walk_energies(graph, problem, x, cost):
+    """Eq. (10) of every walk of the family of answer ``x`` (min..max hops from an anchor)."""
+    anchors = sorted({graph.entity_index(a) for a in problem.anchors})
+    return [
+        sum(cost[e] for e in w)
+        for k in range(problem.min_hops, problem.max_hops + 1)
+        for w, s in _walks(graph, k, anchors)
+        if _end(graph, w, s) == graph.entity_index(x)
+    ]
+
+
+def oracle_raw(graph, problem, tau, cost):
+    if problem.kind == "answer":
+        return oracle_answers(graph, problem, tau, cost)
+    return np.asarray([oracle_chain(graph, c, tau, cost) for c in problem.candidates])
+
+
+# ----------------------------------------------------------------------------- properties
+@oracle
+@given(grounding_problems(), lams, kappas, taus)
+def test_ground_equals_gibbs_of_slack_best_path_energy(gp, lam, kappa, tau):
+    graph, problem = gp
+    res = g.ground(problem, graph, lam=lam, kappa=kappa, tau=tau, n_paths=0)
+    raw = oracle_raw(graph, problem, tau, _edge_cost(graph))
+    note(f"raw oracle {raw}, ground {np.asarray(res.raw_energy)}")
+    np.testing.assert_allclose(res.raw_energy, raw, **F64)
+    want = g.gibbs_log_posterior(problem.log_prior, g.slack_energy(raw, kappa), lam)  # (7), (19)
+    np.testing.assert_allclose(np.exp(res.log_posterior), np.exp(want), **F64)
+    np.testing.assert_allclose(res.energy, np.minimum(raw, kappa), **F64)
+    supported = raw <= kappa  # default eps_s = kappa; no counter-evidence, all in schema
+    status = np.where(supported, g.EvidenceStatus.SUPPORTED, g.EvidenceStatus.UNSUPPORTED)
+    np.testing.assert_array_equal(res.status, status)
+    assert int(res.best) == int(np.argmax(np.asarray(res.log_posterior)))
+    want_action = g.decide(np.asarray(res.log_posterior), np.asarray(res.status))
+    assert res.decision is want_action
+
+
+@oracle
+@given(grounding_problems(), lams, st.sampled_from([0.0, 0.3, 1.0, np.inf]))
+def test_hard_branch_equals_hard_log_posterior_or_abstains(gp, lam, eps):
+    graph, problem = gp
+    res = g.ground(problem, graph, lam=lam, kappa=1.0, eps=eps, n_paths=0)
+    raw = oracle_raw(graph, problem, 0.0, _edge_cost(graph))
+    mass = np.exp(np.asarray(problem.log_prior))[raw <= eps].sum()
+    if mass > 0:
+        assert not bool(res.hard_abstained)
+        want = g.hard_log_posterior(problem.log_prior, raw, eps)  # Eq. (6)
+        np.testing.assert_allclose(np.exp(res.hard_log_posterior), np.exp(want), **F64)
+    else:  # p_theta(F_R) = 0: Eq. (6) undefined; ground abstains where the function raises
+        assert bool(res.hard_abstained) and np.all(res.hard_log_posterior == -np.inf)
+        with pytest.raises(ValueError, match="zero prior mass"):
+            g.hard_log_posterior(problem.log_prior, raw, eps)
+
+
+def _perturb(graph, rng):
+    keep = rng.random(graph.n_edges) >= rng.uniform(0.0, 0.5)
+    w = np.asarray(graph.reliability)[keep] * rng.uniform(0.5, 1.0, keep.sum())
+    return dataclasses.replace(graph.subgraph(keep), reliability=jnp.asarray(w))
+
+
+@oracle
+@given(grounding_problems(), st.sampled_from([0.3, 1.0, 4.0]), kappas, taus, seeds)
+def test_certificate_bounds_the_measured_tv_under_random_perturbations(gp, lam, kappa, tau, seed):
+    graph, problem = gp
+    res = g.ground(problem, graph, lam=lam, kappa=kappa, tau=tau, n_paths=0)
+    other = g.ground(
+        problem,
+        _perturb(graph, np.random.default_rng(seed)),
+        lam=lam,
+        kappa=kappa,
+        tau=tau,
+        n_paths=0,
+    )
+    tv = float(g.tv_distance(res.log_posterior, other.log_posterior))
+    omega = float(g.oscillation(res.energy, other.energy, problem.log_prior))
+    c = res.certificate
+    note(f"tv {tv}, omega {omega}, certificate {c}")
+    assert bool(c.valid)
+    # the declared default: the worst case over every evidence state, osc_S(E_R) + E_max
+    support = np.asarray(problem.log_prior) > -np.inf
+    e = np.asarray(res.energy)[support]
+    e_max = 2 * kappa if problem.kind == "chain" else kappa  # kappa + kappa_c (default kappa)
+    np.testing.assert_allclose(c.omega, e.max() - e.min() + e_max, **F64)
+    assert omega <= float(c.omega) + 1e-12  # ... which this perturbation respects
+    # the bounds are exactly the theorem's (two-sided: a larger constant would fail)
+    np.testing.assert_allclose(c.tv_paper, np.tanh(lam * float(c.omega) / 2), **F64)
+    np.testing.assert_allclose(c.tv_sharp, np.tanh(lam * float(c.omega) / 4), **F64)
+    np.testing.assert_allclose(c.log_ratio, lam * float(c.omega), **F64)
+    # and they hold: globally, and at the measured oscillation (Thm. 3)
+    paper, sharp = (float(x) for x in c.tv_at(omega))
+    assert tv <= sharp + 1e-12 <= paper + 2e-12
+    assert tv <= float(c.tv_sharp) + 1e-12
+    lr = np.abs(np.asarray(res.log_posterior)[support] - np.asarray(other.log_posterior)[support])
+    assert np.all(lr <= lam * omega + 1e-9)  # the log-ratio claim of Thm. 3
+    if omega < float(c.radius):
+        assert int(other.best) == int(res.best)  # the answer is certified
+
+
+@oracle
+@given(grounding_problems(), st.sampled_from([0.3, 1.0, 4.0]), kappas)
+def test_certificate_radius_is_exact(gp, lam, kappa):
+    """Moving only the best candidate's energy by ``delta``: below the radius the best stays,
+    just above it the runner-up takes over (the radius is neither loose nor wrong)."""
+    graph, problem = gp
+    res = g.ground(problem, graph, lam=lam, kappa=kappa, n_paths=0)
+    r, b = float(res.certificate.radius), int(res.best)
+    if not 0 < r < np.inf:
+        return
+    lp, e = problem.log_prior, np.asarray(res.energy)
+    for factor, same in ((1 - 1e-6, True), (1 + 1e-6, False)):
+        moved = e + np.where(np.arange(len(e)) == b, factor * r, 0.0)  # osc(dE) = factor * r
+        post = g.gibbs_log_posterior(lp, moved, lam)
+        assert (int(g.map_index(post)) == b) is same
+
+
+def test_answers_at_positive_tau_equal_the_oracle_on_a_cyclic_graph():
+    """Pinned: Eq. (13) for answers, with the uniform prior over every walk of 1..2 edges from
+    the anchor (cycles included), against the enumeration oracle."""
+    graph = g.TypedGraph.from_triples(
+        [("a", "r", "b"), ("b", "r", "c"), ("a", "r", "c"), ("c", "r", "a")], [0.9, 0.5, 0.7, 1.0]
+    )
+    p = g.GroundingProblem(
+        "q", ("a", "b", "c"), jnp.log(jnp.full(3, 1 / 3)), anchors=("a",), max_hops=2
+    )
+    for tau in (0.1, 0.4, 2.0):
+        res = g.ground(p, graph, lam=1.0, kappa=10.0, tau=tau)
+        np.testing.assert_allclose(
+            res.raw_energy, oracle_raw(graph, p, tau, _edge_cost(graph)), **F64
+        )
+
+
+def test_chain_statuses_contradiction_and_schema_with_a_realisation():
+    """Eqs. (8)-(11) under a TransE realisation equal the enumeration oracle
+    (:func:`grounding.chain_path_energies`); counter-evidence gives CONTRADICTED and energy
+    kappa + kappa_c (Axiom 4); an unknown relation gives OUT_OF_SCHEMA, raw +inf, energy kappa."""
+    rng = np.random.default_rng(0)
+    graph = g.TypedGraph.from_triples(
+        [("a", "r", "b"), ("b", "s", "c"), ("a", "s", "c"), ("c", "s", "a")], [1.0, 0.8, 0.5, 0.9]
+    )
+    state = g.EvidenceState(
+        graph, negative=frozenset({("b", "s", "a")}), functional=frozenset({"r"})
+    )
+    emb = rng.normal(size=(3, 4))
+    real = g.Realisation(jnp.asarray(emb), g.Translation(jnp.asarray(rng.normal(size=(2, 4)))))
+    chains = (
+        g.ClaimChain(("a", "b", "c"), ("r", "s"), "ok"),
+        g.ClaimChain(("a", "b", "a"), ("r", "s"), "negative"),  # (b, s, a) is a declared negative
+        g.ClaimChain(("a", "c", None), ("r", "s"), "functional"),  # r is functional; a -r-> b seen
+        g.ClaimChain(("a", "b", "c"), ("r", "won"), "schema"),  # "won" is not in the schema
+    )
+    problem = g.GroundingProblem("q", chains, jnp.log(jnp.full(4, 0.25)))
+    res = g.ground(problem, state, lam=1.0, kappa=2.0, contradiction_penalty=3.0, realisation=real)
+    for i, c in enumerate(chains[:3]):
+        psi = emb[[graph.entity_index(x) for x in c.entities if x is not None]]
+        if len(psi) < c.n_hops + 1:  # a wildcard mention: its cost is 0 for every node
+            continue
+        _, e = g.chain_path_energies(
+            graph, emb, real.relation_map, psi, [graph.relation_index(r) for r in c.relations]
+        )
+        np.testing.assert_allclose(res.raw_energy[i], np.min(np.asarray(e)), **F64)
+    S = g.EvidenceStatus
+    assert [S(int(s)) for s in res.status] == [
+        S.SUPPORTED if float(res.raw_energy[0]) <= 2.0 else S.UNSUPPORTED,
+        S.CONTRADICTED,
+        S.CONTRADICTED,
+        S.OUT_OF_SCHEMA,
+    ]
+    np.testing.assert_allclose(res.energy[1:], [5.0, 5.0, 2.0], **F64)
+    assert np.isinf(res.raw_energy[3])
+
+
+def test_mixed_hop_chains_equal_their_separate_problems():
+    graph = g.TypedGraph.from_triples(
+        [("a", "r", "b"), ("b", "r", "c"), ("c", "r", "a")], [0.9, 0.5, 0.7]
+    )
+    chains = (
+        g.ClaimChain(("a", "b"), ("r",)),
+        g.ClaimChain(("a", None, "c"), ("r", "r")),
+        g.ClaimChain(("b", "c"), (None,)),
+    )
+    for tau in (0.0, 0.5):
+        mixed = g.ground(
+            g.GroundingProblem("q", chains, jnp.log(jnp.full(3, 1 / 3))),
+            graph,
+            lam=1.0,
+            kappa=5.0,
+            tau=tau,
+        )
+        for i, c in enumerate(chains):
+            one = g.ground(
+                g.GroundingProblem("q", (c,), jnp.zeros(1)), graph, lam=1.0, kappa=5.0, tau=tau
+            )
+            np.testing.assert_allclose(mixed.raw_energy[i], one.raw_energy[0], **F64)
+            np.testing.assert_allclose(
+                one.raw_energy[0], oracle_chain(graph, c, tau, _edge_cost(graph)), **F64
+            )
+
+
+@oracle
+@given(grounding_problems(), taus, st.integers(1, 4))
+def test_supporting_paths_are_the_best_walks_with_their_nu_star(gp, tau, k):
+    """The reported walks are the k lowest-energy walks of the family (Eq. (10)) and their
+    weights are nu* of Prop. 2 among all of them (tau = 0: uniform over the minimisers)."""
+    graph, problem = gp
+    res = g.ground(problem, graph, lam=1.0, kappa=1.0, tau=tau, n_paths=k)
+    cost = _edge_cost(graph)
+    for i, cand in enumerate(problem.candidates):
+        if problem.kind == "answer":
+            fam = answer_walk_energies(graph, problem, cand, cost)
+        else:
+            fam = [e for e in chain_walk_energies(graph, cand, cost) if np.isfinite(e)]
+        fam = np.sort(np.asarray(fam, float))
+        n = min(k, len(fam))
+        got = np.asarray(res.paths.cost[i])
+        assert int(np.sum(np.asarray(res.paths.length[i]) >= 0)) == n
+        np.testing.assert_allclose(got[:n], fam[:n], **F64)
+        if n == 0:
+            continue
+        if tau == 0:
+            want = np.where(
+                np.isclose(fam[:n], fam[0], rtol=0, atol=0), 1.0 / np.sum(fam == fam[0]), 0.0
+            )
+        else:
+            want = np.exp(-(fam[:n] - fam[0]) / tau) / np.sum(np.exp(-(fam - fam[0]) / tau))
+        np.testing.assert_allclose(res.paths.weight[i, :n], want, **F64)
+        for j, walk in enumerate(res.triples[i]):  # names agree with the edge indices
+            edges = res.paths.edges[i, j][: res.paths.length[i, j]]
+            assert list(walk) == [graph.triples()[e] for e in edges]
+
+
+@settings(max_examples=10)
+@given(grounding_problems(kind="answer"), st.lists(seeds, min_size=1, max_size=4), lams, taus)
+def test_ground_batch_equals_ground_question_by_question(gp, question_seeds, lam, tau):
+    graph, _ = gp
+    problems = []
+    for s in question_seeds:  # questions of different sizes and anchors on one graph
+        rng = np.random.default_rng(s)
+        m = int(rng.integers(1, graph.n_nodes + 1))
+        problems.append(
+            g.GroundingProblem(
+                "q",
+                graph.entities[:m],
+                g.log_normalize(rng.normal(size=m)),
+                anchors=(graph.entities[int(rng.integers(graph.n_nodes))],),
+                max_hops=2,
+            )  # fmt: skip
+        )
+    for evidence in (graph, [graph] * len(problems)):
+        batch = g.ground_batch(problems, evidence, lam=lam, kappa=1.0, tau=tau)
+        for p, b in zip(problems, batch):
+            one = g.ground(p, graph, lam=lam, kappa=1.0, tau=tau)
+            for field in ("raw_energy", "energy", "status", "log_posterior", "best", "action"):
+                np.testing.assert_allclose(getattr(b, field), getattr(one, field), **F64)
+            np.testing.assert_allclose(b.certificate.radius, one.certificate.radius, **F64)
+            np.testing.assert_allclose(b.paths.weight, one.paths.weight, **F64)
+
+
+def test_result_is_a_pytree_and_programs_are_reused():
+    graph = g.TypedGraph.from_triples([("a", "r", "b"), ("b", "r", "c")])
+    p = g.GroundingProblem(
+        "q", ("b", "c"), jnp.log(jnp.array([0.5, 0.5])), anchors=("a",), max_hops=2
+    )
+    res = g.ground(p, graph, lam=1.0, kappa=1.0)
+    leaves = jax.tree_util.tree_leaves(res)
+    assert leaves and all(isinstance(x, (np.ndarray, np.generic, jax.Array)) for x in leaves)
+    doubled = jax.tree_util.tree_map(lambda x: x, res)
+    assert doubled.names == res.names and doubled.answer == res.answer
+    before = solver._compiled.cache_info()
+    q = dataclasses.replace(p, log_prior=jnp.log(jnp.array([0.2, 0.8])))
+    g.ground(q, graph.add_triples([("c", "r", "a")]), lam=2.0, kappa=0.5)  # same bucket
+    after = solver._compiled.cache_info()
+    assert after.misses == before.misses and after.hits == before.hits + 1
+    assert after.maxsize is not None  # the cache of compiled programs is bounded
+    assert res.to_dict()["candidates"][0]["paths"][0]["triples"] == [["a", "r", "b"]]
+    assert "decision" in res.summary()
+
+
+def test_edge_cost_is_eqs_8_to_10():
+    rng = np.random.default_rng(1)
+    graph = g.TypedGraph.from_triples(
+        [("a", "r", "b"), ("b", "s", "a"), ("a", "s", "a")], [1.0, 0.5, 0.25]
+    )
+    np.testing.assert_allclose(g.edge_cost(graph), [0.0, np.log(2), np.log(4)], **F64)
+    np.testing.assert_allclose(
+        g.edge_cost(graph, xi=2.0, hop_cost=0.1),
+        0.1 + 2 * np.array([0.0, np.log(2), np.log(4)]),
+        **F64,
+    )
+    emb, t = rng.normal(size=(2, 3)), rng.normal(size=(2, 3))
+    real = g.Realisation(jnp.asarray(emb), g.Translation(jnp.asarray(t)))
+    h, r, tl = (np.asarray(a) for a in (graph.head, graph.relation, graph.tail))
+    geo = np.linalg.norm(emb[h] + t[r] - emb[tl], axis=1)  # d(T_r eta(u), eta(v)), Eq. (8)
+    want = 0.2 + 0.5 * (geo + 1.5 * -np.log(np.asarray(graph.reliability)))
+    np.testing.assert_allclose(
+        g.edge_cost(graph, real, alpha=0.5, xi=1.5, hop_cost=0.2), want, **F64
+    )
+
+
+# ----------------------------------------------------------------------------- bad input
+G3 = g.TypedGraph.from_triples([("a", "r", "b")], entities=["a", "b", "c"])
+P3 = g.GroundingProblem("q", ("b", "c"), jnp.log(jnp.array([0.5, 0.5])), anchors=("a",), max_hops=2)
+
+
+@pytest.mark.parametrize(
+    ("call", "exc", "match"),
+    [
+        (
+            lambda: g.ground(
+                dataclasses.replace(P3, candidates=("b", "zz")), G3, lam=1.0, kappa=1.0
+            ),
+            ValueError,
+            "'zz' is not in the evidence",
+        ),
+        (
+            lambda: g.ground(P3, g.TypedGraph.from_triples([]), lam=1.0, kappa=1.0),
+            ValueError,
+            "evidence is empty",
+        ),
+        (lambda: g.ground(P3, G3, lam=-1.0, kappa=1.0), ValueError, "lam"),
+        (lambda: g.ground(P3, G3, lam=jnp.ones(3), kappa=1.0), ValueError, "lam must be a scalar"),
+        (lambda: g.ground(P3, G3, lam=1.0, kappa=0.0), ValueError, "kappa"),
+        (lambda: g.ground(P3, G3, lam=1.0, kappa=1.0, tau=-0.1), ValueError, "tau"),
+        (lambda: g.ground(P3, G3, lam=1.0, kappa=1.0, n_paths=-1), ValueError, "n_paths"),
+        (lambda: g.ground(P3, "graph", lam=1.0, kappa=1.0), TypeError, "EvidenceState"),
+        (
+            lambda: g.ground(
+                P3, G3, lam=1.0, kappa=1.0, realisation=g.Realisation(jnp.zeros((2, 2)))
+            ),
+            ValueError,
+            "2 rows",
+        ),
+        (
+            lambda: g.ground(
+                dataclasses.replace(P3, max_hops=None), G3, lam=1.0, kappa=1.0, tau=0.5
+            ),
+            ValueError,
+            "tau == 0",
+        ),
+        (
+            lambda: g.ground(
+                dataclasses.replace(P3, candidates=("c",), log_prior=jnp.zeros(1)),
+                G3,
+                lam=1.0,
+                kappa=np.inf,
+            ),
+            ValueError,
+            "Z_R",
+        ),
+        (
+            lambda: g.GroundingProblem("q", ("b", "c"), jnp.log(jnp.full((3, 1), 1 / 3))),
+            ValueError,
+            "log_prior",
+        ),
+        (
+            lambda: g.GroundingProblem("q", ("b", "c", "a", "x"), jnp.log(jnp.full(3, 1 / 3))),
+            ValueError,
+            r"log_prior must have shape \(4,\)",
+        ),
+        (
+            lambda: g.GroundingProblem("q", ("b", "c"), jnp.log(jnp.array([0.5, 0.6]))),
+            ValueError,
+            "normalise",
+        ),
+        (lambda: g.GroundingProblem("q", (), jnp.zeros(0)), ValueError, "empty"),
+        (lambda: g.GroundingProblem("q", ("b",), jnp.zeros(1)), ValueError, "anchors"),
+        (
+            lambda: g.GroundingProblem(
+                "q", ("b", g.ClaimChain(("a", "b"), ("r",))), jnp.log(jnp.full(2, 0.5))
+            ),
+            TypeError,
+            "all ClaimChains",
+        ),
+        (
+            lambda: g.GroundingProblem(
+                "q", ("b",), jnp.zeros(1), anchors=("a",), claim_energy=[-1.0]
+            ),
+            ValueError,
+            "claim_energy",
+        ),
+        (lambda: g.ClaimChain(("a",), ()), ValueError, "T >= 1"),
+        (lambda: g.ClaimChain(("a", 3), ("r",)), TypeError, "entities"),
+        (lambda: g.ground_batch([], G3, lam=1.0, kappa=1.0), ValueError, "no problems"),
+        (
+            lambda: g.ground_batch([P3], [G3, G3], lam=1.0, kappa=1.0),
+            ValueError,
+            "1 problems but 2",
+        ),
+        (lambda: g.ground_batch([P3], G3, lam=1.0), TypeError, "kappa"),
+    ],
+)
+def test_bad_input_is_a_clear_error_naming_the_argument(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+def test_an_edgeless_evidence_state_is_valid_and_asks_to_retrieve():
+    """No edges: every candidate is unsupported, keeps positive mass (finite slack), and the
+    decision is RETRIEVE (Axiom 8), never an answer or a hard negative."""
+    bare = g.TypedGraph.from_triples([], entities=["a", "b", "c"])
+    res = g.ground(P3, bare, lam=5.0, kappa=1.0, eps=0.5)
+    assert np.all(res.status == g.EvidenceStatus.UNSUPPORTED)
+    assert np.all(np.asarray(res.log_posterior) > -np.inf)
+    assert res.decision is g.Action.RETRIEVE and res.answer is None and bool(res.hard_abstained)
+
+
+def test_every_combination_of_flags_compiles_and_agrees_with_its_parts():
+    """eps, theta, omega and margin_threshold each reach the result as the parts compute."""
+    graph = g.TypedGraph.from_triples(
+        [("a", "r", "b"), ("a", "r", "c"), ("b", "r", "c")], [0.9, 0.3, 0.8]
+    )
+    p = g.GroundingProblem(
+        "q", ("b", "c"), jnp.log(jnp.array([0.45, 0.55])), anchors=("a",), max_hops=2
+    )
+    for eps, theta, omega, margin in itertools.product(
+        (None, 0.5), (None, 0.9), (None, 0.25), (0.0, 5.0)
+    ):
+        res = g.ground(
+            p, graph, lam=2.0, kappa=1.0, eps=eps, theta=theta, omega=omega, margin_threshold=margin
+        )
+        want = g.decide(np.asarray(res.log_posterior), np.asarray(res.status), margin, theta)
+        assert res.decision is want
+        assert (res.hard_log_posterior is None) is (eps is None)
+        if omega is not None:
+            np.testing.assert_allclose(res.certificate.tv_sharp, np.tanh(2.0 * omega / 4), **F64)
