@@ -43,12 +43,6 @@ _BUILTIN_KINDS = {
 
 def _builtin_map(kind: str, params=None):
     """Deprecated: ``BuiltinMap(kind, params)``; use :mod:`grounding.geometry`'s maps."""
-    warnings.warn(
-        "grounding.regularize.BuiltinMap is deprecated and will be removed in the next release; "
-        "use grounding.geometry.translation_map / linear_map / rotation_map / identity_map",
-        DeprecationWarning,
-        stacklevel=2,
-    )
     if kind not in _BUILTIN_KINDS:
         raise ValueError(f"kind must be one of {sorted(_BUILTIN_KINDS)}, got {kind!r}")
     return _BUILTIN_KINDS[kind](params)
@@ -56,6 +50,13 @@ def _builtin_map(kind: str, params=None):
 
 def __getattr__(name: str):
     if name == "BuiltinMap":
+        warnings.warn(
+            "grounding.regularize.BuiltinMap is deprecated and will be removed in the next "
+            "release; use grounding.geometry.translation_map / linear_map / rotation_map / "
+            "identity_map",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return _builtin_map
     if name == "RelationMap":
         warnings.warn(

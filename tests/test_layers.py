@@ -1,0 +1,158 @@
+"""The import rule of ``docs/architecture.md``, checked on the source: a module imports only
+from units on lower floors (or from its own package); the import graph has no cycle; the
+datasets are leaves; experiments and benchmarks import public names only."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: Floor of every unit (a top-level module or subpackage of ``grounding``), bottom first.
+#: Keep in sync with the table in docs/architecture.md (checked below).
+FLOORS = {
+    "grounding._numerics": 0,
+    "grounding._checks": 0,
+    "grounding.io": 0,
+    "grounding.posterior": 1,
+    "grounding.geometry": 1,
+    "grounding.alignment": 1,
+    "grounding.semiring": 1,
+    "grounding.graph": 2,
+    "grounding.query": 2,
+    "grounding.evidence": 3,
+    "grounding.energy": 3,
+    "grounding.bounds": 3,
+    "grounding.decision": 4,
+    "grounding.worlds": 4,
+    "grounding.paths": 4,
+    "grounding.regularize": 4,
+    "grounding.datasets": 4,
+    "grounding.problem": 5,
+    "grounding.result": 5,
+    "grounding.report": 6,
+    "grounding.inputs": 6,
+    "grounding.solver": 7,
+    "grounding.learn": 8,
+    "grounding.retrieval": 9,
+    "grounding.examples": 10,
+    "grounding.testing": 10,
+    # deprecated locations (one release): shims above what they re-export
+    "grounding.kge": 11,
+    "grounding.linkpred": 11,
+}
+#: What the dataset loaders may import besides themselves: the data types.
+DATA_TYPES = {"grounding.graph", "grounding.evidence", "grounding.query"}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _unit(module: str) -> str:
+    return ".".join(module.split(".")[:2])
+
+
+def _imports(path: Path) -> list[tuple[int, str, list[str]]]:
+    """``(line, imported module, imported names)`` of every import of ``grounding``."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("grounding"):
+            out.append((node.lineno, node.module, [a.name for a in node.names]))
+        elif isinstance(node, ast.Import):
+            out += [(node.lineno, a.name, []) for a in node.names if a.name.startswith("grounding")]
+    return out
+
+
+def _package_modules():
+    for path in sorted((ROOT / "grounding").rglob("*.py")):
+        name = _module_name(path)
+        if name != "grounding":
+            yield path, name
+
+
+def test_every_unit_has_a_floor():
+    units = {_unit(name) for _, name in _package_modules()}
+    assert units == set(FLOORS), units ^ set(FLOORS)
+
+
+def test_modules_import_only_lower_floors_or_their_own_package():
+    bad = []
+    for path, name in _package_modules():
+        unit = _unit(name)
+        for line, mod, names in _imports(path):
+            targets = [mod] if mod != "grounding" else [f"grounding.{n}" for n in names]
+            for target in targets:
+                tu = _unit(target)
+                if tu == unit:
+                    continue
+                if unit == "grounding.datasets" and tu not in DATA_TYPES:
+                    bad.append(f"{name}:{line} imports {target} (datasets import data types only)")
+                elif FLOORS[tu] >= FLOORS[unit]:
+                    bad.append(f"{name}:{line} (floor {FLOORS[unit]}) imports {target} (floor {FLOORS[tu]})")
+    assert not bad, "\n".join(bad)
+
+
+def test_the_module_import_graph_has_no_cycle():
+    graph = {}
+    for path, name in _package_modules():
+        deps = set()
+        for _, mod, names in _imports(path):
+            deps.add(mod)
+            deps.update(f"{mod}.{n}" for n in names)  # `from pkg import submodule`
+        graph[name] = deps
+    graph = {m: {d for d in deps if d in graph and d != m} for m, deps in graph.items()}
+    # a package imports its submodules to re-export them: that edge is the package's, not a
+    # cycle (the submodules never import their package's __init__ back)
+    state: dict[str, int] = {}
+
+    def visit(m, stack):
+        state[m] = 1
+        for d in graph[m]:
+            if d.startswith(m + "."):
+                continue
+            if state.get(d) == 1:
+                raise AssertionError(" -> ".join([*stack, m, d]))
+            if d not in state:
+                visit(d, [*stack, m])
+        state[m] = 2
+
+    for m in graph:
+        if m not in state:
+            visit(m, [])
+
+
+def test_experiments_and_benchmarks_use_public_names_only():
+    bad = []
+    for folder in ("experiments", "benchmarks"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for line, mod, names in _imports(path):
+                private = [p for p in mod.split(".") if p.startswith("_")]
+                private += [n for n in names if n.startswith("_")]
+                if private:
+                    bad.append(f"{path.relative_to(ROOT)}:{line} imports {mod} {names}")
+    assert not bad, "\n".join(bad)
+
+
+def test_architecture_doc_lists_the_same_floors():
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    for unit, floor in FLOORS.items():
+        assert f"`{unit}`" in text, unit
+    rows = [ln for ln in text.splitlines() if ln.startswith("| ") and ln[2:3].isdigit()]
+    for row in rows:
+        floor = int(row.split("|")[1])
+        for unit in [u for u in FLOORS if f"`{u}`" in row]:
+            assert FLOORS[unit] == floor, (unit, floor)
+
+
+def test_no_module_is_over_450_lines():
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p, _ in _package_modules()
+        if (n := len(p.read_text().splitlines())) > 450
+    }
+    assert not long, long
