@@ -1,6 +1,6 @@
 """Path-Constrained Retrieval, hard and soft: PathRAG-6 (released data), a reconstruction, UMLS.
 
-Measured the way the PCR paper measures (seed ``000``): structural consistency,
+Measured the way the PCR paper measures (arXiv:2511.18313): structural consistency,
 Relevance@10, graph-distance penalty, recall@10 and latency for PCR, soft PCR and the three
 baselines (vector, BM25, hybrid 0.7/0.3), per domain on the released PathRAG-6 data; the
 depth ablation ``d_max in {1, 2, 3, 5, unlimited}``; anchor sensitivity (correct /
@@ -42,7 +42,7 @@ NAME = "retrieval_pcr"
 SEED = 0
 K = 10
 METRICS = ("consistency", "relevance@10", "distance", "recall@10", "latency_ms")
-#: The PCR paper's reported figures (seed 000; ../data/pathrag6/README.md).
+#: The PCR paper's reported figures (grounding/datasets/data/pathrag6/README.md).
 PAPER = {
     "consistency": {"pcr": 1.00, "baselines": "0.24-0.32"},
     "relevance@10": {

@@ -1,4 +1,5 @@
-r"""Retrieval metrics of the PCR paper (seed ``000``, Sec. 4) and an evaluation loop.
+r"""Retrieval metrics of the PCR paper (*Path-Constrained Retrieval*, arXiv:2511.18313,
+Sec. 4) and an evaluation loop.
 
 For one query with retrieved nodes :math:`r_1..r_n` (best first), relevant set :math:`G`,
 anchor :math:`a`, and hop distance :math:`d(a, \cdot)` (unlimited depth, ``-1`` if
