@@ -124,7 +124,7 @@ def _posteriors():
     stack of evidence states (arrays are arguments, so nothing is re-jitted per state)."""
 
     def one(log_prior, energy, raw_energy, lams, eps):
-        soft = gibbs_log_posterior(log_prior, energy, lams)  # Eq. (7), [L, n]
+        soft = jax.vmap(lambda lam: gibbs_log_posterior(log_prior, energy, lam))(lams)  # Eq. (7)
         hard = hard_log_posterior(log_prior, raw_energy, eps)  # Eq. (6); all -inf if undefined
         return soft, hard
 

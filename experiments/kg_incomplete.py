@@ -121,7 +121,7 @@ def support_collapse(p: kp.Problem) -> dict:
                 min_log_mass_true=float(lt.min()),
             )
         )
-    F, G = (np.asarray(a) for a in constraint_tradeoff(p.log_prior, E, jnp.asarray(LAMS)[:, None]))
+    F, G = (np.asarray(a) for a in constraint_tradeoff(p.log_prior, E, jnp.asarray(LAMS)))
     for c, f, g in zip(curves, F.mean(axis=1), G.mean(axis=1)):
         c.update(F_kl=float(f), G_energy=float(g))
     hard = {}

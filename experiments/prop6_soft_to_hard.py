@@ -43,9 +43,10 @@ def _measure():
         # log_prior, feasible: [N, n]; lam_m: [K]; lam: scalar. Energy E_M: [N, K, n].
         m = lam_m / lam
         e_m = jnp.where(feasible[:, None, :], 0.0, m[None, :, None])  # truncated energy
-        soft = gibbs_log_posterior(log_prior[:, None, :], e_m, lam)  # Eq. (7) with E_M
+        lp = jnp.broadcast_to(log_prior[:, None, :], e_m.shape)  # one prior per grid point
+        soft = gibbs_log_posterior(lp, e_m, lam)  # Eq. (7) with E_M
         hard = hard_log_posterior(log_prior, jnp.where(feasible, 0.0, 1.0), 0.0)  # Eq. (6)
-        tv = tv_distance(soft, hard[:, None, :])
+        tv = tv_distance(soft, jnp.broadcast_to(hard[:, None, :], soft.shape))
         exact = hard_limit_tv(log_prior[:, None, :], feasible[:, None, :], lam_m[None, :])
         return tv, exact
 

@@ -21,7 +21,8 @@ __all__ = [
     "check_energy",
     "check_nonnegative_scalar",
     "check_reliability",
-    "check_broadcastable",
+    "check_same_shape",
+    "check_batch_parameter",
     "normalization_tolerance",
     "host_value",
     "check_float_array",
@@ -146,14 +147,25 @@ def check_reliability(x: ArrayLike, name: str = "reliability") -> jax.Array:
     return arr
 
 
-def check_broadcastable(a: jax.Array, b: jax.Array, name_a: str, name_b: str) -> None:
-    """Arrays indexed by candidates must broadcast against each other (candidate axis included)."""
-    try:
-        jnp.broadcast_shapes(a.shape, b.shape)
-    except ValueError:
+def check_same_shape(a: jax.Array, b: jax.Array, name_a: str, name_b: str) -> None:
+    """Arrays indexed by candidates (and batch axes) must have one shape: nothing broadcasts
+    silently (batch several problems with ``jax.vmap`` or stack them explicitly)."""
+    if a.shape != b.shape:
         raise ValueError(
-            f"{name_a} with shape {a.shape} and {name_b} with shape {b.shape} do not broadcast"
-        ) from None
+            f"{name_a} with shape {a.shape} and {name_b} with shape {b.shape} differ: they must "
+            "have one shape (one entry per candidate, the same batch axes)"
+        )
+
+
+def check_batch_parameter(x: jax.Array, batch_shape: tuple[int, ...], name: str) -> jax.Array:
+    """A parameter such as ``lam``, ``eps`` or ``tau`` is a scalar, or has exactly the batch
+    shape (the leading axes) of the candidate arrays: one value per problem."""
+    if x.shape not in ((), tuple(batch_shape)):
+        raise ValueError(
+            f"{name} must be a scalar or have the batch shape {tuple(batch_shape)} (one value per "
+            f"problem), got shape {x.shape}; for several values per problem use jax.vmap"
+        )
+    return x
 
 
 # ----------------------------------------------------------------------------- host-side checks

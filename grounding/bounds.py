@@ -338,8 +338,18 @@ def constraint_tradeoff(
     log_prior: ArrayLike, energy: ArrayLike, lams: ArrayLike
 ) -> tuple[jax.Array, jax.Array]:
     r"""Prop. 13 on the Gibbs family: :math:`F(\lambda) = \mathrm{KL}(P_\lambda\|P_0)` (non-decreasing) and
-    :math:`G(\lambda) = \mathbb E_{P_\lambda}[E]` (non-increasing) for each ``lam`` in ``lams``."""
-    lams = jnp.asarray(lams)
+    :math:`G(\lambda) = \mathbb E_{P_\lambda}[E]` (non-increasing) for each ``lam`` in ``lams``.
+
+    Returns:
+        ``(F, G)``, each ``[len(lams), ...]``: a grid axis first, then the batch axes of
+        ``log_prior`` / ``energy``.
+    """
+    lams = jnp.ravel(jnp.asarray(lams))
     lp = check_log_prob(log_prior, "log_prior")
-    post = gibbs_log_posterior(lp, energy, lams)  # [len(lams), n] by broadcasting
-    return kl_divergence(post, lp), expected_energy(post, energy)
+    energy = check_energy(energy)
+
+    def one(lam):
+        post = gibbs_log_posterior(lp, energy, lam)  # Eq. (7) at one lambda
+        return kl_divergence(post, lp), expected_energy(post, energy)
+
+    return jax.vmap(one)(lams)

@@ -16,10 +16,11 @@ from jax.typing import ArrayLike
 
 from grounding._checks import (
     as_float_array,
-    check_broadcastable,
+    check_batch_parameter,
     check_energy,
     check_log_prob,
     check_nonnegative_scalar,
+    check_same_shape,
     is_concrete,
 )
 from grounding._numerics import logsumexp, normalize_log, scaled_energy
@@ -82,8 +83,8 @@ def best_path_energy(path_energies: ArrayLike) -> jax.Array:
 def _check_paths(path_energies: ArrayLike, log_path_prior: ArrayLike, tau: ArrayLike):
     e = check_energy(path_energies, "path_energies")
     lw = check_log_prob(log_path_prior, "log_path_prior")
-    check_broadcastable(e, lw, "path_energies", "log_path_prior")
-    tau = check_nonnegative_scalar(tau, "tau")
+    check_same_shape(e, lw, "path_energies", "log_path_prior")
+    tau = check_batch_parameter(check_nonnegative_scalar(tau, "tau"), e.shape[:-1], "tau")
     return e, lw, tau
 
 

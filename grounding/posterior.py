@@ -1,8 +1,11 @@
 r"""Posteriors over a finite candidate set: soft Gibbs (7)/(17), hard conditioning (6),
 the KL objective (16) and its decomposition (18), log-odds (20), MAP, TV and KL.
 
-All functions work in log-space on the last axis (the candidate axis ``Gamma(q)``);
-leading axes broadcast. ``+inf`` energies mark infeasible candidates.
+All functions work in log-space on the last axis (the candidate axis ``Gamma(q)``). Arrays
+indexed by candidates must have one shape (leading axes are a batch of problems); a
+parameter such as ``lam`` or ``eps`` is a scalar or has exactly the batch shape. Nothing
+broadcasts silently: batch a grid of parameters with ``jax.vmap``. ``+inf`` energies mark
+infeasible candidates.
 """
 
 from __future__ import annotations
@@ -14,10 +17,11 @@ from jax.typing import ArrayLike
 
 from grounding._checks import (
     as_float_array,
-    check_broadcastable,
+    check_batch_parameter,
     check_energy,
     check_log_prob,
     check_nonnegative_scalar,
+    check_same_shape,
     is_concrete,
 )
 from grounding._numerics import logsumexp, normalize_log, scaled_energy
@@ -41,8 +45,13 @@ __all__ = [
 def _prior_and_energy(log_prior: ArrayLike, energy: ArrayLike) -> tuple[jax.Array, jax.Array]:
     log_prior = check_log_prob(log_prior, "log_prior")
     energy = check_energy(energy)
-    check_broadcastable(log_prior, energy, "log_prior", "energy")
+    check_same_shape(log_prior, energy, "log_prior", "energy")
     return log_prior, energy
+
+
+def _strength(lam: ArrayLike, batch_shape: tuple[int, ...]) -> jax.Array:
+    lam = check_nonnegative_scalar(lam, "lam")
+    return check_batch_parameter(lam, batch_shape, "lam")
 
 
 def log_partition(log_prior: ArrayLike, energy: ArrayLike, lam: ArrayLike) -> jax.Array:
@@ -56,7 +65,9 @@ def log_partition(log_prior: ArrayLike, energy: ArrayLike, lam: ArrayLike) -> ja
         >>> round(float(log_partition(jnp.log(jnp.array([0.5, 0.5])), jnp.array([0.0, 1.0]), 0.0)), 6)
         0.0
     """
-    return logsumexp(jnp.asarray(log_prior) - scaled_energy(lam, energy), axis=-1)  # Eq. (7)
+    log_prior, energy = _prior_and_energy(log_prior, energy)
+    lam = jnp.expand_dims(_strength(lam, log_prior.shape[:-1]), -1)
+    return logsumexp(log_prior - scaled_energy(lam, energy), axis=-1)  # Eq. (7)
 
 
 def gibbs_log_posterior(log_prior: ArrayLike, energy: ArrayLike, lam: ArrayLike) -> jax.Array:
@@ -73,7 +84,8 @@ def gibbs_log_posterior(log_prior: ArrayLike, energy: ArrayLike, lam: ArrayLike)
     Args:
         log_prior: ``[..., n]`` normalised log prior :math:`\log p_\theta(\cdot\mid q)` (Eq. (1)).
         energy: ``[..., n]`` energies in :math:`\mathbb{R}\cup\{+\infty\}` (Def. 2).
-        lam: grounding strength :math:`\lambda \ge 0` (scalar or broadcastable to ``[...]``).
+        lam: grounding strength :math:`\lambda \ge 0`: a scalar, or one value per problem
+            (shape ``[...]``); for a grid of values use ``jax.vmap``.
 
     Returns:
         ``[..., n]`` normalised log posterior.
@@ -90,7 +102,7 @@ def gibbs_log_posterior(log_prior: ArrayLike, energy: ArrayLike, lam: ArrayLike)
         [1.0, 0.0]
     """
     log_prior, energy = _prior_and_energy(log_prior, energy)
-    lam = check_nonnegative_scalar(lam, "lam")
+    lam = _strength(lam, log_prior.shape[:-1])
     logits = log_prior - scaled_energy(jnp.expand_dims(lam, -1), energy)  # numerator of Eq. (7)
     if is_concrete(logits) and (np.asarray(logits) == -np.inf).all(axis=-1).any():
         raise ValueError(
@@ -103,7 +115,8 @@ def gibbs_log_posterior(log_prior: ArrayLike, energy: ArrayLike, lam: ArrayLike)
 def hard_feasible(energy: ArrayLike, eps: ArrayLike) -> jax.Array:
     r"""Hard feasible set indicator :math:`F_R(q;\epsilon) = \{\rho : E_R(\rho) \le \epsilon\}`, Eq. (5)."""
     energy = check_energy(energy)
-    return energy <= jnp.expand_dims(jnp.asarray(eps), -1)  # Eq. (5)
+    eps = check_batch_parameter(jnp.asarray(eps), energy.shape[:-1], "eps")
+    return energy <= jnp.expand_dims(eps, -1)  # Eq. (5)
 
 
 def hard_log_posterior(log_prior: ArrayLike, energy: ArrayLike, eps: ArrayLike) -> jax.Array:
@@ -228,7 +241,7 @@ def tv_distance(log_p: ArrayLike, log_q: ArrayLike) -> jax.Array:
     """
     log_p = check_log_prob(log_p, "log_p")
     log_q = check_log_prob(log_q, "log_q")
-    check_broadcastable(log_p, log_q, "log_p", "log_q")
+    check_same_shape(log_p, log_q, "log_p", "log_q")
     p = jnp.exp(log_p)
     q = jnp.exp(log_q)
     return jnp.sum(jnp.maximum(p - q, 0.0), axis=-1)

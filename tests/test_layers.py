@@ -93,7 +93,9 @@ def test_modules_import_only_lower_floors_or_their_own_package():
                 if unit == "grounding.datasets" and tu not in DATA_TYPES:
                     bad.append(f"{name}:{line} imports {target} (datasets import data types only)")
                 elif FLOORS[tu] >= FLOORS[unit]:
-                    bad.append(f"{name}:{line} (floor {FLOORS[unit]}) imports {target} (floor {FLOORS[tu]})")
+                    bad.append(
+                        f"{name}:{line} (floor {FLOORS[unit]}) imports {target} (floor {FLOORS[tu]})"
+                    )
     assert not bad, "\n".join(bad)
 
 
@@ -140,7 +142,7 @@ def test_experiments_and_benchmarks_use_public_names_only():
 
 def test_architecture_doc_lists_the_same_floors():
     text = (ROOT / "docs" / "architecture.md").read_text()
-    for unit, floor in FLOORS.items():
+    for unit in FLOORS:
         assert f"`{unit}`" in text, unit
     rows = [ln for ln in text.splitlines() if ln.startswith("| ") and ln[2:3].isdigit()]
     for row in rows:

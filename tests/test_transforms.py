@@ -182,7 +182,16 @@ def test_vmap_over_a_batch_of_queries_matches_leading_axis_broadcast():
 
 # ----------------------------------------------------------------------------- bad input
 BAD = [
-    (lambda: g.gibbs_log_posterior(LP, E[:3], 1.0), ValueError, "broadcast"),
+    (lambda: g.gibbs_log_posterior(LP, E[:3], 1.0), ValueError, "differ"),
+    (
+        lambda: g.gibbs_log_posterior(np.zeros((3, 1)), E, 1.0),
+        ValueError,
+        "differ",
+    ),  # [3, 1] vs [4]
+    (lambda: g.gibbs_log_posterior(LP, E, np.ones(3)), ValueError, "lam must be a scalar"),
+    (lambda: g.log_partition(LP, E, np.ones(3)), ValueError, "lam must be a scalar"),
+    (lambda: g.hard_log_posterior(LP, E, np.ones(2)), ValueError, "eps must be a scalar"),
+    (lambda: g.aggregate_paths(E, LP, np.ones(2)), ValueError, "tau must be a scalar"),
     (
         lambda: g.gibbs_log_posterior(np.log([0.5, 0.6]), [0.0, 1.0], 1.0),
         ValueError,
@@ -234,7 +243,7 @@ BAD = [
         ValueError,
         "one value per triple",
     ),
-    (lambda: g.tv_distance(LP, np.log([0.5, 0.5])), ValueError, "broadcast"),
+    (lambda: g.tv_distance(LP, np.log([0.5, 0.5])), ValueError, "differ"),
     (
         lambda: g.EvidenceState(g.TypedGraph.from_triples([("a", "r", "b")]), coverage=1.5),
         ValueError,
