@@ -5,13 +5,6 @@ variable-length ones through a declared family of admissible alignments ``A``:
 
 .. math::  d_A(\rho, \rho') = \inf_{A} \sum_{(i,j) \in A} c(z_i, z'_j) + \mathrm{gap}(A).
 
-Every alignment cost here is a min-plus (or min-max) dynamic programme over the grid of
-a ground-cost matrix ``cost[i, j] = c(z_i, z'_j)``, run as one ``lax.scan`` over
-anti-diagonals, so it is ``jit``/``vmap``/``grad``-able with static shapes. Since
-``D[i, j]`` depends only on ``cost[:i+1, :j+1]``, inputs are zero-padded to a bucket
-(the next power of two, at least 8) and ``D[n-1, m-1]`` is read out: sequences of
-different lengths share one compiled kernel. Sinkhorn pads with zero-mass points.
-
 Which costs are metrics is tested, not assumed (``tests/test_alignment.py``): the product
 distance, edit distance (metric ``c``, constant gap ``> 0``) and exact ``W_1`` between
 equal-size uniform sets are metrics; discrete Fréchet is a pseudometric (repeating an
