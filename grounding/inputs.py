@@ -11,7 +11,6 @@ from __future__ import annotations
 import weakref
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
@@ -25,6 +24,7 @@ __all__ = ["options", "with_paths", "with_defaults", "prepare", "check_n_paths",
 
 
 def bucket(n: int, floor: int = 8) -> int:
+    """The padded size of ``n``: the next power of two, at least ``floor``."""
     return max(floor, 1 << max(n - 1, 0).bit_length())
 
 
@@ -161,6 +161,8 @@ def _build_edge_arrays(graph: TypedGraph) -> tuple[dict, object]:
 
 
 def prepare(problem, evidence, realisation, opts, flags, min_reliability, c_pad=None):
+    """Validate a (problem, evidence) pair and lay it out for the core: ``(state, question
+    arrays, evidence arrays, statics)``; candidates padded to ``c_pad`` (default: a bucket)."""
     if not isinstance(problem, GroundingProblem):
         raise TypeError(f"problem must be a GroundingProblem, got {type(problem).__name__}")
     state = _evidence(evidence)
@@ -185,22 +187,19 @@ def prepare(problem, evidence, realisation, opts, flags, min_reliability, c_pad=
 
 
 def check_n_paths(n_paths: int) -> int:
+    """How many supporting walks to report per candidate: an int ``>= 0``."""
     if isinstance(n_paths, bool) or not isinstance(n_paths, (int, np.integer)) or n_paths < 0:
         raise ValueError(f"n_paths must be a non-negative int, got {n_paths!r}")
     return int(n_paths)
 
 
-_DEFAULTS = dict(
-    tau=0.0, eps=None, alpha=1.0, xi=1.0, hop_cost=0.0, mismatch_cost=jnp.inf, eps_s=None,
-    contradiction_penalty=None, margin_threshold=0.0, theta=None, omega=None,
-)  # fmt: skip
-
-
-def with_defaults(params: dict) -> dict:
-    unknown = set(params) - set(_DEFAULTS) - {"lam", "kappa"}
+def with_defaults(params: dict, defaults: dict) -> dict:
+    """``params`` completed by ``defaults`` (the keyword defaults of :func:`grounding.ground`);
+    ``lam`` and ``kappa`` are required, unknown names are an error."""
+    unknown = set(params) - set(defaults) - {"lam", "kappa"}
     if unknown:
         raise TypeError(f"ground_batch: unknown arguments {sorted(unknown)}")
     for required in ("lam", "kappa"):
         if required not in params:
             raise TypeError(f"ground_batch: missing keyword argument {required!r}")
-    return {**_DEFAULTS, **params}
+    return {**defaults, **params}

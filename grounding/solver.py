@@ -24,6 +24,7 @@ two); the compiled programs sit in a bounded LRU cache.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Sequence
 
 import jax
@@ -304,7 +305,7 @@ def ground_batch(
     states = [evidence] * len(problems) if shared else list(evidence)
     if len(states) != len(problems):
         raise ValueError(f"{len(problems)} problems but {len(states)} evidence states")
-    opts, flags = options(**with_defaults(params))
+    opts, flags = options(**with_defaults(params, _ground_defaults()))
     n_paths = check_n_paths(n_paths)
     flags = with_paths(flags, n_paths)
     c_pad = bucket(max(p.n_candidates for p in problems))
@@ -319,6 +320,12 @@ def ground_batch(
         groups.setdefault((statics, shapes, e_shape), []).append(i)
     results: list[GroundingResult | None] = [None] * len(problems)
     for (statics, _, _), members in groups.items():
+        if not shared and statics[-1]:  # large graphs each have their own ELL layout: no stack
+            for i in members:
+                state, q, ev, _ = prepared[i]
+                out = dict(_compiled(statics, None)(ev, q, realisation), log_prior=q["log_prior"])
+                results[i] = _finish(out, problems[i], state, n_paths, float(opts["tau"]))
+            continue
         qs = jax.tree_util.tree_map(lambda *x: np.stack(x), *[prepared[i][1] for i in members])
         if shared:
             ev = prepared[members[0]][2]
@@ -330,3 +337,13 @@ def ground_batch(
             one["log_prior"] = prepared[i][1]["log_prior"]
             results[i] = _finish(one, problems[i], prepared[i][0], n_paths, float(opts["tau"]))
     return results  # type: ignore[return-value]
+
+
+def _ground_defaults() -> dict:
+    """:func:`ground`'s keyword defaults for the scalars ``ground_batch`` passes through."""
+    own = {"realisation", "min_reliability", "n_paths"}
+    return {
+        k: p.default
+        for k, p in inspect.signature(ground).parameters.items()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is not p.empty and k not in own
+    }
