@@ -198,6 +198,46 @@ def test_min_plus_equals_scipy_shortest_paths_when_hops_do_not_bind(gr, sources)
 
 
 @oracle
+@given(weighted_digraphs(), sources_of)
+def test_min_plus_without_a_hop_limit_is_the_shortest_walk_of_at_least_one_edge(gr, sources):
+    """``max_hops=None`` (relaxation to a fixed point) equals scipy's Dijkstra off the
+    diagonal, and on it the cheapest cycle through the source (walks need >= 1 edge)."""
+    sources = _clip(sources, gr.n_nodes)
+    n = gr.n_nodes
+    best = {}
+    for h, t, c in zip(gr.head, gr.tail, gr.cost):
+        best[(h, t)] = min(c, best.get((h, t), np.inf))
+    rows, cols = zip(*best) if best else ((), ())
+    w = sp.csr_matrix((list(best.values()), (rows, cols)), shape=(n, n))
+    dist = shortest_path(w, method="D", directed=True)
+    got = np.asarray(
+        g.energy_field(
+            gr.head,
+            gr.tail,
+            gr.cost,
+            np.asarray(sources, np.int32),
+            n_nodes=n,
+            max_hops=None,
+            tau=0.0,
+        )
+    )
+    for i, s in enumerate(sources):
+        want = dist[s].copy()
+        want[s] = min((c + dist[t, s] for (h, t), c in best.items() if h == s), default=np.inf)
+        assert_energies_equal(got[i], want)
+
+
+def test_unlimited_hops_need_min_plus_and_non_negative_costs():
+    h, t = np.array([0, 1]), np.array([1, 0])
+    with pytest.raises(ValueError, match="tau == 0"):
+        g.energy_field(h, t, np.ones(2), np.array([0]), n_nodes=2, max_hops=None, tau=0.5)
+    with pytest.raises(ValueError, match="non-negative"):
+        g.energy_field(
+            h, t, np.array([1.0, -2.0]), np.array([0]), n_nodes=2, max_hops=None, tau=0.0
+        )
+
+
+@oracle
 @given(weighted_digraphs(), st.integers(1, 4), sources_of)
 def test_min_plus_equals_hop_limited_bellman_ford(gr, k, sources):
     """Dense NumPy reference: ``D_t = D_{t-1} (min,+) W`` for ``t <= K``."""
