@@ -19,10 +19,12 @@ from grounding._checks import (
     normalization_tolerance,
 )
 
+__all__ = ["check_array", "check_param", "check_marginal", "bucket", "pad_to"]
+
 
 # ------------------------------------------------------------------ checks and padding
 # Concrete values are inspected with numpy: an eager jnp op compiles once per new shape.
-def _array(x: ArrayLike, name: str, ndim: int, *, allow_empty: bool = False) -> jax.Array:
+def check_array(x: ArrayLike, name: str, ndim: int, *, allow_empty: bool = False) -> jax.Array:
     arr = as_float_array(x, name)
     if arr.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimension(s), got shape {arr.shape}")
@@ -35,17 +37,17 @@ def _array(x: ArrayLike, name: str, ndim: int, *, allow_empty: bool = False) -> 
     return arr
 
 
-def _scalar(x: ArrayLike, name: str, *, strict: bool) -> jax.Array:
+def check_param(x: ArrayLike, name: str, *, strict: bool) -> jax.Array:
     arr = check_nonnegative_scalar(x, name, strict=strict)
     if arr.ndim != 0:
         raise ValueError(f"{name} must be a scalar, got shape {arr.shape}")
     return arr
 
 
-def _marginal(w: ArrayLike | None, size: int, name: str, dtype) -> jax.Array:
+def check_marginal(w: ArrayLike | None, size: int, name: str, dtype) -> jax.Array:
     if w is None:
         return jnp.asarray(np.full(size, 1.0 / size, dtype))
-    arr = _array(w, name, 1).astype(dtype)
+    arr = check_array(w, name, 1).astype(dtype)
     if arr.shape != (size,):
         raise ValueError(f"{name} must have shape ({size},), got {arr.shape}")
     if is_concrete(arr):
@@ -55,11 +57,11 @@ def _marginal(w: ArrayLike | None, size: int, name: str, dtype) -> jax.Array:
     return arr
 
 
-def _bucket(k: int) -> int:
+def bucket(k: int) -> int:
     return max(8, 1 << (k - 1).bit_length())
 
 
-def _pad(arr: jax.Array, widths: list[tuple[int, int]]) -> jax.Array:
+def pad_to(arr: jax.Array, widths: list[tuple[int, int]]) -> jax.Array:
     if is_concrete(arr):
         return jnp.asarray(np.pad(np.asarray(arr), widths))
     return jnp.pad(arr, widths)

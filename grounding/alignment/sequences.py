@@ -25,7 +25,7 @@ from jax.typing import ArrayLike
 
 from grounding._checks import is_concrete
 from grounding._numerics import logsumexp, safe_norm
-from grounding.alignment._common import _array, _bucket, _pad, _scalar
+from grounding.alignment._common import bucket, check_array, check_param, pad_to
 
 __all__ = [
     "pairwise_cost",
@@ -56,7 +56,7 @@ def pairwise_cost(x: ArrayLike, y: ArrayLike, metric: str = "euclidean") -> jax.
         >>> pairwise_cost([[0.0, 0.0]], [[3.0, 4.0], [0.0, 1.0]]).tolist()
         [[5.0, 1.0]]
     """
-    x, y = _array(x, "x", 2, allow_empty=True), _array(y, "y", 2, allow_empty=True)
+    x, y = check_array(x, "x", 2, allow_empty=True), check_array(y, "y", 2, allow_empty=True)
     if x.shape[1] != y.shape[1]:
         raise ValueError(f"x and y must share the point dimension, got {x.shape} and {y.shape}")
     if metric not in _METRICS:
@@ -91,17 +91,17 @@ def product_distance(x: ArrayLike, y: ArrayLike, weights: ArrayLike | None = Non
         >>> float(product_distance([[0.0], [0.0]], [[3.0], [2.0]], weights=[1.0, 4.0]))
         5.0
     """
-    x, y = _array(x, "x", 2), _array(y, "y", 2)
+    x, y = check_array(x, "x", 2), check_array(y, "y", 2)
     if x.shape != y.shape:
         raise ValueError(f"x and y must have equal lengths and dims, got {x.shape} and {y.shape}")
     t, d = x.shape
-    w = jnp.asarray(np.ones(t, x.dtype)) if weights is None else _array(weights, "weights", 1)
+    w = jnp.asarray(np.ones(t, x.dtype)) if weights is None else check_array(weights, "weights", 1)
     if w.shape != (t,):
         raise ValueError(f"weights must have shape ({t},), got {w.shape}")
     if is_concrete(w) and not (np.asarray(w) > 0).all():
         raise ValueError("weights must be > 0 (a_t > 0 in Eq. (2))")
-    rows, cols = (0, _bucket(t) - t), (0, _bucket(d) - d)  # zero padding adds zero terms
-    return _product(_pad(x, [rows, cols]), _pad(y, [rows, cols]), _pad(w, [rows]))
+    rows, cols = (0, bucket(t) - t), (0, bucket(d) - d)  # zero padding adds zero terms
+    return _product(pad_to(x, [rows, cols]), pad_to(y, [rows, cols]), pad_to(w, [rows]))
 
 
 @jax.jit
@@ -118,8 +118,8 @@ def _grid_dp(cost: jax.Array, step: Callable, param: jax.Array, lead: int = 0) -
     rows/columns are prepended (the empty prefix of the edit distance).
     """
     n, m = cost.shape[0] + lead, cost.shape[1] + lead
-    widths = [(lead, _bucket(n) - n), (lead, _bucket(m) - m)]
-    return _grid_dp_kernel(_pad(cost, widths), step, param, n + m - 2, n - 1)
+    widths = [(lead, bucket(n) - n), (lead, bucket(m) - m)]
+    return _grid_dp_kernel(pad_to(cost, widths), step, param, n + m - 2, n - 1)
 
 
 @partial(jax.jit, static_argnames="step")
@@ -188,7 +188,7 @@ def dtw(cost: ArrayLike) -> jax.Array:
         >>> float(dtw([[0.0, 1.0, 2.0], [1.0, 0.0, 1.0]]))
         1.0
     """
-    cost = _array(cost, "cost", 2)
+    cost = check_array(cost, "cost", 2)
     return _grid_dp(cost, _dtw_step, jnp.zeros((), cost.dtype))  # Eq. (3)
 
 
@@ -211,7 +211,7 @@ def soft_dtw(cost: ArrayLike, gamma: ArrayLike = 0.1) -> jax.Array:
         >>> round(float(soft_dtw([[0.0, 1.0, 2.0], [1.0, 0.0, 1.0]], gamma=1e-3)), 6)
         1.0
     """
-    cost, gamma = _array(cost, "cost", 2), _scalar(gamma, "gamma", strict=True)
+    cost, gamma = check_array(cost, "cost", 2), check_param(gamma, "gamma", strict=True)
     return _grid_dp(cost, _soft_dtw_step, gamma.astype(cost.dtype))  # Eq. (3)
 
 
@@ -234,8 +234,8 @@ def edit_distance(cost: ArrayLike, gap: ArrayLike = 1.0) -> jax.Array:
         >>> float(edit_distance([[0.0, 5.0], [5.0, 5.0]], gap=1.0))
         2.0
     """
-    cost = _array(cost, "cost", 2, allow_empty=True)
-    gap = _scalar(gap, "gap", strict=False)
+    cost = check_array(cost, "cost", 2, allow_empty=True)
+    gap = check_param(gap, "gap", strict=False)
     # D[0, 0] = 0 on the prepended empty-prefix row/column.
     return _grid_dp(cost, _edit_step, gap.astype(cost.dtype), lead=1)  # Eq. (3)
 
@@ -260,5 +260,5 @@ def discrete_frechet(cost: ArrayLike) -> jax.Array:
         >>> float(discrete_frechet([[0.0, 1.0, 2.0], [1.0, 0.0, 1.0]]))
         1.0
     """
-    cost = _array(cost, "cost", 2)
+    cost = check_array(cost, "cost", 2)
     return _grid_dp(cost, _frechet_step, jnp.zeros((), cost.dtype))  # Eq. (3)

@@ -18,7 +18,7 @@ from scipy.optimize import linear_sum_assignment, linprog
 
 from grounding._checks import is_concrete
 from grounding._numerics import logsumexp, xlogy
-from grounding.alignment._common import _array, _bucket, _marginal, _pad, _scalar
+from grounding.alignment._common import bucket, check_array, check_marginal, check_param, pad_to
 
 __all__ = [
     "SinkhornResult",
@@ -75,15 +75,15 @@ def sinkhorn(
 
 
 def _sinkhorn(cost, a, b, epsilon, n_iter) -> SinkhornResult:
-    cost = _array(cost, "cost", 2)
-    eps = _scalar(epsilon, "epsilon", strict=True).astype(cost.dtype)
+    cost = check_array(cost, "cost", 2)
+    eps = check_param(epsilon, "epsilon", strict=True).astype(cost.dtype)
     if not isinstance(n_iter, int) or n_iter < 1:
         raise ValueError(f"n_iter must be a positive int, got {n_iter!r}")
     (n, m), dt = cost.shape, cost.dtype
-    a, b = _marginal(a, n, "a", dt), _marginal(b, m, "b", dt)
-    pn, pm = _bucket(n) - n, _bucket(m) - m  # padded points carry zero mass
+    a, b = check_marginal(a, n, "a", dt), check_marginal(b, m, "b", dt)
+    pn, pm = bucket(n) - n, bucket(m) - m  # padded points carry zero mass
     return _sinkhorn_kernel(
-        _pad(cost, [(0, pn), (0, pm)]), _pad(a, [(0, pn)]), _pad(b, [(0, pm)]), eps, n_iter
+        pad_to(cost, [(0, pn), (0, pm)]), pad_to(a, [(0, pn)]), pad_to(b, [(0, pm)]), eps, n_iter
     )
 
 
@@ -152,13 +152,13 @@ def ot_exact(cost: ArrayLike, a: ArrayLike | None = None, b: ArrayLike | None = 
     """
     if not is_concrete(cost, a, b):
         raise TypeError("ot_exact is a numpy reference: cost, a, b must be concrete (not traced)")
-    c = np.asarray(_array(cost, "cost", 2), dtype=np.float64)
+    c = np.asarray(check_array(cost, "cost", 2), dtype=np.float64)
     n, m = c.shape
     if a is None and b is None and n == m:
         rows, cols = linear_sum_assignment(c)
         return float(c[rows, cols].mean())  # Eq. (3)
-    wa = np.asarray(_marginal(a, n, "a", c.dtype), np.float64)
-    wb = np.asarray(_marginal(b, m, "b", c.dtype), np.float64)
+    wa = np.asarray(check_marginal(a, n, "a", c.dtype), np.float64)
+    wb = np.asarray(check_marginal(b, m, "b", c.dtype), np.float64)
     wa, wb = wa / wa.sum(), wb / wb.sum()
     eq = np.vstack([np.kron(np.eye(n), np.ones(m)), np.kron(np.ones(n), np.eye(m))])
     res = linprog(c.ravel(), A_eq=eq, b_eq=np.concatenate([wa, wb]), bounds=(0, None))
