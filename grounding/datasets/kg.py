@@ -1,4 +1,5 @@
-r"""Real benchmark knowledge graphs with train / validation / test splits (UMLS, Nations, Kinships).
+r"""Real benchmark knowledge graphs with train / validation / test splits (UMLS, Nations, Kinships,
+CoDEx-S, CoDEx-M).
 
 In the paper's terms a split benchmark *is* incomplete evidence: the training graph is the
 observed evidence state :math:`R`, train + validation + test is the latent world
@@ -7,11 +8,19 @@ observed evidence state :math:`R`, train + validation + test is the latent world
 Triples are stored as integer arrays ``[m, 3]`` of ``(head, relation, tail)`` ids over one
 shared vocabulary: entity and relation names sorted alphabetically (the convention of PyKEEN,
 so ids agree with it). See ``data/README.md`` for source, authors and licence.
+
+CoDEx (Safavi & Koutra, *CoDEx: A Comprehensive Knowledge Graph Completion Benchmark*, EMNLP
+2020; MIT) names entities and relations by Wikidata ids. Relation labels ship with it (``P27 ->
+"country of citizenship"``) and so do entity types with labels; entity labels do not (they
+could not be obtained offline), so an entity's text is its id followed by its type labels,
+e.g. ``"Q7604 (human)"``. CoDEx-S also ships hand-verified false-but-plausible triples
+(:attr:`KGSplits.negatives`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from importlib import resources
 from importlib.resources.abc import Traversable
 from os import PathLike
@@ -25,7 +34,7 @@ from grounding.graph import Triple, TypedGraph
 __all__ = ["KGSplits", "KG_DATASETS", "load_kg", "load_kg_splits"]
 
 #: Shipped real knowledge graphs (``grounding/datasets/data/<name>/{train,valid,test}.txt``).
-KG_DATASETS = ("umls", "nations", "kinships")
+KG_DATASETS = ("umls", "nations", "kinships", "codex-s", "codex-m")
 SPLITS = ("train", "valid", "test")
 
 
@@ -37,6 +46,11 @@ class KGSplits:
         name: dataset name.
         entities, relations: vocabularies (id = position).
         train, valid, test: ``[m, 3]`` int arrays of ``(head, relation, tail)`` ids.
+        entity_texts: one text per entity, or ``()``: then :attr:`node_texts` reads the names
+            with ``_`` as a space.
+        relation_texts: one label per relation, or ``()`` (then the names, ``_`` as a space).
+        negatives: ``(split, [m, 3] ids)`` pairs of triples known to be *false* (CoDEx-S:
+            ``"valid"`` and ``"test"``), or ``()``.
     """
 
     name: str
@@ -45,6 +59,33 @@ class KGSplits:
     train: np.ndarray
     valid: np.ndarray
     test: np.ndarray
+    entity_texts: tuple[str, ...] = ()
+    relation_texts: tuple[str, ...] = ()
+    negatives: tuple[tuple[str, np.ndarray], ...] = ()
+
+    def __post_init__(self) -> None:
+        for name, texts, vocab in (
+            ("entity_texts", self.entity_texts, self.entities),
+            ("relation_texts", self.relation_texts, self.relations),
+        ):
+            if texts and len(texts) != len(vocab):
+                raise ValueError(f"{name}: {len(texts)} texts for {len(vocab)} names")
+
+    @property
+    def node_texts(self) -> tuple[str, ...]:
+        """One text per entity: :attr:`entity_texts`, or the names with ``_`` as a space."""
+        return self.entity_texts or tuple(e.replace("_", " ") for e in self.entities)
+
+    @property
+    def relation_labels(self) -> tuple[str, ...]:
+        """One label per relation: :attr:`relation_texts`, or the names with ``_`` as a space."""
+        return self.relation_texts or tuple(r.replace("_", " ") for r in self.relations)
+
+    def negative_triples(self, split: str) -> np.ndarray:
+        """The ``[m, 3]`` known-false triples of ``split`` (empty when none ship)."""
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        return dict(self.negatives).get(split, np.zeros((0, 3), np.int64))
 
     @property
     def n_entities(self) -> int:
@@ -75,6 +116,7 @@ class KGSplits:
             reliability=jnp.ones(len(ids)),
             entities=self.entities,
             relations=self.relations,
+            texts=self.entity_texts,
         )
 
     def names(self, ids: np.ndarray) -> list[Triple]:
@@ -121,15 +163,72 @@ def load_kg_splits(
 
 
 def load_kg(name: str) -> KGSplits:
-    """One of the shipped real knowledge graphs: ``"umls"``, ``"nations"``, ``"kinships"``.
+    """One of the shipped real knowledge graphs (:data:`KG_DATASETS`): ``"umls"``, ``"nations"``,
+    ``"kinships"``, ``"codex-s"``, ``"codex-m"``.
 
     Example:
         >>> kg = load_kg("nations")
         >>> kg.n_entities, kg.n_relations, len(kg.train), len(kg.valid), len(kg.test)
         (14, 55, 1592, 199, 201)
+        >>> s = load_kg("codex-s")
+        >>> s.n_entities, s.n_relations, len(s.train), len(s.negative_triples("test"))
+        (2034, 42, 32888, 1828)
+        >>> s.node_texts[s.entities.index("Q7604")], s.relation_labels[s.relations.index("P27")]
+        ('Q7604 (human)', 'country of citizenship')
     """
+    if not isinstance(name, str):
+        raise TypeError(f"dataset name must be a str, got {type(name).__name__}")
     key = name.lower()
     if key not in KG_DATASETS:
         raise ValueError(f"unknown dataset {name!r}; shipped: {', '.join(KG_DATASETS)}")
-    root = resources.files("grounding.datasets") / "data" / key
-    return load_kg_splits(*(root / f"{s}.txt" for s in SPLITS), name=key)
+    data = resources.files("grounding.datasets") / "data"
+    root = data / key
+    kg = load_kg_splits(*(root / f"{s}.txt" for s in SPLITS), name=key)
+    if key.startswith("codex"):
+        kg = _with_codex_labels(kg, data / "codex", root)
+    return kg
+
+
+def _read_json(path: Traversable) -> dict:
+    try:
+        with path.open("r", encoding="utf-8") as fh:
+            return json.load(fh)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: line {err.lineno}: malformed JSON ({err.msg})") from None
+
+
+def _with_codex_labels(kg: KGSplits, labels: Traversable, root: Traversable) -> KGSplits:
+    """CoDEx's relation labels, entity texts from type labels, and CoDEx-S's hard negatives."""
+    relations = _read_json(labels / "relations_en.json")
+    entity_types = _read_json(labels / "entity2types.json")
+    types = _read_json(labels / "types_en.json")
+
+    def entity_text(qid: str) -> str:
+        names = [types[t]["label"] for t in entity_types.get(qid, ()) if t in types]
+        return f"{qid} ({'; '.join(names)})" if names else qid
+
+    negatives = []
+    for split in ("valid", "test"):
+        path = root / f"{split}_negatives.txt"
+        if path.is_file():
+            negatives.append((split, _ids_in_vocabulary(kg, path)))
+    return dataclasses.replace(
+        kg,
+        entity_texts=tuple(entity_text(e) for e in kg.entities),
+        relation_texts=tuple(relations[r]["label"] if r in relations else r for r in kg.relations),
+        negatives=tuple(negatives),
+    )
+
+
+def _ids_in_vocabulary(kg: KGSplits, path: Traversable) -> np.ndarray:
+    e_ix = {e: i for i, e in enumerate(kg.entities)}
+    r_ix = {r: i for i, r in enumerate(kg.relations)}
+    triples, _ = read_triples(path)
+    rows = []
+    for i, (h, r, t) in enumerate(triples):
+        if h not in e_ix or t not in e_ix or r not in r_ix:
+            raise ValueError(
+                f"{path}: triple {i + 1} {(h, r, t)!r} names an unknown entity or relation"
+            )
+        rows.append((e_ix[h], r_ix[r], e_ix[t]))
+    return np.array(rows, np.int64).reshape(-1, 3)

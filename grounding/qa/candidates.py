@@ -1,0 +1,124 @@
+r"""The model side of the loop: a question's candidate answers and the model's prior over them.
+
+A :class:`CandidateModel` plays the LLM of the paper: given a question it proposes a finite
+candidate set :math:`\Gamma(q)` of graph entities with a normalised log-prior
+:math:`\log p_\theta(\rho\mid q)` (Eq. (1)). Grounding (:func:`grounding.ground`) then
+re-weights that prior by the evidence. A model that cannot propose anything returns an
+explicit abstention (:meth:`Candidates.abstain`) with its reason; it never returns an empty
+answer silently.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+from scipy.special import logsumexp
+
+__all__ = ["Candidates", "CandidateModel", "CandidateModelError", "QuestionLike"]
+
+
+class CandidateModelError(RuntimeError):
+    """A candidate model failed (an endpoint timed out, replied malformed data, ...)."""
+
+
+@runtime_checkable
+class QuestionLike(Protocol):
+    """What a candidate model reads of a question: its text, its topic entity (a graph entity
+    name) and, when known (templated questions), its relation chain (relation names)."""
+
+    text: str
+    topic: str
+    chain: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidates:
+    """Candidate answers with a normalised log-prior, or an abstention.
+
+    Attributes:
+        entities: distinct candidate entity names, most probable first.
+        log_prior: ``[k]`` float64 log-probabilities, ``logsumexp == 0`` (empty on abstention).
+        abstain_reason: why the model proposes nothing (``None`` when it proposes).
+        dropped: what the model said that names no graph entity (kept for reports).
+    """
+
+    entities: tuple[str, ...]
+    log_prior: np.ndarray
+    abstain_reason: str | None = None
+    dropped: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        ents = tuple(self.entities)
+        lp = np.asarray(self.log_prior, np.float64)
+        object.__setattr__(self, "entities", ents)
+        object.__setattr__(self, "log_prior", lp)
+        object.__setattr__(self, "dropped", tuple(self.dropped))
+        if self.abstain_reason is not None:
+            if ents or lp.size:
+                raise ValueError("an abstention carries no candidates")
+            return
+        if not ents:
+            raise ValueError("no candidates: use Candidates.abstain(reason)")
+        if len(set(ents)) != len(ents):
+            raise ValueError("candidate entities must be distinct")
+        if lp.shape != (len(ents),):
+            raise ValueError(f"log_prior must have shape ({len(ents)},), got {lp.shape}")
+        if np.isnan(lp).any() or np.isposinf(lp).any():
+            raise ValueError("log_prior must not be NaN or +inf")
+        if abs(logsumexp(lp)) > 1e-6:
+            raise ValueError(f"log_prior must be normalised, logsumexp = {logsumexp(lp):.3g}")
+
+    @property
+    def abstained(self) -> bool:
+        return self.abstain_reason is not None
+
+    @classmethod
+    def abstain(cls, reason: str, dropped: Sequence[str] = ()) -> Candidates:
+        """No candidate, with the reason (reported by the loop as an abstention)."""
+        if not reason:
+            raise ValueError("an abstention needs a reason")
+        return cls((), np.zeros(0), reason, tuple(dropped))
+
+    @classmethod
+    def from_scores(
+        cls,
+        entities: Sequence[str],
+        log_weights: Sequence[float] | np.ndarray,
+        *,
+        k: int | None = None,
+        dropped: Sequence[str] = (),
+    ) -> Candidates:
+        """Normalise unnormalised log-weights into a prior (repeated entities merge by
+        log-sum-exp), keep the ``k`` most probable, renormalise; ties keep first-seen order.
+
+        Example:
+            >>> c = Candidates.from_scores(["a", "b", "a"], [0.0, 0.0, 0.0])
+            >>> c.entities, np.exp(c.log_prior).round(3).tolist()
+            (('a', 'b'), [0.667, 0.333])
+        """
+        w = np.asarray(log_weights, np.float64)
+        if w.ndim != 1 or len(w) != len(entities):
+            raise ValueError(f"{len(entities)} entities but log_weights of shape {w.shape}")
+        if np.isnan(w).any() or np.isposinf(w).any():
+            raise ValueError("log_weights must not be NaN or +inf")
+        if k is not None and (not isinstance(k, (int, np.integer)) or k < 1):
+            raise ValueError(f"k must be a positive int or None, got {k!r}")
+        merged: dict[str, list[float]] = {}
+        for e, x in zip(entities, w):
+            merged.setdefault(e, []).append(float(x))
+        names = list(merged)
+        lw = np.array([logsumexp(merged[e]) for e in names])
+        if not names or np.isneginf(lw).all():
+            return cls.abstain("the model gave no candidate positive weight", dropped)
+        order = np.argsort(-lw, kind="stable")[:k]
+        keep = lw[order]
+        return cls(tuple(names[i] for i in order), keep - logsumexp(keep), None, tuple(dropped))
+
+
+class CandidateModel(Protocol):
+    """Anything that proposes candidates: ``propose(question, k) -> Candidates``."""
+
+    def propose(self, question: QuestionLike, k: int) -> Candidates: ...
