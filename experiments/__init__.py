@@ -8,4 +8,5 @@ EXPERIMENTS = (
     "prop13_tradeoff",
     "kg_incomplete",
     "retrieval_pcr",
+    "grounded_qa",
 )

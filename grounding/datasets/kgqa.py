@@ -1,18 +1,318 @@
-"""Anchored retrieval benchmarks on the real knowledge graphs (UMLS, Nations, Kinships).
+r"""Question benchmarks on the real knowledge graphs.
 
-:func:`kg_retrieval_benchmark` turns a held-out split into a :class:`RetrievalBenchmark`: the
-training graph is the evidence, the held-out answers of ``(h, r, ?)`` are the relevant nodes.
+- :func:`kg_retrieval_benchmark`: anchored retrieval of the held-out answers of ``(h, r, ?)``.
+- :func:`kgqa_benchmark`: templated 1-3 hop questions (below).
+
+Multi-hop question answering over a real knowledge graph, built the MetaQA way.
+
+MetaQA (Zhang et al., *Variational Reasoning for Question Answering with Knowledge Graph*, AAAI
+2018) turns relation-chain templates over a knowledge graph into 1-, 2- and 3-hop questions
+whose answers are read off the full graph. WebQSP, CWQ (Freebase) and MetaQA's own movie
+graph cannot be obtained offline, so :func:`kgqa_benchmark` applies the same construction to
+the real graphs that ship with the package (CoDEx-M, CoDEx-S, UMLS):
+
+- relations are read in both directions (``r`` and its inverse ``r^-1``);
+- a *template* is a relation chain :math:`(r_1, \dots, r_T)`, ``T`` in 1..3, sampled by
+  random walks over the world :math:`G^*` (train + valid + test) from a random topic entity,
+  never stepping straight back (``r`` followed by ``r^-1``);
+- a question is a (topic, template) pair; its **answers** are every entity the chain reaches
+  from the topic in :math:`G^*`, other than the topic itself; questions with more than
+  ``max_answers`` answers are dropped (MetaQA's answer sets are small too), and so are those
+  whose intermediate frontier exceeds ``max_frontier`` entities;
+- its **observed** answers are those the same chain reaches in the evidence :math:`R` (the
+  train split): an answer that is true but not observed is the situation of Prop. 3, which
+  hard grounding deletes and soft grounding keeps;
+- its text is generated from the relation labels (``"What is the country of citizenship of
+  the entity whose ... is Q42 (human)?"``); CoDEx ships no entity labels, so an entity is
+  named by its id and type labels.
+
+Questions are split train / valid / test at random (seeded) so that learned retrievers can
+train on them. Everything is deterministic given ``seed``.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
+
+import jax.numpy as jnp
 import numpy as np
 
-from grounding.datasets.kg import load_kg
+from grounding.datasets.kg import KGSplits, load_kg
 from grounding.datasets.pathrag6 import RetrievalBenchmark
+from grounding.graph import TypedGraph
 from grounding.query import Query
 
-__all__ = ["kg_retrieval_benchmark"]
+__all__ = [
+    "kg_retrieval_benchmark",
+    "KGQuestion",
+    "KGQABenchmark",
+    "kgqa_benchmark",
+    "inverse_relation",
+    "chain_answers",
+]
+
+INVERSE = "^-1"
+QA_SPLITS = ("train", "valid", "test")
+
+
+def inverse_relation(name: str) -> str:
+    """The name of a relation read backwards: ``"P27" -> "P27^-1"`` and back."""
+    return name[: -len(INVERSE)] if name.endswith(INVERSE) else name + INVERSE
+
+
+@dataclasses.dataclass(frozen=True)
+class KGQuestion:
+    """One templated multi-hop question.
+
+    Attributes:
+        id: ``"<dataset>:<hops>hop:<i>"``.
+        text: the question, generated from the relation labels.
+        topic: the topic entity (a name of the benchmark's graph).
+        chain: the gold relation chain (names of the benchmark's graph, inverses included).
+        answers: every entity the chain reaches from the topic in the world :math:`G^*`.
+        observed: the answers the chain reaches in the evidence :math:`R` (a subset).
+        split: ``"train"``, ``"valid"`` or ``"test"``.
+    """
+
+    id: str
+    text: str
+    topic: str
+    chain: tuple[str, ...]
+    answers: tuple[str, ...]
+    observed: tuple[str, ...]
+    split: str
+
+    @property
+    def hops(self) -> int:
+        return len(self.chain)
+
+    @property
+    def unobserved(self) -> tuple[str, ...]:
+        """True answers the evidence does not reach (Prop. 3)."""
+        seen = set(self.observed)
+        return tuple(a for a in self.answers if a not in seen)
+
+    def query(self) -> Query:
+        """The question as a retrieval :class:`~grounding.Query` anchored at its topic."""
+        return Query(self.text, anchor=self.topic, relevant=self.answers, id=self.id)
+
+
+@dataclasses.dataclass(frozen=True)
+class KGQABenchmark:
+    """Templated questions over a knowledge graph with its evidence graph.
+
+    Attributes:
+        name: e.g. ``"codex-m"``.
+        kg: the underlying splits.
+        graph: the evidence :math:`R`: train triples and their inverses (relation names
+            ``r`` and ``r^-1``), node texts from the dataset, every edge reliability 1.
+        questions: all questions, every split.
+        relation_labels: label of every relation of ``graph`` (inverses included).
+    """
+
+    name: str
+    kg: KGSplits
+    graph: TypedGraph
+    questions: tuple[KGQuestion, ...]
+    relation_labels: dict[str, str]
+
+    def split(self, name: str, hops: int | None = None) -> tuple[KGQuestion, ...]:
+        """The questions of split ``name`` (optionally only those of ``hops`` hops)."""
+        if name not in QA_SPLITS:
+            raise ValueError(f"split must be one of {QA_SPLITS}, got {name!r}")
+        return tuple(
+            q for q in self.questions if q.split == name and (hops is None or q.hops == hops)
+        )
+
+    def statistics(self) -> list[dict]:
+        """Per hop count: questions per split, answer-set sizes, and the share of questions
+        with an answer the evidence does not reach (and with no observed answer at all)."""
+        rows = []
+        for h in sorted({q.hops for q in self.questions}):
+            qs = [q for q in self.questions if q.hops == h]
+            sizes = np.array([len(q.answers) for q in qs])
+            rows.append(
+                dict(
+                    hops=h,
+                    questions=len(qs),
+                    **{s: sum(q.split == s for q in qs) for s in QA_SPLITS},
+                    templates=len({q.chain for q in qs}),
+                    mean_answers=float(sizes.mean()),
+                    median_answers=float(np.median(sizes)),
+                    with_unobserved=float(np.mean([bool(q.unobserved) for q in qs])),
+                    none_observed=float(np.mean([not q.observed for q in qs])),
+                )
+            )
+        return rows
+
+
+def _adjacency(triples: np.ndarray, n_rel: int) -> list[dict[int, np.ndarray]]:
+    """Per augmented relation (``r`` then ``r + n_rel`` for the inverse): head -> tails."""
+    out: list[dict[int, np.ndarray]] = []
+    for inverse in (False, True):
+        src, dst = (2, 0) if inverse else (0, 2)
+        for r in range(n_rel):
+            t = triples[triples[:, 1] == r]
+            order = np.argsort(t[:, src], kind="stable")
+            heads, starts = np.unique(t[order, src], return_index=True)
+            groups = np.split(t[order, dst], starts[1:])
+            out.append({int(h): np.unique(g) for h, g in zip(heads, groups)})
+    return out
+
+
+def chain_answers(
+    adjacency: Sequence[dict[int, np.ndarray]], topic: int, chain: Sequence[int], max_frontier=None
+) -> np.ndarray | None:
+    """Entities reached from ``topic`` by following ``chain`` (augmented relation ids) in
+    ``adjacency``, the topic excluded; ``None`` when a frontier exceeds ``max_frontier``."""
+    frontier = np.array([topic])
+    for r in chain:
+        nxt = [adjacency[r][int(v)] for v in frontier if int(v) in adjacency[r]]
+        frontier = np.unique(np.concatenate(nxt)) if nxt else np.zeros(0, np.int64)
+        if max_frontier is not None and len(frontier) > max_frontier:
+            return None
+    return frontier[frontier != topic]
+
+
+def _text(topic_text: str, chain: Sequence[str], labels: dict[str, str]) -> str:
+    x = topic_text
+    for r in chain:
+        if r.endswith(INVERSE):
+            x = f"the entity whose {labels[inverse_relation(r)]} is {x}"
+        else:
+            x = f"the {labels[r]} of {x}"
+    return f"What is {x}?"
+
+
+def kgqa_benchmark(
+    name: str = "codex-m",
+    *,
+    questions_per_hop: int = 1000,
+    hops: Sequence[int] = (1, 2, 3),
+    max_answers: int = 20,
+    max_frontier: int = 2000,
+    max_per_template: int = 50,
+    split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1),
+    seed: int = 0,
+) -> KGQABenchmark:
+    """Build the templated multi-hop QA benchmark on a shipped knowledge graph.
+
+    Args:
+        name: a dataset of :func:`grounding.datasets.load_kg` (``"codex-m"``, ``"umls"``, ...).
+        questions_per_hop: questions to generate per hop count (fewer if the graph runs out;
+            sampling stops after ``50 * questions_per_hop`` walks).
+        hops: the chain lengths (each in 1..3).
+        max_answers: drop questions with more answers in :math:`G^*`.
+        max_frontier: drop questions whose chain passes through more entities at some step.
+        max_per_template: at most this many questions per relation chain (template variety).
+        split_fractions: train / valid / test shares of the questions of each hop count.
+        seed: the random seed.
+
+    Raises:
+        ValueError: for a hop count outside 1..3, non-positive sizes or bad fractions.
+
+    Example:
+        >>> b = kgqa_benchmark("nations", questions_per_hop=20, hops=(1, 2), max_answers=5)
+        >>> q = b.questions[0]
+        >>> set(q.observed) <= set(q.answers), q.topic not in q.answers, len(b.split("test"))
+        (True, True, 4)
+    """
+    if not hops or any(h not in (1, 2, 3) for h in hops):
+        raise ValueError(f"hops must be a non-empty subset of 1..3, got {hops!r}")
+    for arg, v in (
+        ("questions_per_hop", questions_per_hop),
+        ("max_answers", max_answers),
+        ("max_frontier", max_frontier),
+        ("max_per_template", max_per_template),
+    ):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{arg} must be a positive int, got {v!r}")
+    fr = np.asarray(split_fractions, float)
+    if fr.shape != (3,) or (fr < 0).any() or abs(fr.sum() - 1) > 1e-9:
+        raise ValueError(f"split_fractions must be 3 shares >= 0 summing to 1, got {fr!r}")
+    kg = load_kg(name)
+    n_rel = kg.n_relations
+    world = _adjacency(kg.all_triples(), n_rel)
+    observed = _adjacency(kg.train, n_rel)
+    rel_names = list(kg.relations) + [inverse_relation(r) for r in kg.relations]
+    labels = dict(zip(kg.relations, kg.relation_labels))
+    rng = np.random.default_rng(seed)
+    topics = np.unique(kg.all_triples()[:, [0, 2]])
+    out: list[KGQuestion] = []
+    for h in hops:
+        found: list[tuple[int, tuple[int, ...], np.ndarray]] = []
+        seen: set[tuple[int, tuple[int, ...]]] = set()
+        per_template: dict[tuple[int, ...], int] = {}
+        for _ in range(50 * questions_per_hop):
+            if len(found) == questions_per_hop:
+                break
+            topic = v = int(rng.choice(topics))
+            chain: list[int] = []
+            for _step in range(h):
+                out_rels = [r for r in range(2 * n_rel) if v in world[r]]
+                if chain:  # never step straight back along the edge just taken
+                    back = (chain[-1] + n_rel) % (2 * n_rel)
+                    out_rels = [r for r in out_rels if r != back]
+                if not out_rels:
+                    break
+                r = int(rng.choice(out_rels))
+                chain.append(r)
+                v = int(rng.choice(world[r][v]))
+            key = (topic, tuple(chain))
+            if len(chain) < h or key in seen or per_template.get(key[1], 0) >= max_per_template:
+                continue
+            seen.add(key)
+            answers = chain_answers(world, topic, chain, max_frontier)
+            if answers is None or not 0 < len(answers) <= max_answers:
+                continue
+            per_template[key[1]] = per_template.get(key[1], 0) + 1
+            found.append((topic, key[1], answers))
+        split_of = _assign_splits(len(found), fr, rng)
+        for i, (topic, chain, answers) in enumerate(found):
+            obs = chain_answers(observed, topic, chain)
+            names = tuple(rel_names[r] for r in chain)
+            out.append(
+                KGQuestion(
+                    id=f"{kg.name}:{h}hop:{i}",
+                    text=_text(kg.node_texts[topic], names, labels),
+                    topic=kg.entities[topic],
+                    chain=names,
+                    answers=tuple(kg.entities[a] for a in answers),
+                    observed=tuple(kg.entities[a] for a in obs),
+                    split=split_of[i],
+                )
+            )
+    return KGQABenchmark(
+        kg.name,
+        kg,
+        _evidence_graph(kg, rel_names),
+        tuple(out),
+        {**labels, **{inverse_relation(r): f"inverse of {labels[r]}" for r in kg.relations}},
+    )
+
+
+def _assign_splits(n: int, fractions: np.ndarray, rng: np.random.Generator) -> list[str]:
+    n_train, n_valid = int(round(fractions[0] * n)), int(round(fractions[1] * n))
+    labels = ["train"] * n_train + ["valid"] * n_valid + ["test"] * (n - n_train - n_valid)
+    return [labels[i] for i in rng.permutation(n)]
+
+
+def _evidence_graph(kg: KGSplits, rel_names: list[str]) -> TypedGraph:
+    """Train triples and their inverses over the full vocabulary (reliability 1)."""
+    t = kg.train
+    head = np.concatenate([t[:, 0], t[:, 2]])
+    tail = np.concatenate([t[:, 2], t[:, 0]])
+    rel = np.concatenate([t[:, 1], t[:, 1] + kg.n_relations])
+    return TypedGraph(
+        head=jnp.asarray(head, jnp.int32),
+        relation=jnp.asarray(rel, jnp.int32),
+        tail=jnp.asarray(tail, jnp.int32),
+        reliability=jnp.ones(len(head)),
+        entities=kg.entities,
+        relations=tuple(rel_names),
+        texts=kg.node_texts,
+    )
 
 
 # ---------------------------------------------------------------------------- knowledge graphs

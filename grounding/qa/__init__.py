@@ -1,7 +1,13 @@
 """Grounded question answering: candidate models (the paper's LLM prior), the loop from a
 question to a grounded answer or an abstention, and its metrics."""
 
+from grounding.qa import answerer as _answerer
 from grounding.qa import candidates as _candidates
+from grounding.qa import loop as _loop
+from grounding.qa import metrics as _metrics
+from grounding.qa.answerer import *  # noqa: F403
 from grounding.qa.candidates import *  # noqa: F403
+from grounding.qa.loop import *  # noqa: F403
+from grounding.qa.metrics import *  # noqa: F403
 
-__all__ = [*_candidates.__all__]
+__all__ = [*_candidates.__all__, *_answerer.__all__, *_loop.__all__, *_metrics.__all__]

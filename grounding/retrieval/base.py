@@ -134,10 +134,14 @@ def subgraph_evidence(
     if len(anchors):
         dist = graph.distances(anchors).astype(float)
         dist = np.where(dist >= 0, dist, np.inf).min(axis=0)  # to the nearest anchor
+        # each node's parent: the head of its first in-edge that is one hop closer
+        closer = np.flatnonzero(np.isfinite(dist[tail]) & (dist[head] == dist[tail] - 1))
+        tails, first = np.unique(tail[closer], return_index=True)
+        parent = np.full(graph.n_nodes, -1, np.int64)
+        parent[tails] = head[closer[first]]
         for v in nodes:
-            while 0 < dist[v] < np.inf:  # walk back along any in-edge that is one hop closer
-                into = np.flatnonzero((tail == v) & (dist[head] == dist[v] - 1))
-                v = int(head[into[0]])
+            while 0 < dist[v] < np.inf:  # walk back to the nearest anchor
+                v = int(parent[v])
                 keep[v] = True
     edges |= keep[head] & keep[tail]
     return EvidenceState(graph=graph.subgraph(edges), provenance=dict(provenance or {}))

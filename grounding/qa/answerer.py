@@ -1,0 +1,137 @@
+r"""An offline stand-in for the LLM prior: a KG-embedding answerer that composes relation maps.
+
+:class:`KGEAnswerer` answers a templated question :math:`(z_0, r_1, \dots, r_T)` the way an
+LLM answers from memory: it composes the learned relation maps along the question's relation
+chain, :math:`x = T_{r_T} \circ \dots \circ T_{r_1}\,\eta(z_0)` (TransE: a sum of
+translations; RotatE: a product of rotations; an inverse relation uses the inverse map), and
+scores every entity by :math:`-d_{\mathcal M}(x, \eta(e))/T`. It never looks at paths of the
+graph, only at embeddings trained on the evidence :math:`R`: parametric knowledge that can be
+right about facts the graph does not state, and wrong about facts it does. The topic itself is
+never proposed (questions never answer with their topic). Its top-``k`` entities and their
+renormalised log-softmax scores are the candidate set :math:`\Gamma(q)` and the prior
+:math:`p_\theta` of Eq. (1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from scipy.special import logsumexp
+
+from grounding.geometry import Rotation, Translation
+from grounding.learn import KGEModel
+from grounding.qa.candidates import Candidates, QuestionLike
+
+__all__ = ["KGEAnswerer", "INVERSE_SUFFIX"]
+
+#: How a relation read backwards is named (``"P27^-1"``), as in :mod:`grounding.datasets.kgqa`.
+INVERSE_SUFFIX = "^-1"
+
+
+class KGEAnswerer:
+    """Candidate answers from a trained :class:`~grounding.learn.KGEModel` (TransE or RotatE).
+
+    Args:
+        model: the trained embeddings (kind ``"transe"`` or ``"rotate"``).
+        entities: the model's entity names (row order of ``model.entity``).
+        relations: the model's relation names; ``name + "^-1"`` reads a relation backwards.
+        temperature: :math:`T > 0` of the scores ``-d/T`` (:meth:`fit_temperature` fits it).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from grounding.learn import KGEModel
+        >>> m = KGEModel("transe", jnp.array([[0.0, 0], [1, 0], [2, 0]]), jnp.array([[1.0, 0]]))
+        >>> a = KGEAnswerer(m, ["a", "b", "c"], ["next"])
+        >>> a.log_scores("a", ["next", "next"]).argmax(), a.log_scores("c", ["next^-1"]).argmax()
+        (np.int64(2), np.int64(1))
+    """
+
+    def __init__(
+        self,
+        model: KGEModel,
+        entities: Sequence[str],
+        relations: Sequence[str],
+        temperature: float = 1.0,
+    ):
+        if model.kind not in ("transe", "rotate"):
+            raise ValueError(f"KGEAnswerer composes transe or rotate maps, got {model.kind!r}")
+        if len(entities) != model.entity.shape[0]:
+            raise ValueError(f"{len(entities)} entity names for {model.entity.shape[0]} rows")
+        if len(relations) != model.relation.shape[0]:
+            raise ValueError(f"{len(relations)} relation names for {model.relation.shape[0]} rows")
+        self.model = model
+        self.entities = tuple(entities)
+        self.temperature = _check_temperature(temperature)
+        self._e_ix = {e: i for i, e in enumerate(self.entities)}
+        n = len(relations)
+        self._r_ix = {r: i for i, r in enumerate(relations)}
+        self._r_ix.update({r + INVERSE_SUFFIX: i + n for i, r in enumerate(relations)})
+        # the inverse maps: T_{r^-1} = T_r^{-1} (minus the translation, minus the angle)
+        params = jnp.concatenate([model.relation, -model.relation])
+        self._map = Translation(params) if model.kind == "transe" else Rotation(params)
+
+    def _ids(self, topic: str, chain: Sequence[str]) -> tuple[int, list[int]]:
+        if topic not in self._e_ix:
+            raise ValueError(f"topic entity {topic!r} is not in the model's vocabulary")
+        if not chain:
+            raise ValueError("the question has no relation chain to compose")
+        unknown = [r for r in chain if r not in self._r_ix]
+        if unknown:
+            raise ValueError(f"relations {unknown} are not in the model's vocabulary")
+        return self._e_ix[topic], [self._r_ix[r] for r in chain]
+
+    def composed(self, topic: str, chain: Sequence[str]) -> jax.Array:
+        """:math:`T_{r_T} \\circ \\dots \\circ T_{r_1}\\,\\eta(z_0)` (``[d]``)."""
+        t, rels = self._ids(topic, chain)
+        x = self.model.entity[t]
+        for r in rels:
+            x = self._map.apply(r, x)
+        return x
+
+    def log_scores(self, topic: str, chain: Sequence[str]) -> np.ndarray:
+        """``[n]`` scores :math:`-d(x, \\eta(e)) / T` of every entity (the topic: ``-inf``)."""
+        x = self.composed(topic, chain)
+        s = -np.asarray(self.model.metric(x[None, :], self.model.entity), np.float64)
+        s = s / self.temperature
+        s[self._e_ix[topic]] = -np.inf
+        return s
+
+    def propose(self, question: QuestionLike, k: int) -> Candidates:
+        """The top-``k`` entities with their renormalised log-softmax scores."""
+        try:
+            s = self.log_scores(question.topic, question.chain)
+        except ValueError as err:
+            return Candidates.abstain(f"the KGE answerer cannot read the question: {err}")
+        top = np.argsort(-s, kind="stable")[:k]
+        return Candidates.from_scores([self.entities[i] for i in top], s[top])
+
+    def fit_temperature(
+        self, questions: Sequence[QuestionLike], answers: Sequence[Sequence[str]]
+    ) -> float:
+        """Set :math:`T` to maximise the mean log-probability of the gold answer sets of the
+        given (validation) questions under the full softmax (a grid of 61 values, log-spaced
+        in :math:`[10^{-3}, 10^{3}]`); returns it."""
+        if not questions or len(questions) != len(answers):
+            raise ValueError("fit_temperature needs as many answer sets as questions (>= 1)")
+        dists, gold = [], []
+        for q, ans in zip(questions, answers):
+            d = -self.log_scores(q.topic, q.chain) * self.temperature
+            dists.append(d)
+            gold.append([self._e_ix[a] for a in ans if a in self._e_ix])
+        grid = np.logspace(-3, 3, 61)
+        ll = [
+            np.mean([logsumexp(-d[g] / T) - logsumexp(-d / T) for d, g in zip(dists, gold) if g])
+            for T in grid
+        ]
+        self.temperature = float(grid[int(np.argmax(ll))])
+        return self.temperature
+
+
+def _check_temperature(t: float) -> float:
+    t = float(t)
+    if not np.isfinite(t) or t <= 0:
+        raise ValueError(f"temperature must be finite and > 0, got {t!r}")
+    return t

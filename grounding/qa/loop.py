@@ -1,0 +1,169 @@
+r"""The paper's loop end to end: question -> candidates and prior -> retrieval -> evidence state
+-> :func:`grounding.ground` -> answer or abstention, with supporting paths and a certificate.
+
+:class:`GroundedQA` wires a :class:`~grounding.qa.CandidateModel` (the LLM's
+:math:`p_\theta`, Eq. (1)) to a retriever (anything with ``retrieve(query, k)`` returning a
+:class:`~grounding.retrieval.Retrieval`, e.g. :class:`~grounding.retrieval.PCR` from the topic
+entity). A question with a relation chain is grounded as claim chains
+``topic -r_1-> * ... -r_T-> answer`` (Def. 1: typed walks of exactly ``T`` hops); a free-text
+question without one as answer candidates (walks of 1..``max_hops`` hops from the topic). The
+grounding parameters go to :func:`grounding.ground` unchanged; ``eps`` (default 0) also
+computes the hard posterior of Eq. (6).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from grounding.evidence import EvidenceState
+from grounding.graph import Triple
+from grounding.problem import ClaimChain, GroundingProblem
+from grounding.qa.candidates import CandidateModel, Candidates, QuestionLike
+from grounding.result import GroundingResult
+from grounding.retrieval import Retriever
+from grounding.solver import ground, ground_batch
+
+__all__ = ["GroundedQA", "QAOutcome", "grounding_problem"]
+
+
+@dataclasses.dataclass(frozen=True)
+class QAOutcome:
+    """One question through the loop.
+
+    Attributes:
+        question: the question.
+        candidates: what the candidate model proposed (or its abstention).
+        result: the grounding result (``None`` when the model abstained).
+        evidence: the evidence state the retriever built (``None`` when the model abstained).
+        reason: why no answer was produced (model abstention), else ``None``.
+    """
+
+    question: Any
+    candidates: Candidates
+    result: GroundingResult | None
+    evidence: EvidenceState | None = None
+    reason: str | None = None
+
+    @property
+    def answer(self) -> str | None:
+        """The grounded answer when :func:`grounding.ground` licenses one (Axiom 8)."""
+        return None if self.result is None else self.result.answer
+
+    def probabilities(self, which: str = "soft") -> np.ndarray:
+        """``[C]`` probabilities over the candidates: ``"prior"``, ``"soft"`` (Eq. (7)) or
+        ``"hard"`` (Eq. (6); all zero when it is undefined). Empty on abstention."""
+        if self.result is None:
+            return np.zeros(0)
+        lp = {
+            "prior": self.result.log_prior,
+            "soft": self.result.log_posterior,
+            "hard": self.result.hard_log_posterior,
+        }[which]
+        if lp is None:
+            raise ValueError("no hard posterior: ground with eps set")
+        return np.exp(np.asarray(lp, np.float64))
+
+
+def grounding_problem(question: QuestionLike, candidates: Candidates, max_hops: int = 3):
+    """The :class:`~grounding.GroundingProblem` of a question and its candidates: claim chains
+    ``topic -r_1-> * ... -r_T-> a`` when the question has a relation chain, answer entities
+    grounded from the topic otherwise."""
+    if candidates.abstained:
+        raise ValueError(f"the model abstained: {candidates.abstain_reason}")
+    chain = tuple(question.chain)
+    if chain:
+        mid = (None,) * (len(chain) - 1)
+        cands = tuple(ClaimChain((question.topic, *mid, a), chain) for a in candidates.entities)
+        return GroundingProblem(question.text, cands, candidates.log_prior)
+    return GroundingProblem(
+        question.text,
+        candidates.entities,
+        candidates.log_prior,
+        anchors=(question.topic,),
+        max_hops=max_hops,
+    )
+
+
+class GroundedQA:
+    """Question -> :class:`Candidates` -> retrieval -> evidence -> :func:`grounding.ground`.
+
+    Args:
+        model: the candidate model (prior).
+        retriever: a retriever, or a function ``question -> retriever`` (e.g. a path-constrained
+            retriever whose depth is the question's hop count).
+        k_candidates: candidates asked of the model.
+        k_nodes: nodes asked of the retriever.
+        negative: counter-evidence triples added to every evidence state (Axiom 4).
+        ground_kwargs: :func:`grounding.ground`'s parameters (``lam`` and ``kappa`` required;
+            ``eps`` defaults to 0, so the hard posterior is computed too).
+    """
+
+    def __init__(
+        self,
+        model: CandidateModel,
+        retriever: Retriever | Callable[[QuestionLike], Retriever],
+        *,
+        k_candidates: int = 20,
+        k_nodes: int = 100,
+        negative: frozenset[Triple] = frozenset(),
+        **ground_kwargs,
+    ):
+        if "lam" not in ground_kwargs or "kappa" not in ground_kwargs:
+            raise TypeError("GroundedQA needs ground's lam and kappa")
+        for name, k in (("k_candidates", k_candidates), ("k_nodes", k_nodes)):
+            if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+                raise ValueError(f"{name} must be a positive int, got {k!r}")
+        self.model = model
+        self._retriever = retriever
+        self.k_candidates, self.k_nodes = int(k_candidates), int(k_nodes)
+        self.negative = frozenset(negative)
+        self.ground_kwargs = {"eps": 0.0, **ground_kwargs}
+
+    def retriever(self, question: QuestionLike) -> Retriever:
+        r = self._retriever
+        return r if hasattr(r, "retrieve") else r(question)  # type: ignore[operator, return-value]
+
+    def evidence(self, question: QuestionLike) -> EvidenceState:
+        """The retriever's evidence state for the question (plus the counter-evidence)."""
+        query = question.query() if hasattr(question, "query") else None
+        if query is None:
+            from grounding.query import Query
+
+            query = Query(question.text, anchor=question.topic)
+        state = self.retriever(question).retrieve(query, self.k_nodes).evidence
+        if self.negative:
+            state = dataclasses.replace(state, negative=state.negative | self.negative)
+        return state
+
+    def answer(self, question: QuestionLike) -> QAOutcome:
+        """Run one question through the loop."""
+        return self.answer_batch([question])[0]
+
+    def answer_batch(self, questions: Sequence[QuestionLike]) -> list[QAOutcome]:
+        """Run many questions; grounding is batched (:func:`grounding.ground_batch`) over the
+        questions whose model did not abstain."""
+        cands = [self.model.propose(q, self.k_candidates) for q in questions]
+        live = [i for i, c in enumerate(cands) if not c.abstained]
+        states = {i: self.evidence(questions[i]) for i in live}
+        problems = {i: grounding_problem(questions[i], cands[i]) for i in live}
+        results: dict[int, GroundingResult] = {}
+        by_kind: dict[str, list[int]] = {}
+        for i in live:
+            by_kind.setdefault(problems[i].kind, []).append(i)
+        for group in by_kind.values():
+            if len(group) == 1:
+                i = group[0]
+                results[i] = ground(problems[i], states[i], **self.ground_kwargs)
+                continue
+            out = ground_batch(
+                [problems[i] for i in group], [states[i] for i in group], **self.ground_kwargs
+            )
+            results.update(zip(group, out))
+        return [
+            QAOutcome(q, c, results.get(i), states.get(i), c.abstain_reason)
+            for i, (q, c) in enumerate(zip(questions, cands))
+        ]

@@ -1,0 +1,291 @@
+"""Grounded question answering: the templated benchmark against brute force, the KGE answerer
+against explicit chain scoring, the loop against ``ground`` called by hand, and the metrics
+against direct formulas."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from grounding import ground
+from grounding.datasets import KGQuestion, kgqa_benchmark, load_kg
+from grounding.learn import KGEModel
+from grounding.problem import ClaimChain, GroundingProblem
+from grounding.qa import (
+    Candidates,
+    GroundedQA,
+    KGEAnswerer,
+    answer_f1,
+    answer_set,
+    expected_calibration_error,
+    grounding_problem,
+    risk_coverage,
+    score_probabilities,
+)
+from grounding.retrieval import PCR, TextIndex
+
+
+def _follow(triples, frontier, rel):
+    """Brute force: one step of a chain over name triples (``r^-1`` reads ``r`` backwards)."""
+    if rel.endswith("^-1"):
+        base = rel[:-3]
+        return {h for h, r, t in triples if r == base and t in frontier}
+    return {t for h, r, t in triples if r == rel and h in frontier}
+
+
+@pytest.fixture(scope="module")
+def nations_bench():
+    return kgqa_benchmark("nations", questions_per_hop=40, max_answers=8, seed=3)
+
+
+def test_benchmark_answers_match_brute_force(nations_bench):
+    kg = nations_bench.kg
+    world = kg.names(kg.all_triples())
+    observed = kg.names(kg.train)
+    assert len(nations_bench.questions) == 120
+    for q in nations_bench.questions:
+        ans, obs = {q.topic}, {q.topic}
+        for r in q.chain:
+            ans, obs = _follow(world, ans, r), _follow(observed, obs, r)
+        ans.discard(q.topic)
+        obs.discard(q.topic)
+        assert set(q.answers) == ans and 0 < len(ans) <= 8
+        assert set(q.observed) == obs
+        assert set(q.unobserved) == ans - obs
+        for a, b in zip(q.chain, q.chain[1:]):  # never straight back
+            assert b != (a[:-3] if a.endswith("^-1") else a + "^-1")
+
+
+def test_benchmark_is_deterministic_and_split(nations_bench):
+    again = kgqa_benchmark("nations", questions_per_hop=40, max_answers=8, seed=3)
+    assert again.questions == nations_bench.questions
+    other = kgqa_benchmark("nations", questions_per_hop=40, max_answers=8, seed=4)
+    assert other.questions != nations_bench.questions
+    for h in (1, 2, 3):
+        assert [len(nations_bench.split(s, h)) for s in ("train", "valid", "test")] == [32, 4, 4]
+    stats = nations_bench.statistics()
+    assert [r["questions"] for r in stats] == [40, 40, 40]
+    assert all(0 <= r["with_unobserved"] <= 1 for r in stats)
+
+
+def test_benchmark_graph_is_train_with_inverses(nations_bench):
+    g, kg = nations_bench.graph, nations_bench.kg
+    assert g.n_edges == 2 * len(kg.train)
+    triples = set(g.triples())
+    for h, r, t in kg.names(kg.train)[:50]:
+        assert (h, r, t) in triples and (t, r + "^-1", h) in triples
+    q = nations_bench.questions[0]
+    assert q.query().anchor == q.topic and q.query().relevant == q.answers
+
+
+def test_benchmark_bad_arguments():
+    for kw in (
+        dict(hops=(4,)),
+        dict(hops=()),
+        dict(questions_per_hop=0),
+        dict(max_answers=-1),
+        dict(split_fractions=(0.5, 0.5, 0.5)),
+    ):
+        with pytest.raises(ValueError):
+            kgqa_benchmark("nations", **kw)
+    with pytest.raises(ValueError, match="unknown dataset"):
+        kgqa_benchmark("freebase")
+
+
+def test_codex_loader_texts_and_negatives():
+    kg = load_kg("codex-s")
+    assert (kg.n_entities, kg.n_relations) == (2034, 42)
+    assert len(kg.negative_triples("valid")) == 1827 and len(kg.negative_triples("test")) == 1828
+    assert len(kg.negative_triples("train")) == 0
+    assert all(t.startswith(e) for e, t in zip(kg.entities, kg.node_texts))
+    assert kg.graph().node_texts == kg.node_texts
+    with pytest.raises(TypeError):
+        load_kg(None)
+
+
+# ----------------------------------------------------------------------------- the answerer
+def _random_model(kind, n=7, n_rel=3, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    ent = rng.normal(size=(n, d))
+    rel = rng.normal(size=(n_rel, d)) if kind == "transe" else rng.uniform(-3, 3, (n_rel, d // 2))
+    return KGEModel(kind, jnp.asarray(ent), jnp.asarray(rel), p=2)
+
+
+@given(
+    kind=st.sampled_from(["transe", "rotate"]),
+    chain=st.lists(
+        st.sampled_from(["a", "b", "c", "a^-1", "b^-1", "c^-1"]), min_size=1, max_size=3
+    ),
+    topic=st.integers(0, 6),
+    seed=st.integers(0, 100),
+)
+def test_answerer_composition_equals_explicit_chain_scoring(kind, chain, topic, seed):
+    m = _random_model(kind, seed=seed)
+    names = [f"e{i}" for i in range(7)]
+    ans = KGEAnswerer(m, names, ["a", "b", "c"], temperature=0.7)
+    E, R = np.asarray(m.entity), np.asarray(m.relation)
+    r_ix = {"a": 0, "b": 1, "c": 2}
+    if kind == "transe":
+        x = E[topic].copy()
+        for r in chain:
+            x = x - R[r_ix[r[:-3]]] if r.endswith("^-1") else x + R[r_ix[r]]
+        d = np.linalg.norm(E - x, axis=1)
+    else:
+        z = E[:, 0::2] + 1j * E[:, 1::2]
+        x = z[topic].copy()
+        for r in chain:
+            sign = -1 if r.endswith("^-1") else 1
+            x = x * np.exp(1j * sign * R[r_ix[r.removesuffix("^-1")]])
+        d = np.abs(z - x).sum(axis=1)
+    want = -d / 0.7
+    want[topic] = -np.inf
+    got = ans.log_scores(names[topic], chain)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
+    q = KGQuestion("q", "?", names[topic], tuple(chain), (), (), "test")
+    c = ans.propose(q, 3)
+    top = np.argsort(-want, kind="stable")[:3]
+    assert c.entities == tuple(names[i] for i in top)
+    np.testing.assert_allclose(c.log_prior, want[top] - np.logaddexp.reduce(want[top]), atol=1e-9)
+
+
+def test_answerer_abstains_or_raises_with_reasons():
+    m = _random_model("transe")
+    ans = KGEAnswerer(m, [f"e{i}" for i in range(7)], ["a", "b", "c"])
+    out = ans.propose(KGQuestion("q", "?", "nobody", ("a",), (), (), "test"), 3)
+    assert out.abstained and "nobody" in out.abstain_reason
+    out = ans.propose(KGQuestion("q", "?", "e0", ("zzz",), (), (), "test"), 3)
+    assert out.abstained and "zzz" in out.abstain_reason
+    with pytest.raises(ValueError, match="temperature"):
+        KGEAnswerer(m, [f"e{i}" for i in range(7)], ["a", "b", "c"], temperature=0.0)
+    with pytest.raises(ValueError, match="entity names"):
+        KGEAnswerer(m, ["e0"], ["a", "b", "c"])
+    with pytest.raises(ValueError, match="transe or rotate"):
+        KGEAnswerer(dataclasses.replace(m, kind="linear"), [f"e{i}" for i in range(7)], "abc")
+
+
+# ----------------------------------------------------------------------------- the loop
+@pytest.fixture(scope="module")
+def umls_loop():
+    bench = kgqa_benchmark("umls", questions_per_hop=40, seed=1)
+    rng = np.random.default_rng(0)
+    kg = bench.kg
+    model = KGEModel(
+        "transe",
+        jnp.asarray(rng.normal(size=(kg.n_entities, 8))),
+        jnp.asarray(rng.normal(size=(kg.n_relations, 8))),
+    )
+    answerer = KGEAnswerer(model, kg.entities, kg.relations, temperature=2.0)
+    index = TextIndex(bench.graph)
+    pcr = {h: PCR(index, max_hops=h) for h in (1, 2, 3)}
+    return bench, answerer, pcr
+
+
+def test_loop_equals_ground_called_by_hand(umls_loop):
+    bench, answerer, pcr = umls_loop
+    qs = bench.split("test")[:8]
+    qa = GroundedQA(
+        answerer, lambda q: pcr[q.hops], k_candidates=10, k_nodes=30, lam=2.0, kappa=1.0
+    )
+    outs = qa.answer_batch(qs)
+    for q, o in zip(qs, outs):
+        cands = answerer.propose(q, 10)
+        chains = tuple(
+            ClaimChain((q.topic, *([None] * (q.hops - 1)), a), q.chain) for a in cands.entities
+        )
+        problem = GroundingProblem(q.text, chains, cands.log_prior)
+        state = pcr[q.hops].retrieve(q.query(), 30).evidence
+        ref = ground(problem, state, lam=2.0, kappa=1.0, eps=0.0)
+        np.testing.assert_allclose(o.result.log_posterior, ref.log_posterior, atol=1e-12)
+        np.testing.assert_allclose(o.result.hard_log_posterior, ref.hard_log_posterior, atol=1e-12)
+        assert o.result.names == ref.names and int(o.result.action) == int(ref.action)
+        # the oracle: a candidate has a finite raw energy iff its typed chain walks the evidence
+        ev = state.graph.triples()
+        for j, a in enumerate(cands.entities):
+            reach = {q.topic}
+            for r in q.chain:
+                reach = _follow(ev, reach, r)
+            assert np.isfinite(float(o.result.raw_energy[j])) == (a in reach)
+
+
+def test_loop_reports_model_abstention(umls_loop):
+    bench, answerer, pcr = umls_loop
+    q = dataclasses.replace(bench.split("test")[0], topic="not_an_entity")
+    qa = GroundedQA(answerer, lambda q: pcr[q.hops], lam=1.0, kappa=1.0)
+    [o] = qa.answer_batch([q])
+    assert o.result is None and o.answer is None and "not_an_entity" in o.reason
+    assert score_probabilities((), np.zeros(0), q.answers, abstained=True)["hit"] == 0.0
+    with pytest.raises(TypeError, match="lam and kappa"):
+        GroundedQA(answerer, pcr[1], lam=1.0)
+    with pytest.raises(ValueError, match="k_nodes"):
+        GroundedQA(answerer, pcr[1], k_nodes=0, lam=1.0, kappa=1.0)
+    with pytest.raises(ValueError, match="abstained"):
+        grounding_problem(q, Candidates.abstain("no idea"))
+
+
+def test_retrieval_evidence_keeps_shortest_paths(umls_loop):
+    """Every retrieved node is reachable from the anchor in the evidence subgraph at its
+    distance in the full graph (the walk-back keeps one shortest path)."""
+    bench, _, pcr = umls_loop
+    g = bench.graph
+    for q in bench.split("test")[:5]:
+        r = pcr[2].retrieve(q.query(), 20)
+        full = g.distances(r.anchors)[0]
+        sub = r.evidence.graph.distances(r.anchors)[0]
+        np.testing.assert_array_equal(sub[r.index], full[r.index])
+
+
+# ----------------------------------------------------------------------------- metrics
+def test_candidates_from_scores_and_validation():
+    c = Candidates.from_scores(["a", "b", "a", "c"], [0.0, np.log(2), 0.0, -np.inf], k=2)
+    assert c.entities == ("a", "b")
+    np.testing.assert_allclose(np.exp(c.log_prior), [0.5, 0.5])
+    assert Candidates.from_scores(["a"], [-np.inf]).abstained
+    for bad in (
+        dict(entities=(), log_prior=[]),
+        dict(entities=("a", "a"), log_prior=[0.0, 0.0]),
+        dict(entities=("a",), log_prior=[0.5]),
+        dict(entities=("a",), log_prior=[np.nan]),
+    ):
+        with pytest.raises(ValueError):
+            Candidates(**bad)
+    with pytest.raises(ValueError, match="reason"):
+        Candidates.abstain("")
+
+
+@given(st.lists(st.tuples(st.floats(0, 1), st.booleans()), min_size=1, max_size=30))
+def test_risk_coverage_matches_brute_force(rows):
+    conf = np.array([c for c, _ in rows])
+    ok = np.array([float(y) for _, y in rows])
+    out = risk_coverage(conf, ok)
+    n = len(rows)
+    # brute force: expected risk over random tie-breaking, by averaging over orderings
+    rng = np.random.default_rng(0)
+    want = np.zeros(n)
+    for _ in range(200):
+        order = np.lexsort((rng.permutation(n), -conf))
+        want += np.cumsum(1 - ok[order]) / np.arange(1, n + 1)
+    want /= 200
+    # exact on blocks' ends; within blocks the tie rule is the mean increment
+    ends = np.r_[np.flatnonzero(np.diff(np.sort(-conf)) != 0), n - 1]
+    np.testing.assert_allclose(out["risk"][ends], want[ends], atol=1e-9)
+    assert out["aurc"] == pytest.approx(out["risk"].mean())
+
+
+def test_ece_and_f1_by_hand():
+    conf = np.array([0.95, 0.9, 0.55, 0.2])
+    ok = np.array([1, 0, 1, 0])
+    want = 0.5 * abs(0.5 - 0.925) + 0.25 * abs(1 - 0.55) + 0.25 * abs(0 - 0.2)
+    assert expected_calibration_error(conf, ok) == pytest.approx(want)
+    assert answer_f1(["a"], ["a"]) == 1.0 and answer_f1([], ["a"]) == 0.0
+    assert answer_set(["a", "b", "c"], np.array([0.5, 0.3, 0.2])) == ("a", "b")
+    s = score_probabilities(["a", "b"], np.array([0.2, 0.8]), ["b"])
+    assert (s["hit"], s["confidence"]) == (1.0, 0.8)
+    with pytest.raises(ValueError):
+        risk_coverage(np.array([0.5]), np.array([2.0]))
+    with pytest.raises(ValueError):
+        expected_calibration_error(np.array([1.5]), np.array([1]))
