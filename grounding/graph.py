@@ -281,13 +281,14 @@ class TypedGraph:
         keep = np.asarray(keep, dtype=bool)
         if keep.shape != (self.n_edges,):
             raise ValueError(f"keep must have shape ({self.n_edges},), got {keep.shape}")
-        # NumPy indexing then one transfer per array: cheap inside Monte-Carlo loops
+        # NumPy indexing then one transfer per array (device_put: jnp.asarray would compile a
+        # copy for every new edge count): cheap inside Monte-Carlo and per-question loops
         return dataclasses.replace(
             self,
-            head=jnp.asarray(np.asarray(self.head)[keep]),
-            relation=jnp.asarray(np.asarray(self.relation)[keep]),
-            tail=jnp.asarray(np.asarray(self.tail)[keep]),
-            reliability=jnp.asarray(np.asarray(self.reliability)[keep]),
+            head=jax.device_put(np.asarray(self.head)[keep]),
+            relation=jax.device_put(np.asarray(self.relation)[keep]),
+            tail=jax.device_put(np.asarray(self.tail)[keep]),
+            reliability=jax.device_put(np.asarray(self.reliability)[keep]),
         )
 
     def add_triples(self, triples: Iterable[Triple], reliability: float = 1.0) -> TypedGraph:

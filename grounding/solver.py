@@ -332,8 +332,9 @@ def ground_batch(
         else:
             ev = jax.tree_util.tree_map(lambda *x: np.stack(x), *[prepared[i][2] for i in members])
         out = _compiled(statics, not shared)(ev, qs, realisation)
+        out = jax.tree_util.tree_map(np.asarray, out)  # unstack on the host: no compile per shape
         for j, i in enumerate(members):
-            one = jax.tree_util.tree_map(lambda x, j=j: x[j], out)
+            one = jax.tree_util.tree_map(lambda x, j=j: jax.device_put(x[j]), out)
             one["log_prior"] = prepared[i][1]["log_prior"]
             results[i] = _finish(one, problems[i], prepared[i][0], n_paths, float(opts["tau"]))
     return results  # type: ignore[return-value]

@@ -33,6 +33,7 @@ from grounding.retrieval import (
     relevance_at_k,
     structural_consistency,
 )
+from grounding.semiring import hop_distances
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,6 +85,9 @@ def test_reachability_matches_networkx_bfs(gt, data):
     assert g.reachable(a, hops).tolist() == sorted(ref)
     dist = g.distances([a], hops)[0]
     assert {v: int(d) for v, d in enumerate(dist) if d >= 0} == ref
+    if g.n_edges and hops != 0:  # the engine's batched BFS agrees (it needs >= 1 hop)
+        bfs = hop_distances(g.head, g.tail, np.array([a]), n_nodes=g.n_nodes, max_hops=hops)
+        np.testing.assert_array_equal(np.asarray(bfs)[0], dist)
 
 
 @given(graphs(), st.data())

@@ -9,9 +9,10 @@ included) and hop distances: the path engine's one reachability implementation.
 - a depth limit: frontier expansion over a CSR adjacency, touching only the edges leaving
   the frontier (cheap for small ``d_max``).
 
-:meth:`Reachability.distances` gives the hop distances themselves, by the batched
-breadth-first search of :func:`grounding.semiring.hop_distances` (Boolean semiring, JAX);
-unreached nodes are :data:`~grounding.semiring.UNREACHABLE`. The three agree (tested).
+:meth:`Reachability.distances` gives the hop distances themselves, by breadth-first search
+on the same CSR adjacency (scipy); unreached nodes are
+:data:`~grounding.semiring.UNREACHABLE`. They agree with the batched JAX search of
+:func:`grounding.semiring.hop_distances` (Boolean semiring) and with NetworkX (tested).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ import scipy.sparse as sp
 from jax.typing import ArrayLike
 from scipy.sparse import csgraph
 
-from grounding.semiring.fields import hop_distances
 from grounding.semiring.recursion import UNREACHABLE
 
 __all__ = ["Reachability"]
@@ -124,13 +124,15 @@ class Reachability:
         self, anchors: int | Sequence[int] | np.ndarray, max_hops: int | None = None
     ) -> np.ndarray:
         """``[A, N]`` hop distances from each anchor (:data:`UNREACHABLE` beyond ``max_hops``
-        or when not reached), by :func:`grounding.semiring.hop_distances`."""
+        or when not reached): breadth-first search on the memoised CSR (scipy), equal to
+        :func:`grounding.semiring.hop_distances` without rebuilding a layout per call."""
         a = self._anchors(anchors)
         self._check_depth(max_hops)
-        if len(self.head) == 0 or max_hops == 0:  # nothing to traverse: only the anchors
+        if len(self.head) == 0 or max_hops == 0 or not len(a):  # only the anchors
             out = np.full((len(a), self.n_nodes), UNREACHABLE, np.int64)
             out[np.arange(len(a)), a] = 0
             return out
-        return np.asarray(
-            hop_distances(self.head, self.tail, a, n_nodes=self.n_nodes, max_hops=max_hops)
-        )
+        d = csgraph.shortest_path(self._csr, directed=True, unweighted=True, indices=a)
+        d = d.reshape(len(a), self.n_nodes)
+        limit = np.inf if max_hops is None else max_hops
+        return np.where(np.isfinite(d) & (d <= limit), d, UNREACHABLE).astype(np.int64)
