@@ -256,6 +256,32 @@ class TypedGraph:
         :class:`grounding.semiring.Reachability`, memoised per graph."""
         return self._reach.reachable(anchors, max_hops)
 
+    @functools.cached_property
+    def _in_csr(self) -> tuple[np.ndarray, np.ndarray]:
+        order = np.argsort(np.asarray(self.tail), kind="stable")
+        indptr = np.searchsorted(np.asarray(self.tail)[order], np.arange(self.n_nodes + 1))
+        return order, indptr
+
+    def in_edges(self, node: int) -> np.ndarray:
+        """Indices of the edges into ``node``, in edge order (memoised CSR of the tails)."""
+        order, indptr = self._in_csr
+        return order[indptr[node] : indptr[node + 1]]
+
+    @functools.cached_property
+    def _out_csr(self) -> tuple[np.ndarray, np.ndarray]:
+        order = np.argsort(np.asarray(self.head), kind="stable")
+        indptr = np.searchsorted(np.asarray(self.head)[order], np.arange(self.n_nodes + 1))
+        return order, indptr
+
+    def edges_from(self, nodes: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Sorted indices of the edges leaving any of ``nodes`` (memoised CSR of the heads;
+        the cost is their out-degree, not the graph's size)."""
+        order, indptr = self._out_csr
+        nodes = np.unique(np.asarray(nodes, np.int64))
+        start, count = indptr[nodes], indptr[nodes + 1] - indptr[nodes]
+        offset = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
+        return np.sort(order[np.repeat(start, count) + offset])
+
     def distances(
         self, anchors: int | Sequence[int] | np.ndarray, max_hops: int | None = None
     ) -> np.ndarray:
@@ -277,19 +303,29 @@ class TypedGraph:
         return np.array([t in wanted for t in self.triples()], dtype=bool)
 
     def subgraph(self, keep: np.ndarray) -> TypedGraph:
-        """The same vocabulary with only the edges where ``keep`` is true."""
-        keep = np.asarray(keep, dtype=bool)
-        if keep.shape != (self.n_edges,):
-            raise ValueError(f"keep must have shape ({self.n_edges},), got {keep.shape}")
+        """The same vocabulary with only the edges where ``keep`` is true (a boolean mask over
+        the edges), or only the edges ``keep`` lists (increasing edge indices)."""
+        keep = np.asarray(keep)
+        if keep.dtype.kind in "iu":
+            if keep.ndim != 1 or (len(keep) and (keep[0] < 0 or keep[-1] >= self.n_edges)):
+                raise ValueError(f"edge indices must lie in [0, {self.n_edges})")
+            if np.any(np.diff(keep) <= 0):
+                raise ValueError("edge indices must be strictly increasing")
+        else:
+            keep = keep.astype(bool)
+            if keep.shape != (self.n_edges,):
+                raise ValueError(f"keep must have shape ({self.n_edges},), got {keep.shape}")
         # NumPy indexing then one transfer per array (device_put: jnp.asarray would compile a
-        # copy for every new edge count): cheap inside Monte-Carlo and per-question loops
-        return dataclasses.replace(
-            self,
-            head=jax.device_put(np.asarray(self.head)[keep]),
-            relation=jax.device_put(np.asarray(self.relation)[keep]),
-            tail=jax.device_put(np.asarray(self.tail)[keep]),
-            reliability=jax.device_put(np.asarray(self.reliability)[keep]),
-        )
+        # copy for every new edge count): cheap inside Monte-Carlo and per-question loops. A
+        # subset of valid edges over the same vocabulary is valid: no re-validation, and the
+        # name lookups are shared with this graph.
+        sub = object.__new__(TypedGraph)
+        for f in dataclasses.fields(self):
+            object.__setattr__(sub, f.name, getattr(self, f.name))
+        for f in ("head", "relation", "tail", "reliability"):
+            object.__setattr__(sub, f, jax.device_put(np.asarray(getattr(self, f))[keep]))
+        sub.__dict__.update(_entity_ix=self._entity_ix, _relation_ix=self._relation_ix)
+        return sub
 
     def add_triples(self, triples: Iterable[Triple], reliability: float = 1.0) -> TypedGraph:
         """A new graph with extra edges over the same vocabulary (names must exist)."""

@@ -20,7 +20,15 @@ from grounding.graph import TypedGraph
 from grounding.problem import GroundingProblem, check_realisation
 from grounding.semiring.layout import ELL_MIN_EDGES
 
-__all__ = ["options", "with_paths", "with_defaults", "prepare", "check_n_paths", "bucket"]
+__all__ = [
+    "options",
+    "with_paths",
+    "with_defaults",
+    "prepare",
+    "pad_edges",
+    "check_n_paths",
+    "bucket",
+]
 
 
 def bucket(n: int, floor: int = 8) -> int:
@@ -158,6 +166,15 @@ def _build_edge_arrays(graph: TypedGraph) -> tuple[dict, object]:
         graph.edge_index() if E >= ELL_MIN_EDGES else None
     )  # None: built from the (possibly traced) padded arrays inside the core
     return arrays, layout
+
+
+def pad_edges(arrays: dict, n_edges: int) -> dict:
+    """Segment-layout edge arrays padded with masked-out edges to ``n_edges``."""
+    pad = n_edges - len(arrays["head"])
+    if pad == 0:
+        return arrays
+    fill = dict(reliability=1.0, edge_mask=False)
+    return {k: np.pad(v, (0, pad), constant_values=fill.get(k, 0)) for k, v in arrays.items()}
 
 
 def prepare(problem, evidence, realisation, opts, flags, min_reliability, c_pad=None):

@@ -74,7 +74,11 @@ def supporting_paths(
     g = state.graph
     head, tail = np.asarray(g.head, np.int64), np.asarray(g.tail, np.int64)
     E, C = g.n_edges, problem.n_candidates
-    names = g.triples()
+    rel = np.asarray(g.relation, np.int64)
+
+    def name(e: int) -> tuple[str, str, str]:  # only the reported edges are named
+        return (g.entities[head[e]], g.relations[rel[e]], g.entities[tail[e]])
+
     found = []
     anchors = np.asarray([g.entity_index(a) for a in problem.anchors], np.int64)
     for i, c in enumerate(problem.candidates):
@@ -103,5 +107,5 @@ def supporting_paths(
             nodes[i, j, : len(path_nodes)] = path_nodes
             length[i, j] = len(w)
         energy[i, : len(e)], weight[i, : len(p)] = e, p
-        triples.append(tuple(tuple(names[x] for x in w) for w in walks))
+        triples.append(tuple(tuple(name(x) for x in w) for w in walks))
     return SupportingPaths(edges, nodes, length, energy, weight), tuple(triples)

@@ -36,7 +36,15 @@ from grounding._numerics import logaddexp, logsumexp
 from grounding.decision import classify_status, decide_action, status_energy
 from grounding.evidence import EvidenceState
 from grounding.geometry import get_metric
-from grounding.inputs import bucket, check_n_paths, options, prepare, with_defaults, with_paths
+from grounding.inputs import (
+    bucket,
+    check_n_paths,
+    options,
+    pad_edges,
+    prepare,
+    with_defaults,
+    with_paths,
+)
 from grounding.paths.chains import chain_energy_and_log_mass
 from grounding.paths.costs import step_costs
 from grounding.posterior import gibbs_log_posterior, hard_log_posterior
@@ -316,7 +324,8 @@ def ground_batch(
     groups: dict = {}
     for i, (_, q, ev, statics) in enumerate(prepared):
         shapes = tuple((k, np.shape(v)) for k, v in sorted(q.items()))
-        e_shape = np.shape(ev["head"])
+        # small graphs of one group are stacked with their edges padded to the group's largest
+        e_shape = np.shape(ev["head"]) if statics[-1] else None
         groups.setdefault((statics, shapes, e_shape), []).append(i)
     results: list[GroundingResult | None] = [None] * len(problems)
     for (statics, _, _), members in groups.items():
@@ -326,15 +335,20 @@ def ground_batch(
                 out = dict(_compiled(statics, None)(ev, q, realisation), log_prior=q["log_prior"])
                 results[i] = _finish(out, problems[i], state, n_paths, float(opts["tau"]))
             continue
-        qs = jax.tree_util.tree_map(lambda *x: np.stack(x), *[prepared[i][1] for i in members])
+        # the batch is padded to a power of two (repeating its last question) so that groups of
+        # similar size share one compiled program; the padding's outputs are dropped
+        padded = members + [members[-1]] * (bucket(len(members), floor=1) - len(members))
+        qs = jax.tree_util.tree_map(lambda *x: np.stack(x), *[prepared[i][1] for i in padded])
         if shared:
             ev = prepared[members[0]][2]
         else:
-            ev = jax.tree_util.tree_map(lambda *x: np.stack(x), *[prepared[i][2] for i in members])
+            e_max = max(len(prepared[i][2]["head"]) for i in members)
+            evs = [pad_edges(prepared[i][2], e_max) for i in padded]
+            ev = jax.tree_util.tree_map(lambda *x: np.stack(x), *evs)
         out = _compiled(statics, not shared)(ev, qs, realisation)
         out = jax.tree_util.tree_map(np.asarray, out)  # unstack on the host: no compile per shape
         for j, i in enumerate(members):
-            one = jax.tree_util.tree_map(lambda x, j=j: jax.device_put(x[j]), out)
+            one = jax.device_put(jax.tree_util.tree_map(lambda x, j=j: x[j], out))
             one["log_prior"] = prepared[i][1]["log_prior"]
             results[i] = _finish(one, problems[i], prepared[i][0], n_paths, float(opts["tau"]))
     return results  # type: ignore[return-value]

@@ -289,3 +289,19 @@ def test_ece_and_f1_by_hand():
         risk_coverage(np.array([0.5]), np.array([2.0]))
     with pytest.raises(ValueError):
         expected_calibration_error(np.array([1.5]), np.array([1]))
+
+
+def test_edges_from_and_subgraph_by_indices(umls_loop):
+    g = umls_loop[0].graph
+    rng = np.random.default_rng(0)
+    nodes = rng.choice(g.n_nodes, 7, replace=False)
+    want = np.flatnonzero(np.isin(np.asarray(g.head), nodes))
+    np.testing.assert_array_equal(g.edges_from(nodes), want)
+    mask = np.zeros(g.n_edges, bool)
+    mask[want] = True
+    assert g.subgraph(want).triples() == g.subgraph(mask).triples()
+    assert g.subgraph(want).entity_index(g.entities[5]) == 5
+    with pytest.raises(ValueError, match="increasing"):
+        g.subgraph(want[::-1])
+    with pytest.raises(ValueError, match="lie in"):
+        g.subgraph(np.array([g.n_edges]))

@@ -106,11 +106,14 @@ class Candidates:
             raise ValueError("log_weights must not be NaN or +inf")
         if k is not None and (not isinstance(k, (int, np.integer)) or k < 1):
             raise ValueError(f"k must be a positive int or None, got {k!r}")
-        merged: dict[str, list[float]] = {}
-        for e, x in zip(entities, w):
-            merged.setdefault(e, []).append(float(x))
-        names = list(merged)
-        lw = np.array([logsumexp(merged[e]) for e in names])
+        if len(set(entities)) == len(entities):
+            names, lw = list(entities), w
+        else:
+            merged: dict[str, list[float]] = {}
+            for e, x in zip(entities, w):
+                merged.setdefault(e, []).append(float(x))
+            names = list(merged)
+            lw = np.array([logsumexp(merged[e]) for e in names])
         if not names or np.isneginf(lw).all():
             return cls.abstain("the model gave no candidate positive weight", dropped)
         order = np.argsort(-lw, kind="stable")[:k]

@@ -17,17 +17,18 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import jax
 import numpy as np
 
 from grounding.evidence import EvidenceState
-from grounding.graph import Triple
+from grounding.graph import Triple, TypedGraph
 from grounding.problem import ClaimChain, GroundingProblem
 from grounding.qa.candidates import CandidateModel, Candidates, QuestionLike
 from grounding.result import GroundingResult
 from grounding.retrieval import Retriever
 from grounding.solver import ground, ground_batch
 
-__all__ = ["GroundedQA", "QAOutcome", "grounding_problem"]
+__all__ = ["GroundedQA", "QAOutcome", "grounding_problem", "compact_evidence"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,6 +87,44 @@ def grounding_problem(question: QuestionLike, candidates: Candidates, max_hops: 
         anchors=(question.topic,),
         max_hops=max_hops,
     )
+
+
+def compact_evidence(state: EvidenceState, keep: Sequence[str] = (), min_size: int = 64):
+    """The same evidence over a small vocabulary: the entities its edges touch and ``keep``
+    (the problem's entities), in their original order, padded with isolated placeholder
+    entities to a power of two (``>= min_size``) so that questions of similar size share one
+    compiled program. Grounding results are unchanged: walks only use edges, and every entity
+    a problem names is kept."""
+    g = state.graph
+    old = _touched(state, keep)
+    size = max(min_size, 1 << max(len(old) - 1, 0).bit_length())
+    names = set(g.entities)
+    pad, i = [], 0
+    while len(pad) < size - len(old):
+        if f"<padding {i}>" not in names:
+            pad.append(f"<padding {i}>")
+        i += 1
+    new = np.full(g.n_nodes, -1, np.int32)
+    new[old] = np.arange(len(old), dtype=np.int32)
+    graph = TypedGraph(
+        head=jax.device_put(new[np.asarray(g.head)]),
+        relation=g.relation,
+        tail=jax.device_put(new[np.asarray(g.tail)]),
+        reliability=g.reliability,
+        entities=tuple(g.entities[j] for j in old) + tuple(pad),
+        relations=g.relations,
+        texts=tuple(g.texts[j] for j in old) + ("",) * len(pad) if g.texts else (),
+    )
+    return dataclasses.replace(state, graph=graph)
+
+
+def _touched(state: EvidenceState, keep: Sequence[str]) -> np.ndarray:
+    g = state.graph
+    used = np.zeros(g.n_nodes, bool)
+    used[np.asarray(g.head)] = used[np.asarray(g.tail)] = True
+    for name in keep:
+        used[g.entity_index(name)] = True
+    return np.flatnonzero(used)
 
 
 class GroundedQA:
@@ -150,6 +189,11 @@ class GroundedQA:
         live = [i for i, c in enumerate(cands) if not c.abstained]
         states = {i: self.evidence(questions[i]) for i in live}
         problems = {i: grounding_problem(questions[i], cands[i]) for i in live}
+        # one vocabulary size for the whole batch, so that it stacks into one program
+        size = max([64] + [len(_touched(states[i], problems[i].entities())) for i in live])
+        compact = {
+            i: compact_evidence(states[i], problems[i].entities(), min_size=size) for i in live
+        }
         results: dict[int, GroundingResult] = {}
         by_kind: dict[str, list[int]] = {}
         for i in live:
@@ -157,10 +201,10 @@ class GroundedQA:
         for group in by_kind.values():
             if len(group) == 1:
                 i = group[0]
-                results[i] = ground(problems[i], states[i], **self.ground_kwargs)
+                results[i] = ground(problems[i], compact[i], **self.ground_kwargs)
                 continue
             out = ground_batch(
-                [problems[i] for i in group], [states[i] for i in group], **self.ground_kwargs
+                [problems[i] for i in group], [compact[i] for i in group], **self.ground_kwargs
             )
             results.update(zip(group, out))
         return [

@@ -127,23 +127,20 @@ def subgraph_evidence(
     keep[nodes] = True
     keep[anchors] = True
     head, tail = np.asarray(graph.head), np.asarray(graph.tail)
-    edges = np.zeros(graph.n_edges, bool)
+    given = np.zeros(0, np.int64)
     if triples is not None and len(triples):
-        edges[np.asarray(triples, np.int64)] = True
-        keep[head[edges]] = keep[tail[edges]] = True
+        given = np.unique(np.asarray(triples, np.int64))
+        keep[head[given]] = keep[tail[given]] = True
     if len(anchors):
         dist = graph.distances(anchors).astype(float)
         dist = np.where(dist >= 0, dist, np.inf).min(axis=0)  # to the nearest anchor
-        # each node's parent: the head of its first in-edge that is one hop closer
-        closer = np.flatnonzero(np.isfinite(dist[tail]) & (dist[head] == dist[tail] - 1))
-        tails, first = np.unique(tail[closer], return_index=True)
-        parent = np.full(graph.n_nodes, -1, np.int64)
-        parent[tails] = head[closer[first]]
         for v in nodes:
-            while 0 < dist[v] < np.inf:  # walk back to the nearest anchor
-                v = int(parent[v])
+            while 0 < dist[v] < np.inf:  # walk back along the first in-edge one hop closer
+                into = graph.in_edges(v)
+                v = int(head[into[dist[head[into]] == dist[v] - 1][0]])
                 keep[v] = True
-    edges |= keep[head] & keep[tail]
+    leaving = graph.edges_from(np.flatnonzero(keep))  # induced: both ends kept
+    edges = np.union1d(leaving[keep[tail[leaving]]], given)
     return EvidenceState(graph=graph.subgraph(edges), provenance=dict(provenance or {}))
 
 

@@ -69,6 +69,11 @@ class Reachability:
         return sp.csr_matrix((data, (self.head, self.tail)), shape=(self.n_nodes,) * 2)
 
     @functools.cached_property
+    def _csr_float(self) -> sp.csr_matrix:
+        """The CSR as float64 (what scipy's graph searches convert to on every call)."""
+        return self._csr.astype(np.float64)
+
+    @functools.cached_property
     def _condensation(self) -> tuple[np.ndarray, sp.csr_matrix, np.ndarray, np.ndarray, dict]:
         n_comp, label = csgraph.connected_components(self._csr, directed=True, connection="strong")
         cross = label[self.head] != label[self.tail]
@@ -132,7 +137,7 @@ class Reachability:
             out = np.full((len(a), self.n_nodes), UNREACHABLE, np.int64)
             out[np.arange(len(a)), a] = 0
             return out
-        d = csgraph.shortest_path(self._csr, directed=True, unweighted=True, indices=a)
+        d = csgraph.shortest_path(self._csr_float, directed=True, unweighted=True, indices=a)
         d = d.reshape(len(a), self.n_nodes)
         limit = np.inf if max_hops is None else max_hops
         return np.where(np.isfinite(d) & (d <= limit), d, UNREACHABLE).astype(np.int64)
