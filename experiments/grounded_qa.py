@@ -254,70 +254,92 @@ def run_setting(setting: Setting, log) -> dict:
             for m in METHODS
         }
         row["risk_coverage"] = {m: rc[m]["risk"].tolist() for m in METHODS}
-        if negative:
-            qa_neg = GroundedQA(
-                answerer, lambda q: pcr[q.hops], lam=lam, kappa=KAPPA, negative=negative
-            )
-            with_neg = qa_neg.answer_batch(test)
-            row["counter_evidence"] = contradiction_effect(outcomes, with_neg, lam)
         report["per_hop"][h] = row
         log(f"{setting.name} {h}-hop: " + " ".join(f"{m}={row[m]['hits1']:.3f}" for m in METHODS))
+    if negative:
+        qs = negative_questions(bench, setting.questions_per_hop)
+        qa_neg = GroundedQA(
+            answerer, lambda q: pcr[q.hops], lam=lam, kappa=KAPPA, negative=negative
+        )
+        report["counter_evidence"] = contradiction_effect(
+            qa.answer_batch(qs), qa_neg.answer_batch(qs), lam
+        ) | dict(n_questions=len(qs))
     report["seconds"] = time.perf_counter() - t0
     return report
+
+
+def negative_questions(bench, limit: int) -> list:
+    """One question ``(h, r, ?)`` per distinct ``(h, r)`` of CoDEx-S's test hard negatives
+    ``(h, r, t')`` (seeded subset of ``limit``): each has a plausible false answer ``t'`` that
+    the counter-evidence names."""
+    kg = bench.kg
+    pairs = list(dict.fromkeys((int(h), int(r)) for h, r, _ in kg.negative_triples("test")))
+    keep = np.random.default_rng(0).permutation(len(pairs))[:limit]
+    out = []
+    for j in sorted(keep):
+        h, r = pairs[j]
+        q = bench.make_question(kg.entities[h], (kg.relations[r],), f"{kg.name}:negative:{j}")
+        if q is not None:
+            out.append(q)
+    return out
 
 
 def contradiction_effect(plain, with_neg, lam: float) -> dict:
     """How counter-evidence (Axiom 4: contradicted claims get the contradiction energy) moves
     the answers: candidates contradicted, answers changed, Hits@1 before and after."""
-    contradicted = changed = 0
+    contradicted = changed = false_top_before = false_top_after = 0
     for a, b in zip(plain, with_neg):
         if a.result is None:
             continue
-        contradicted += int(np.sum(np.asarray(b.result.status) == EvidenceStatus.CONTRADICTED))
+        status = np.asarray(b.result.status)
+        contradicted += int(np.sum(status == EvidenceStatus.CONTRADICTED))
         changed += int(a.result.best) != int(b.result.best)
+        false_top_before += int(status[int(a.result.best)] == EvidenceStatus.CONTRADICTED)
+        false_top_after += int(status[int(b.result.best)] == EvidenceStatus.CONTRADICTED)
+    before, after = evaluate(plain, lam), evaluate(with_neg, lam)
     return dict(
         contradicted_candidates=contradicted,
         answers_changed=changed,
-        soft_hits1_without=evaluate(plain, lam)["soft"]["hits1"],
-        soft_hits1_with=evaluate(with_neg, lam)["soft"]["hits1"],
+        known_false_top_without=false_top_before,
+        known_false_top_with=false_top_after,
+        **{f"{m}_hits1_without": before[m]["hits1"] for m in METHODS},
+        **{f"{m}_hits1_with": after[m]["hits1"] for m in METHODS},
     )
 
 
-def figures(reports: list[dict], out: Path, quick: bool) -> list[Path]:
+def figure(reports: list[dict], out: Path, quick: bool) -> Path:
+    """Risk-coverage (main dataset, 2 hops), Hits@1 against lambda, Hits@1 per dataset and hop."""
     tag = " (quick run)" if quick else ""
-    paths = []
     main = reports[0]
-    fig, ax = plt.subplots(figsize=(5, 4))
-    cov = np.arange(1, main["per_hop"][2]["n_questions"] + 1) / main["per_hop"][2]["n_questions"]
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.5), gridspec_kw=dict(width_ratios=[1, 1, 2]))
+    ax = axes[0]
+    two = main["per_hop"][2]
+    cov = np.arange(1, two["n_questions"] + 1) / two["n_questions"]
     for m in METHODS:
-        ax.plot(cov, main["per_hop"][2]["risk_coverage"][m], label=m)
+        ax.plot(cov, two["risk_coverage"][m], label=f"{m} (AURC {two[m]['aurc']:.2f})")
     ax.set(xlabel="coverage", ylabel="selective risk (1 - Hits@1)", ylim=(0, 1))
-    ax.set_title(f"Risk-coverage, {main['dataset']} 2-hop{tag}")
+    ax.set_title(f"Risk-coverage, {main['dataset']} 2-hop")
     ax.legend()
-    paths.append(save_figure(fig, out / "grounded_qa_risk_coverage.png"))
-    fig, ax = plt.subplots(figsize=(5, 4))
+    ax = axes[1]
     for h in (1, 2, 3):
         ax.semilogx(LAMBDA_GRID, main["per_hop"][h]["lambda_sweep"], label=f"{h}-hop")
     ax.axvline(main["lam"], color="k", ls=":", label=f"fitted lambda = {main['lam']:.2f}")
-    ax.set(xlabel="lambda (kappa = 1)", ylabel="soft Hits@1", ylim=(0, 1))
-    ax.set_title(f"Hits@1 vs lambda, {main['dataset']}{tag}")
+    ax.set(xlabel="lambda (kappa = 1)", ylabel="soft grounding Hits@1", ylim=(0, 1))
+    ax.set_title(f"Hits@1 against lambda, {main['dataset']}")
     ax.legend()
-    paths.append(save_figure(fig, out / "grounded_qa_hits_vs_lambda.png"))
-    fig, axes = plt.subplots(1, len(reports), figsize=(4.5 * len(reports), 4), squeeze=False)
-    for ax, rep in zip(axes[0], reports):
-        x = np.arange(3)
-        for j, m in enumerate(METHODS):
-            ax.bar(
-                x + (j - 1) * 0.27,
-                [rep["per_hop"][h][m]["hits1"] for h in (1, 2, 3)],
-                0.27,
-                label=m,
-            )
-        ax.set(xticks=x, xticklabels=["1-hop", "2-hop", "3-hop"], ylabel="Hits@1", ylim=(0, 1))
-        ax.set_title(f"{rep['dataset']}{tag}")
-        ax.legend()
-    paths.append(save_figure(fig, out / "grounded_qa_per_hop.png"))
-    return paths
+    ax = axes[2]
+    labels = [f"{r['dataset']}\n{h}-hop" for r in reports for h in (1, 2, 3)]
+    x = np.arange(len(labels))
+    for j, m in enumerate(METHODS):
+        vals = [r["per_hop"][h][m]["hits1"] for r in reports for h in (1, 2, 3)]
+        ax.bar(x + (j - 1) * 0.27, vals, 0.27, label=m)
+    ax.set(xticks=x, ylabel="Hits@1 (test questions)", ylim=(0, 1))
+    ax.set_xticklabels(labels)
+    ax.set_title("Prior, hard (Eq. 6) and soft (Eq. 7) grounding per hop count")
+    ax.legend()
+    fig.suptitle(f"Grounded multi-hop QA on real knowledge graphs{tag}")
+    fig.tight_layout()
+    return save_figure(fig, out / "grounded_qa.png")
 
 
 def main(argv: Sequence[str] | None = None) -> list[Path]:
@@ -349,7 +371,7 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
             rows,
         )
     )
-    paths += figures(reports, args.out, not args.full)
+    paths.append(figure(reports, args.out, not args.full))
     two = reports[0]["per_hop"][2]
     print(
         f"grounded_hits1={two['soft']['hits1']:.4f} prior_hits1={two['prior']['hits1']:.4f} "

@@ -157,3 +157,31 @@ def test_retrieval_pcr(results):
     d1 = r["umls"]["depths"]["1"]
     assert d1["frac_queries_with_unreachable_relevant"] > 0.3  # incompleteness is real
     assert d1["soft_curve"][0]["kept_lost_relevant"] > 0.0  # soft keeps some of them
+
+
+def test_grounded_qa(results):
+    r = results["grounded_qa"]
+    assert [rep["dataset"] for rep in r["reports"]] == ["codex-m", "umls", "codex-s"]
+    for rep in r["reports"]:
+        assert 0 < rep["lam"] < float("inf") and rep["kappa"] == 1.0
+        for h in ("1", "2", "3"):
+            row = rep["per_hop"][h]
+            assert row["n_questions"] > 0
+            for m in ("prior", "hard", "soft"):
+                assert 0 <= row[m]["hits1"] <= 1 and 0 <= row[m]["aurc"] <= 1
+            # the prior and soft grounding never abstain; hard grounding abstains exactly when
+            # no candidate has a typed walk in the evidence (Eq. (6) undefined)
+            assert row["prior"]["abstained"] == row["soft"]["abstained"] == 0
+            fate = row["unobserved"]
+            if fate["unobserved_candidates"]:
+                # a true answer the evidence does not state has no walk in R: hard grounding
+                # deletes every one, soft grounding (finite kappa) keeps every one
+                assert fate["hard_deletes"] == 1.0 and fate["soft_keeps"] == 1.0
+            # Thm. 3 on the real world: a certified answer is the world's answer
+            assert row["certificate"]["certified_world_sound"] == 1.0
+            assert len(row["lambda_sweep"]) == 33
+    neg = r["reports"][2]["counter_evidence"]
+    assert neg["n_questions"] > 0 and neg["contradicted_candidates"] > 0
+    # Axiom 4: a contradicted candidate never stays on top when the counter-evidence is added
+    # unless every candidate is contradicted or unsupported (contradiction is dominant)
+    assert neg["known_false_top_with"] <= neg["known_false_top_without"]

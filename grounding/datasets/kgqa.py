@@ -33,6 +33,7 @@ train on them. Everything is deterministic given ``seed``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 
 import jax.numpy as jnp
@@ -123,6 +124,38 @@ class KGQABenchmark:
             raise ValueError(f"split must be one of {QA_SPLITS}, got {name!r}")
         return tuple(
             q for q in self.questions if q.split == name and (hops is None or q.hops == hops)
+        )
+
+    @functools.cached_property
+    def _adjacency(self) -> tuple[list, list]:
+        n = self.kg.n_relations
+        return _adjacency(self.kg.all_triples(), n), _adjacency(self.kg.train, n)
+
+    def make_question(
+        self, topic: str, chain: Sequence[str], id: str, split: str = "test"
+    ) -> KGQuestion | None:
+        """A question of this benchmark's form for a given topic entity and relation chain
+        (names of :attr:`graph`; e.g. built from known-false triples), with its answers read
+        off the world and the evidence; ``None`` when the chain reaches no answer."""
+        g = self.graph
+        world, observed = self._adjacency
+        if not g.has_entity(topic):
+            raise ValueError(f"topic {topic!r} is not an entity of {self.name}")
+        t = g.entity_index(topic)
+        ids = [g.relation_index(r) for r in chain]
+        answers = chain_answers(world, t, ids)
+        if not len(answers):
+            return None
+        obs = chain_answers(observed, t, ids)
+        ents = self.kg.entities
+        return KGQuestion(
+            id=id,
+            text=_text(self.kg.node_texts[t], tuple(chain), self.relation_labels),
+            topic=topic,
+            chain=tuple(chain),
+            answers=tuple(ents[a] for a in answers),
+            observed=tuple(ents[a] for a in obs),
+            split=split,
         )
 
     def statistics(self) -> list[dict]:
