@@ -203,6 +203,8 @@ def test_loop_equals_ground_called_by_hand(umls_loop):
         np.testing.assert_allclose(o.result.log_posterior, ref.log_posterior, atol=1e-12)
         np.testing.assert_allclose(o.result.hard_log_posterior, ref.hard_log_posterior, atol=1e-12)
         assert o.result.names == ref.names and int(o.result.action) == int(ref.action)
+        assert o.best == cands.entities[int(ref.best)]
+        assert o.answer == (o.best if ref.answer is not None else None)
         # the oracle: a candidate has a finite raw energy iff its typed chain walks the evidence
         ev = state.graph.triples()
         for j, a in enumerate(cands.entities):

@@ -51,8 +51,16 @@ class QAOutcome:
 
     @property
     def answer(self) -> str | None:
-        """The grounded answer when :func:`grounding.ground` licenses one (Axiom 8)."""
-        return None if self.result is None else self.result.answer
+        """The grounded answer entity when :func:`grounding.ground` licenses one (Axiom 8:
+        action ANSWER), else ``None`` (abstain, retrieve more, or verify)."""
+        if self.result is None or self.result.answer is None:
+            return None
+        return self.candidates.entities[int(self.result.best)]
+
+    @property
+    def best(self) -> str | None:
+        """The posterior's most probable candidate entity, whatever the action."""
+        return None if self.result is None else self.candidates.entities[int(self.result.best)]
 
     def probabilities(self, which: str = "soft") -> np.ndarray:
         """``[C]`` probabilities over the candidates: ``"prior"``, ``"soft"`` (Eq. (7)) or
