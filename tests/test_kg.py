@@ -30,6 +30,8 @@ STATS = {  # (entities, relations, train, valid, test) as documented by PyKEEN
     "umls": (135, 46, 5216, 652, 661),
     "nations": (14, 55, 1592, 199, 201),
     "kinships": (104, 25, 8544, 1068, 1074),
+    "codex-s": (2034, 42, 32888, 1827, 1828),  # CoDEx README
+    "codex-m": (17050, 51, 185584, 10310, 10311),
 }
 
 
