@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from grounding import ground
 from grounding.datasets import KGQuestion, kgqa_benchmark, load_kg
-from grounding.learn import KGEModel
+from grounding.learn import KGEModel, ReciprocalModel
 from grounding.problem import ClaimChain, GroundingProblem
 from grounding.qa import (
     Candidates,
@@ -153,6 +153,29 @@ def test_answerer_composition_equals_explicit_chain_scoring(kind, chain, topic, 
     np.testing.assert_allclose(c.log_prior, want[top] - np.logaddexp.reduce(want[top]), atol=1e-9)
 
 
+@given(
+    kind=st.sampled_from(["transe", "complex"]),
+    chain=st.lists(st.sampled_from(["a", "b", "a^-1", "b^-1"]), min_size=1, max_size=3),
+    topic=st.integers(0, 5),
+    seed=st.integers(0, 100),
+)
+def test_reciprocal_answerer_uses_learned_reciprocals(kind, chain, topic, seed):
+    rng = np.random.default_rng(seed)
+    E, W = rng.normal(size=(6, 4)), rng.normal(size=(4, 4))  # rows 2, 3: a^-1, b^-1
+    m = ReciprocalModel(kind, jnp.asarray(E), jnp.asarray(W))
+    ans = KGEAnswerer(m, [f"e{i}" for i in range(6)], ["a", "b"], temperature=0.5)
+    row = {"a": 0, "b": 1, "a^-1": 2, "b^-1": 3}
+    if kind == "transe":
+        x = E[topic] + sum(W[row[r]] for r in chain)
+        want = -np.linalg.norm(E - x, axis=1) / 0.5
+    else:
+        z = E[:, :2] + 1j * E[:, 2:]
+        x = z[topic] * np.prod([W[row[r], :2] + 1j * W[row[r], 2:] for r in chain], axis=0)
+        want = (z.conj() @ x).real / 0.5
+    want[topic] = -np.inf
+    np.testing.assert_allclose(ans.log_scores(f"e{topic}", chain), want, rtol=1e-9, atol=1e-9)
+
+
 def test_answerer_abstains_or_raises_with_reasons():
     m = _random_model("transe")
     ans = KGEAnswerer(m, [f"e{i}" for i in range(7)], ["a", "b", "c"])
@@ -164,7 +187,7 @@ def test_answerer_abstains_or_raises_with_reasons():
         KGEAnswerer(m, [f"e{i}" for i in range(7)], ["a", "b", "c"], temperature=0.0)
     with pytest.raises(ValueError, match="entity names"):
         KGEAnswerer(m, ["e0"], ["a", "b", "c"])
-    with pytest.raises(ValueError, match="transe or rotate"):
+    with pytest.raises(ValueError, match="composes transe, rotate"):
         KGEAnswerer(dataclasses.replace(m, kind="linear"), [f"e{i}" for i in range(7)], "abc")
 
 

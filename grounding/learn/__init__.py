@@ -8,8 +8,18 @@ into the core wherever a realisation is taken.
 from grounding.learn import fit as _fit
 from grounding.learn import kge as _kge
 from grounding.learn import linkpred as _linkpred
+from grounding.learn import onevsall as _onevsall
+from grounding.learn import reciprocal as _reciprocal
 from grounding.learn.fit import *  # noqa: F403  (names listed once, in each module's __all__)
 from grounding.learn.kge import *  # noqa: F403
 from grounding.learn.linkpred import *  # noqa: F403
+from grounding.learn.onevsall import *  # noqa: F403
+from grounding.learn.reciprocal import *  # noqa: F403
 
-__all__ = [*_kge.__all__, *_linkpred.__all__, *_fit.__all__]
+__all__ = [
+    *_kge.__all__,
+    *_reciprocal.__all__,
+    *_onevsall.__all__,
+    *_linkpred.__all__,
+    *_fit.__all__,
+]

@@ -37,6 +37,7 @@ import time
 import warnings
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -48,6 +49,7 @@ from grounding.datasets.kg import KGSplits
 from grounding.geometry import Linear, RelationMap, Rotation, Translation, get_metric
 from grounding.io import atomic_write_bytes
 from grounding.learn.linkpred import filtered_ranks, rank_metrics
+from grounding.learn.reciprocal import ReciprocalModel
 
 __all__ = [
     "KINDS",
@@ -343,9 +345,16 @@ def train(
 
 # ----------------------------------------------------------------------------- checkpoints
 def save_checkpoint(path: str | Path, model: KGEModel, meta: dict | None = None) -> Path:
-    """Write ``model`` (and JSON-able ``meta``) to an ``.npz`` file atomically."""
+    """Write ``model`` (a :class:`KGEModel` or a reciprocal model of
+    :mod:`grounding.learn.onevsall`; and JSON-able ``meta``) to an ``.npz`` file atomically."""
     buf = io.BytesIO()
-    header = {"kind": model.kind, "p": model.p, "meta": meta or {}}
+    reciprocal = isinstance(model, ReciprocalModel)
+    header = {
+        "kind": model.kind,
+        "p": None if reciprocal else model.p,
+        "reciprocal": reciprocal,
+        "meta": meta or {},
+    }
     np.savez(
         buf,
         entity=np.asarray(model.entity),
@@ -355,14 +364,16 @@ def save_checkpoint(path: str | Path, model: KGEModel, meta: dict | None = None)
     return atomic_write_bytes(path, buf.getvalue())
 
 
-def load_checkpoint(path: str | Path) -> tuple[KGEModel, dict]:
+def load_checkpoint(path: str | Path) -> tuple[Any, dict]:
     """Read a checkpoint written by :func:`save_checkpoint`: ``(model, meta)``."""
     with np.load(path) as z:
         try:
             header = json.loads(z["header"].tobytes().decode())
-            model = KGEModel(
-                header["kind"], jnp.asarray(z["entity"]), jnp.asarray(z["relation"]), header["p"]
-            )
+            arrays = jnp.asarray(z["entity"]), jnp.asarray(z["relation"])
+            if header.get("reciprocal"):
+                model = ReciprocalModel(header["kind"], *arrays)
+            else:
+                model = KGEModel(header["kind"], *arrays, header["p"])
         except (KeyError, ValueError) as err:
             raise ValueError(f"{path}: not a grounding KGE checkpoint ({err})") from None
     return model, header["meta"]

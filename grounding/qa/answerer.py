@@ -22,7 +22,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from grounding.geometry import Rotation, Translation
-from grounding.learn import KGEModel
+from grounding.learn import KGEModel, ReciprocalModel
 from grounding.qa.candidates import Candidates, QuestionLike
 
 __all__ = ["KGEAnswerer", "INVERSE_SUFFIX"]
@@ -32,17 +32,21 @@ INVERSE_SUFFIX = "^-1"
 
 
 class KGEAnswerer:
-    """Candidate answers from a trained :class:`~grounding.learn.KGEModel` (TransE or RotatE).
+    """Candidate answers from trained embeddings: a :class:`~grounding.learn.KGEModel` (TransE
+    or RotatE; an inverse relation uses the inverse map) or a
+    :class:`~grounding.learn.ReciprocalModel` (TransE or ComplEx; an inverse relation uses the
+    learned reciprocal relation; ComplEx composes complex products and scores
+    :math:`\\mathrm{Re}\\langle x, \\bar e\\rangle / T`).
 
     Args:
-        model: the trained embeddings (kind ``"transe"`` or ``"rotate"``).
+        model: the trained embeddings.
         entities: the model's entity names (row order of ``model.entity``).
         relations: the model's relation names; ``name + "^-1"`` reads a relation backwards.
         temperature: :math:`T > 0` of the scores ``-d/T`` (:meth:`fit_temperature` fits it).
 
     Example:
         >>> import jax.numpy as jnp
-        >>> from grounding.learn import KGEModel
+        >>> from grounding.learn import KGEModel, ReciprocalModel
         >>> m = KGEModel("transe", jnp.array([[0.0, 0], [1, 0], [2, 0]]), jnp.array([[1.0, 0]]))
         >>> a = KGEAnswerer(m, ["a", "b", "c"], ["next"])
         >>> a.log_scores("a", ["next", "next"]).argmax(), a.log_scores("c", ["next^-1"]).argmax()
@@ -51,27 +55,34 @@ class KGEAnswerer:
 
     def __init__(
         self,
-        model: KGEModel,
+        model: KGEModel | ReciprocalModel,
         entities: Sequence[str],
         relations: Sequence[str],
         temperature: float = 1.0,
     ):
-        if model.kind not in ("transe", "rotate"):
-            raise ValueError(f"KGEAnswerer composes transe or rotate maps, got {model.kind!r}")
+        reciprocal = isinstance(model, ReciprocalModel)
+        if model.kind not in (("transe", "complex") if reciprocal else ("transe", "rotate")):
+            raise ValueError(
+                f"KGEAnswerer composes transe, rotate or (reciprocal) complex, got {model.kind!r}"
+            )
         if len(entities) != model.entity.shape[0]:
             raise ValueError(f"{len(entities)} entity names for {model.entity.shape[0]} rows")
-        if len(relations) != model.relation.shape[0]:
-            raise ValueError(f"{len(relations)} relation names for {model.relation.shape[0]} rows")
+        n = model.relation.shape[0] // (2 if reciprocal else 1)
+        if len(relations) != n:
+            raise ValueError(f"{len(relations)} relation names for {n} relations")
         self.model = model
         self.entities = tuple(entities)
         self.temperature = _check_temperature(temperature)
         self._e_ix = {e: i for i, e in enumerate(self.entities)}
-        n = len(relations)
         self._r_ix = {r: i for i, r in enumerate(relations)}
         self._r_ix.update({r + INVERSE_SUFFIX: i + n for i, r in enumerate(relations)})
-        # the inverse maps: T_{r^-1} = T_r^{-1} (minus the translation, minus the angle)
-        params = jnp.concatenate([model.relation, -model.relation])
-        self._map = Translation(params) if model.kind == "transe" else Rotation(params)
+        self._complex = model.kind == "complex"
+        if reciprocal:  # the learned reciprocal relations (rows n..2n-1) read r backwards
+            params = model.relation
+        else:  # the inverse maps: T_{r^-1} = T_r^{-1} (minus the translation, minus the angle)
+            params = jnp.concatenate([model.relation, -model.relation])
+        self._map = Rotation(params) if model.kind == "rotate" else Translation(params)
+        self._params = params
 
     def _ids(self, topic: str, chain: Sequence[str]) -> tuple[int, list[int]]:
         if topic not in self._e_ix:
@@ -88,13 +99,23 @@ class KGEAnswerer:
         t, rels = self._ids(topic, chain)
         x = self.model.entity[t]
         for r in rels:
-            x = self._map.apply(r, x)
+            if self._complex:  # complex product with the relation (real | imaginary halves)
+                k = x.shape[-1] // 2
+                w = self._params[r]
+                x = jnp.concatenate([x[:k] * w[:k] - x[k:] * w[k:], x[:k] * w[k:] + x[k:] * w[:k]])
+            else:
+                x = self._map.apply(r, x)
         return x
 
     def log_scores(self, topic: str, chain: Sequence[str]) -> np.ndarray:
         """``[n]`` scores :math:`-d(x, \\eta(e)) / T` of every entity (the topic: ``-inf``)."""
         x = self.composed(topic, chain)
-        s = -np.asarray(self.model.metric(x[None, :], self.model.entity), np.float64)
+        if self._complex:  # Re<x, conj(e)>: the bilinear score
+            s = np.asarray(self.model.entity @ x, np.float64)
+        elif isinstance(self.model, ReciprocalModel):
+            s = -np.asarray(jnp.linalg.norm(self.model.entity - x, axis=-1), np.float64)
+        else:
+            s = -np.asarray(self.model.metric(x[None, :], self.model.entity), np.float64)
         s = s / self.temperature
         s[self._e_ix[topic]] = -np.inf
         return s
