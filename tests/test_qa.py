@@ -330,3 +330,23 @@ def test_edges_from_and_subgraph_by_indices(umls_loop):
         g.subgraph(want[::-1])
     with pytest.raises(ValueError, match="lie in"):
         g.subgraph(np.array([g.n_edges]))
+
+
+def test_free_text_questions_are_grounded_as_answer_candidates(umls_loop):
+    """Without a relation chain (e.g. an LLM's free-text question) candidates are answers
+    grounded by any walk of 1..3 hops from the topic: equal to ``ground`` by hand."""
+    bench, _, pcr = umls_loop
+    q0 = bench.split("test", 2)[0]
+    q = dataclasses.replace(q0, chain=())
+    cands = Candidates.from_scores(list(q0.answers[:2]) + [bench.kg.entities[0]], [0.0, -1.0, -2.0])
+
+    class Fixed:
+        def propose(self, question, k):
+            return cands
+
+    [o] = GroundedQA(Fixed(), pcr[2], k_nodes=30, lam=1.0, kappa=1.0).answer_batch([q])
+    problem = grounding_problem(q, cands)
+    assert problem.kind == "answer" and problem.anchors == (q.topic,) and problem.max_hops == 3
+    state = pcr[2].retrieve(q.query(), 30).evidence
+    ref = ground(problem, state, lam=1.0, kappa=1.0, eps=0.0)
+    np.testing.assert_allclose(o.result.log_posterior, ref.log_posterior, atol=1e-12)

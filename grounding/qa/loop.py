@@ -24,6 +24,7 @@ from grounding.evidence import EvidenceState
 from grounding.graph import Triple, TypedGraph
 from grounding.problem import ClaimChain, GroundingProblem
 from grounding.qa.candidates import CandidateModel, Candidates, QuestionLike
+from grounding.query import Query
 from grounding.result import GroundingResult
 from grounding.retrieval import Retriever
 from grounding.solver import ground, ground_batch
@@ -176,10 +177,9 @@ class GroundedQA:
 
     def evidence(self, question: QuestionLike) -> EvidenceState:
         """The retriever's evidence state for the question (plus the counter-evidence)."""
-        query = question.query() if hasattr(question, "query") else None
-        if query is None:
-            from grounding.query import Query
-
+        if hasattr(question, "query"):
+            query = question.query()
+        else:
             query = Query(question.text, anchor=question.topic)
         state = self.retriever(question).retrieve(query, self.k_nodes).evidence
         if self.negative:
