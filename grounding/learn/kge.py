@@ -60,6 +60,7 @@ __all__ = [
     "train",
     "TrainResult",
     "evaluate_link_prediction",
+    "fit_with_early_stopping",
     "save_checkpoint",
     "load_checkpoint",
 ]
@@ -305,25 +306,59 @@ def train(
         raise ValueError("kg.train is empty")
     model = init_model(kind, kg.n_entities, kg.n_relations, cfg.dim, cfg.seed, cfg.p)
     opt_state = optax.adam(cfg.lr).init(model)
+
+    def epoch(model, opt_state, batches, key):
+        return _epoch(model, opt_state, batches, key, cfg, kg.n_entities)
+
+    return fit_with_early_stopping(
+        kg, model, opt_state, train_ids, epoch, cfg, f"{kind} on {kg.name}", checkpoint, progress
+    )
+
+
+def fit_with_early_stopping(
+    kg: KGSplits,
+    model: Any,
+    opt_state: Any,
+    data: np.ndarray,
+    epoch_fn,
+    cfg: Any,
+    desc: str,
+    checkpoint: str | Path | None = None,
+    progress: bool = True,
+    key: jax.Array | None = None,
+) -> TrainResult:
+    """The training loop shared by every embedding family: each epoch shuffles ``data``
+    (seeded by ``cfg.seed``) into batches of ``cfg.batch_size`` rows (the last batch wrapped),
+    runs ``epoch_fn(model, opt_state, batches, key) -> (model, opt_state, mean loss)``, and
+    every ``cfg.eval_every`` epochs evaluates validation MRR, keeping (and checkpointing) the
+    best model and stopping after ``cfg.patience`` evaluations without improvement. ``key``
+    seeds the epochs' randomness (default ``PRNGKey(cfg.seed + 1)``).
+
+    Raises:
+        FloatingPointError: naming the epoch, when the loss or the parameters become
+            non-finite.
+    """
     rng = np.random.default_rng(cfg.seed)
-    key = jax.random.PRNGKey(cfg.seed + 1)
-    bs = min(cfg.batch_size, len(train_ids))
-    n_batches = -(-len(train_ids) // bs)
+    key = jax.random.PRNGKey(cfg.seed + 1) if key is None else key
+    bs = min(cfg.batch_size, len(data))
+    n_batches = -(-len(data) // bs)
     best, best_mrr, best_epoch, bad, history = model, -1.0, 0, 0, []
     start = time.perf_counter()
-    bar = tqdm(
-        range(1, cfg.epochs + 1), desc=f"{kind} on {kg.name}", disable=not progress, leave=False
-    )
+    bar = tqdm(range(1, cfg.epochs + 1), desc=desc, disable=not progress, leave=False)
     epoch = 0
     for epoch in bar:
-        perm = rng.permutation(len(train_ids))
+        perm = rng.permutation(len(data))
         perm = np.concatenate([perm, perm[: n_batches * bs - len(perm)]])  # wrap the last batch
-        batches = jnp.asarray(train_ids[perm].reshape(n_batches, bs, 3))
+        batches = jnp.asarray(data[perm].reshape(n_batches, bs, data.shape[1]))
         key, sub = jax.random.split(key)
-        model, opt_state, loss = _epoch(model, opt_state, batches, sub, cfg, kg.n_entities)
+        model, opt_state, loss = epoch_fn(model, opt_state, batches, sub)
         loss = float(loss)
-        if not np.isfinite(loss):
-            raise FloatingPointError(f"training loss became {loss} at epoch {epoch}; lower lr")
+        finite = all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree_util.tree_leaves(model))
+        if not (np.isfinite(loss) and finite):
+            raise FloatingPointError(
+                f"training diverged at epoch {epoch}: loss {loss}, parameters "
+                f"{'finite' if finite else 'non-finite'}; lower lr"
+            )
         if epoch % cfg.eval_every == 0 or epoch == cfg.epochs:
             mrr = evaluate_link_prediction(model, kg, "valid")["mrr"]
             history.append({"epoch": epoch, "loss": loss, "valid_mrr": mrr})
@@ -331,11 +366,8 @@ def train(
             if mrr > best_mrr:
                 best, best_mrr, best_epoch, bad = model, mrr, epoch, 0
                 if checkpoint is not None:
-                    save_checkpoint(
-                        checkpoint,
-                        best,
-                        {"epoch": epoch, "valid_mrr": mrr, "config": dataclasses.asdict(cfg)},
-                    )
+                    meta = {"epoch": epoch, "valid_mrr": mrr, "config": dataclasses.asdict(cfg)}
+                    save_checkpoint(checkpoint, best, meta)
             else:
                 bad += 1
                 if bad >= cfg.patience:

@@ -23,7 +23,6 @@ Regularisation: the weighted N3 penalty of Lacroix et al. on the embeddings a ba
 from __future__ import annotations
 
 import dataclasses
-import time
 from functools import partial
 from pathlib import Path
 
@@ -31,10 +30,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from tqdm import tqdm
 
 from grounding.datasets.kg import KGSplits
-from grounding.learn.kge import TrainResult, evaluate_link_prediction, save_checkpoint
+from grounding.learn.kge import TrainResult, fit_with_early_stopping
 from grounding.learn.reciprocal import RECIPROCAL_KINDS, ReciprocalModel
 
 __all__ = ["OneVsAllConfig", "train_one_vs_all", "one_vs_all_loss"]
@@ -185,43 +183,12 @@ def train_one_vs_all(
         cfg.init_scale * jax.random.normal(k_r, shape_r),
     )
     opt_state = _optimizer(cfg).init(model)
+
+    def epoch(model, opt_state, batches, key):
+        return _epoch(model, opt_state, batches, key, cfg, kg.n_entities)
+
     queries = _queries(kg.train, kg.n_relations)
-    rng = np.random.default_rng(cfg.seed)
-    bs = min(cfg.batch_size, len(queries))
-    n_batches = -(-len(queries) // bs)
-    best, best_mrr, best_epoch, bad, history = model, -1.0, 0, 0, []
-    start = time.perf_counter()
-    bar = tqdm(
-        range(1, cfg.epochs + 1),
-        desc=f"{kind} 1-vs-all on {kg.name}",
-        disable=not progress,
-        leave=False,
+    desc = f"{kind} 1-vs-all on {kg.name}"
+    return fit_with_early_stopping(
+        kg, model, opt_state, queries, epoch, cfg, desc, checkpoint, progress, key
     )
-    epoch = 0
-    for epoch in bar:
-        perm = rng.permutation(len(queries))
-        perm = np.concatenate([perm, perm[: n_batches * bs - len(perm)]])
-        batches = jnp.asarray(queries[perm].reshape(n_batches, bs, 3))
-        key, sub = jax.random.split(key)
-        model, opt_state, loss = _epoch(model, opt_state, batches, sub, cfg, kg.n_entities)
-        loss = float(loss)
-        finite = all(bool(jnp.all(jnp.isfinite(x))) for x in (model.entity, model.relation))
-        if not (np.isfinite(loss) and finite):
-            raise FloatingPointError(
-                f"training diverged at epoch {epoch}: loss {loss}, parameters "
-                f"{'finite' if finite else 'non-finite'}; lower lr"
-            )
-        if epoch % cfg.eval_every == 0 or epoch == cfg.epochs:
-            mrr = evaluate_link_prediction(model, kg, "valid")["mrr"]
-            history.append({"epoch": epoch, "loss": loss, "valid_mrr": mrr})
-            bar.set_postfix(loss=f"{loss:.4f}", valid_mrr=f"{mrr:.4f}")
-            if mrr > best_mrr:
-                best, best_mrr, best_epoch, bad = model, mrr, epoch, 0
-                if checkpoint is not None:
-                    meta = {"epoch": epoch, "valid_mrr": mrr, "config": dataclasses.asdict(cfg)}
-                    save_checkpoint(checkpoint, best, meta)
-            else:
-                bad += 1
-                if bad >= cfg.patience:
-                    break
-    return TrainResult(best, best_epoch, best_mrr, history, epoch, time.perf_counter() - start)
