@@ -39,7 +39,7 @@ from grounding.qa import (
     risk_coverage,
     score_probabilities,
 )
-from grounding.retrieval import PCR, TextIndex
+from grounding.retrieval import PCR, SoftPCR, TextIndex
 
 KAPPA = 1.0
 METHODS = ("prior", "hard", "soft")
@@ -88,7 +88,8 @@ def build(setting: Setting, seed: int = 0):
     answerer.fit_temperature(valid, [q.answers for q in valid])
     index = TextIndex(bench.graph)
     pcr = {h: PCR(index, max_hops=h) for h in (1, 2, 3)}
-    return bench, answerer, pcr, fit
+    soft = {h: SoftPCR(index, max_hops=h) for h in (1, 2, 3)}  # the PCR paper's constants
+    return bench, answerer, (pcr, soft), fit
 
 
 def counter_evidence(bench) -> frozenset:
@@ -236,7 +237,7 @@ def lambda_sweep(outcomes) -> list[float]:
 
 def run_setting(setting: Setting, log) -> dict:
     t0 = time.perf_counter()
-    bench, answerer, pcr, fit = build(setting)
+    bench, answerer, (pcr, soft), fit = build(setting)
     negative = counter_evidence(bench) if setting.negatives else frozenset()
     qa = GroundedQA(answerer, lambda q: pcr[q.hops], lam=1.0, kappa=KAPPA)
     lam = fit_lambda(qa.answer_batch(bench.split("valid")))
@@ -265,6 +266,10 @@ def run_setting(setting: Setting, log) -> dict:
             for m in METHODS
         }
         row["risk_coverage"] = {m: rc[m]["risk"].tolist() for m in METHODS}
+        if setting.name == "codex-m":  # the same loop with soft PCR as the retriever
+            qa_soft = GroundedQA(answerer, lambda q: soft[q.hops], lam=lam, kappa=KAPPA)
+            via_soft = evaluate(qa_soft.answer_batch(test), lam)
+            row["soft_pcr_retriever"] = {m: via_soft[m]["hits1"] for m in METHODS}
         report["per_hop"][h] = row
         log(f"{setting.name} {h}-hop: " + " ".join(f"{m}={row[m]['hits1']:.3f}" for m in METHODS))
     if negative:
