@@ -445,6 +445,37 @@ def test_thm3_stability_bounds_hold(pe, lam):
     assert float(g.tv_bound_delta_sharp(lam, delta)) <= float(g.tv_bound_delta(lam, delta))
 
 
+@given(lambdas(max_value=1e3), st.floats(0.0, 50.0))
+@example(1.0, 2.0)
+def test_thm3_constants_are_the_papers(lam, omega):
+    """The constants themselves, two-sided: Eq. (21)'s tanh(lam omega / 2), the sharp
+    tanh(lam omega / 4) and the log-ratio bound lam omega (a larger valid bound fails)."""
+    x = lam * omega
+    assert float(g.tv_bound(lam, omega)) == pytest.approx(np.tanh(x / 2), rel=1e-12, abs=1e-300)
+    assert float(g.tv_bound_sharp(lam, omega)) == pytest.approx(
+        np.tanh(x / 4), rel=1e-12, abs=1e-300
+    )
+    assert float(g.log_ratio_bound(lam, omega)) == pytest.approx(x, rel=1e-12, abs=1e-300)
+
+
+@given(perturbed_energies(), st.data())
+def test_thm3_oscillation_is_taken_on_the_prior_support(pe, data):
+    """omega = osc over supp(P0) only: a zero-prior candidate's energy change, however large,
+    does not enter (and omega over all candidates would)."""
+    log_prior, e1, e2 = pe
+    j = data.draw(st.integers(0, len(e1) - 1))
+    lp = np.array(log_prior, float)
+    lp[j] = -np.inf
+    if not np.isfinite(lp).any():
+        return
+    lp = lp - np.logaddexp.reduce(lp[np.isfinite(lp)])
+    e2 = np.array(e2, float)
+    e2[j] = e1[j] + 1e3  # a huge change where the prior is zero
+    on = np.isfinite(lp)
+    d = (e1 - e2)[on]
+    assert float(g.oscillation(e1, e2, lp)) == pytest.approx(d.max() - d.min(), abs=1e-9)
+
+
 def test_thm3_symbolic_tanh_identities():
     x = sp.symbols("x", positive=True)
     a, b = sp.exp(-x), sp.exp(x)

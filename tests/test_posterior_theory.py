@@ -58,6 +58,29 @@ def test_eq6_zero_feasible_mass_gives_error_or_abstain():
 
 
 # ----------------------------------------------------------------------------- Eq. (7)
+@given(prior_energy(zeros=True, allow_inf=True), lambdas(max_value=1e2, zero=False))
+@example((np.log([0.5, 0.5]), np.array([0.0, 1.0])), 1.0)
+def test_eq7_gibbs_is_prior_times_exp_minus_lambda_energy(pe, lam):
+    """Eq. (7) stated itself: p(rho) proportional to p0(rho) exp(-lam E(rho)) for lam > 0,
+    recomputed with NumPy (an exponent of -2 lam E, or any other, fails)."""
+    log_prior, e = pe
+    ok = np.isfinite(e) & np.isfinite(log_prior)
+    if not ok.any():
+        return
+    w = np.where(
+        ok,
+        np.exp(
+            log_prior
+            - lam * np.where(ok, e, 0.0)
+            - np.max((log_prior - lam * np.where(ok, e, 0.0))[ok])
+        ),
+        0.0,
+    )
+    want = w / w.sum()
+    got = _p(g.gibbs_log_posterior(log_prior, e, lam))
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-300)
+
+
 @given(prior_energy(zeros=True, allow_inf=True), lambdas(), st.floats(-50, 50))
 @example((np.log([0.5, 0.5]), np.array([0.0, 1.0])), 1e6, 0.0)
 @example((np.log([0.5, 0.5]), np.array([0.0, 1.0])), 1e-6, 0.0)
