@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -16,7 +17,7 @@ from grounding.qa import CandidateModelError, OpenAICompatibleModel, normalise_a
 
 ENTITIES = ("amino_acid", "lipid", "Q42")
 TEXTS = ("Amino acid", "Lipid", "Douglas Adams")
-QUESTION = KGQuestion("q0", "What is made of amino acids?", "lipid", ("r",), (), (), "test")
+QUESTION = KGQuestion("q0", "What is made of amino acids?", "Q42", ("r",), (), (), "test")
 
 
 def _choice(text, token_logprobs):
@@ -28,17 +29,24 @@ def _choice(text, token_logprobs):
     return {"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": lp}
 
 
+def _completion(choices) -> bytes:
+    return json.dumps({"object": "chat.completion", "choices": choices}).encode()
+
+
 class Stub:
-    """What the server replies next (``body``, ``status``, ``delay``) and what it received."""
+    """The server's next replies (``(status, body)``, served in order, the last one repeated),
+    a delay before each, and the ``(headers, json body)`` of every request received."""
 
     def __init__(self):
-        self.body: bytes = b"{}"
-        self.status = 200
+        self.script: list[tuple[int, bytes]] = [(200, b"{}")]
         self.delay = 0.0
         self.requests: list[tuple[dict, dict]] = []
 
-    def reply(self, choices):
-        self.body = json.dumps({"object": "chat.completion", "choices": choices}).encode()
+    def reply(self, choices, status=200):
+        self.script = [(status, _completion(choices))]
+
+    def next(self) -> tuple[int, bytes]:
+        return self.script.pop(0) if len(self.script) > 1 else self.script[0]
 
 
 @pytest.fixture()
@@ -50,11 +58,13 @@ def server():
             n = int(self.headers.get("Content-Length", 0))
             stub.requests.append((dict(self.headers), json.loads(self.rfile.read(n))))
             time.sleep(stub.delay)
-            self.send_response(stub.status)
+            status, body = stub.next()
+            self.send_response(status)
             self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             try:
-                self.wfile.write(stub.body)
+                self.wfile.write(body)
             except (BrokenPipeError, ConnectionResetError):
                 pass
 
@@ -62,12 +72,13 @@ def server():
             pass
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.01,), daemon=True)
     thread.start()
     stub.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
     yield stub
     httpd.shutdown()
     httpd.server_close()
+    thread.join(timeout=1)
 
 
 def _model(stub, **kw):
@@ -79,7 +90,7 @@ def test_answers_map_to_entities_with_sequence_log_probabilities(server):
     server.reply(
         [
             _choice("Amino acid", [-0.1, -0.2]),
-            _choice("amino_acid.", [-0.5]),
+            _choice("amino_acid.", [-0.5]),  # another form of the same entity: merges
             _choice(" LIPID ", [-1.0, -1.0]),
             _choice("a protein", [-0.05]),  # names no entity
         ]
@@ -91,84 +102,144 @@ def test_answers_map_to_entities_with_sequence_log_probabilities(server):
     assert out.entities == ("amino_acid", "lipid")
     np.testing.assert_allclose(out.log_prior, [a - z, b - z], atol=1e-12)
     assert out.dropped == ("a protein",) and not out.abstained
-    headers, body = server.requests[-1]
+    assert len(server.requests) == 1
+    headers, body = server.requests[0]
     assert body["model"] == "stub-model" and body["logprobs"] is True and body["n"] == 4
-    assert body["messages"][-1]["content"].startswith("Question: What is made of amino acids?")
+    system, user = body["messages"]
+    assert system["role"] == "system" and user["role"] == "user"
+    assert user["content"].startswith("Question: What is made of amino acids?")
+    assert "Douglas Adams" in user["content"]  # the topic Q42, by its text
     assert "Authorization" not in headers
 
 
-def test_texts_match_after_names_and_k_truncates(server):
-    server.reply([_choice("Douglas Adams", [-0.1]), _choice("Lipid", [-3.0])])
-    out = _model(server).propose(QUESTION, k=1)
+def test_verbatim_repeats_count_once_and_k_truncates(server):
+    server.reply(
+        [
+            _choice("Douglas Adams", [-0.1]),
+            _choice("Douglas Adams", [-0.1]),  # the same sequence again: no new mass
+            _choice("Q42", [-0.7]),  # a name, matched before the texts
+            _choice("Lipid", [-3.0]),
+        ]
+    )
+    out = _model(server, n_samples=4).propose(QUESTION, k=1)
     assert out.entities == ("Q42",)
     np.testing.assert_allclose(out.log_prior, [0.0])
+    full = _model(server, n_samples=4).propose(QUESTION, k=5)
+    q, lip = math.log(math.exp(-0.1) + math.exp(-0.7)), -3.0
+    z = math.log(math.exp(q) + math.exp(lip))
+    np.testing.assert_allclose(full.log_prior, [q - z, lip - z], atol=1e-12)
 
 
 def test_missing_logprobs_fall_back_to_frequencies(server):
-    server.reply([_choice("Lipid", None), _choice("lipid", [-0.2]), _choice("Q42", None)])
-    out = _model(server).propose(QUESTION, k=5)
+    server.reply(
+        [
+            _choice("Lipid", None),
+            _choice("lipid", [-0.2]),
+            _choice("Lipid", None),
+            _choice("Q42", None),
+        ]
+    )
+    out = _model(server, n_samples=4).propose(QUESTION, k=5)
     assert out.entities == ("lipid", "Q42")
-    np.testing.assert_allclose(np.exp(out.log_prior), [2 / 3, 1 / 3])
+    np.testing.assert_allclose(np.exp(out.log_prior), [3 / 4, 1 / 4])
+
+
+def test_ignored_n_is_topped_up_by_further_requests(server):
+    # Ollama-style: one choice per request whatever "n" says
+    server.script = [
+        (200, _completion([_choice("Lipid", [-0.5])])),
+        (200, _completion([_choice("Q42", [-1.5])])),
+        (200, _completion([_choice("Q42", [-1.5])])),
+    ]
+    out = _model(server, n_samples=3).propose(QUESTION, k=5)
+    assert [b.get("n") for _, b in server.requests] == [3, 2, None]
+    z = math.log(math.exp(-0.5) + math.exp(-1.5))
+    assert out.entities == ("lipid", "Q42")
+    np.testing.assert_allclose(out.log_prior, [-0.5 - z, -1.5 - z], atol=1e-12)
+
+
+def test_rejected_n_falls_back_to_one_request_per_sample(server):
+    # llama.cpp-style: "n" != 1 is an HTTP error
+    error = json.dumps({"error": {"message": "Only one completion choice is allowed"}})
+    ok = (200, _completion([_choice("Lipid", [-0.1])]))
+    server.script = [(400, error.encode()), ok]
+    model = _model(server, n_samples=2)
+    out = model.propose(QUESTION, k=5)
+    assert [b.get("n") for _, b in server.requests] == [2, None, None]
+    assert out.entities == ("lipid",)
+    model.propose(QUESTION, k=5)
+    assert [b.get("n") for _, b in server.requests[3:]] == [None, None]
 
 
 def test_nothing_maps_is_an_abstention_with_its_reason(server):
     server.reply([_choice("I do not know", [-0.1]), _choice("", [-0.2])])
-    out = _model(server).propose(QUESTION, k=5)
+    out = _model(server, n_samples=2).propose(QUESTION, k=5)
     assert out.abstained and "names a graph entity" in out.abstain_reason
     assert out.dropped == ("I do not know", "")
 
 
 def test_key_is_sent_only_when_configured(server, monkeypatch):
     server.reply([_choice("Lipid", [-0.1])])
-    _model(server, api_key="sk-test").propose(QUESTION, k=1)
+    _model(server, n_samples=1, api_key="sk-test").propose(QUESTION, k=1)
     assert server.requests[-1][0]["Authorization"] == "Bearer sk-test"
     monkeypatch.setenv("GROUNDING_TEST_KEY", "from-env")
-    _model(server, api_key_env="GROUNDING_TEST_KEY").propose(QUESTION, k=1)
+    _model(server, n_samples=1, api_key_env="GROUNDING_TEST_KEY").propose(QUESTION, k=1)
     assert server.requests[-1][0]["Authorization"] == "Bearer from-env"
+    monkeypatch.delenv("GROUNDING_TEST_KEY")
+    _model(server, n_samples=1, api_key_env="GROUNDING_TEST_KEY").propose(QUESTION, k=1)
+    assert "Authorization" not in server.requests[-1][0]
 
 
-def test_timeout_malformed_and_http_errors_raise(server):
+def test_timeout_raises_naming_url_and_timeout(server):
     server.reply([_choice("Lipid", [-0.1])])
-    server.delay = 0.5
-    with pytest.raises(CandidateModelError, match="timeout of 0.1 s"):
-        _model(server, timeout=0.1).propose(QUESTION, k=1)
-    server.delay = 0.0
-    server.body = b"not json{"
-    with pytest.raises(CandidateModelError, match="not JSON"):
-        _model(server).propose(QUESTION, k=1)
-    server.body = json.dumps({"error": "overloaded"}).encode()
-    with pytest.raises(CandidateModelError, match="no 'choices'"):
-        _model(server).propose(QUESTION, k=1)
-    server.body = json.dumps({"choices": [{"text": "old API"}]}).encode()
-    with pytest.raises(CandidateModelError, match="no message content"):
-        _model(server).propose(QUESTION, k=1)
-    server.status, server.body = 500, b"{}"
-    with pytest.raises(CandidateModelError, match="HTTP 500"):
-        _model(server).propose(QUESTION, k=1)
+    server.delay = 0.6
+    with pytest.raises(CandidateModelError, match=r"timeout of 0\.2 s") as err:
+        _model(server, n_samples=1, timeout=0.2).propose(QUESTION, k=1)
+    assert server.url in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "status, body, message",
+    [
+        (200, b"not json{", "not JSON"),
+        (200, json.dumps({"error": "overloaded"}).encode(), "no 'choices'"),
+        (200, json.dumps({"choices": [{"text": "old API"}]}).encode(), "no message content"),
+        (500, b'{"error": "boom"}', "HTTP 500"),
+    ],
+)
+def test_malformed_replies_and_http_errors_raise(server, status, body, message):
+    server.script = [(status, body)]
+    with pytest.raises(CandidateModelError, match=message) as err:
+        _model(server, n_samples=2).propose(QUESTION, k=1)
+    assert server.url in str(err.value)
 
 
 def test_unreachable_server_raises():
-    m = OpenAICompatibleModel("http://127.0.0.1:9/v1", "m", ENTITIES, timeout=0.5)
-    with pytest.raises(CandidateModelError, match="127.0.0.1:9"):
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    m = OpenAICompatibleModel(f"http://127.0.0.1:{port}/v1", "m", ENTITIES, timeout=0.5)
+    with pytest.raises(CandidateModelError, match=f"127.0.0.1:{port}"):
         m.propose(QUESTION, k=1)
 
 
 @pytest.mark.parametrize(
-    "kw",
+    "kw, name",
     [
-        dict(base_url="localhost:8000"),
-        dict(entities=()),
-        dict(texts=("only one",)),
-        dict(timeout=0),
-        dict(timeout=float("inf")),
-        dict(n_samples=0),
-        dict(temperature=-1.0),
-        dict(model=""),
+        (dict(base_url="localhost:8000"), "base_url"),
+        (dict(model=""), "model"),
+        (dict(entities=()), "entities"),
+        (dict(texts=("only one",)), "texts"),
+        (dict(timeout=0), "timeout"),
+        (dict(timeout=float("inf")), "timeout"),
+        (dict(n_samples=0), "n_samples"),
+        (dict(max_tokens=0), "max_tokens"),
+        (dict(temperature=-1.0), "temperature"),
     ],
 )
-def test_bad_arguments(kw):
+def test_bad_arguments(kw, name):
     args = dict(base_url="http://x/v1", model="m", entities=ENTITIES) | kw
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=name):
         OpenAICompatibleModel(**args)
 
 
