@@ -216,14 +216,19 @@ def margin_condition(
 
     with :math:`\Delta = \min_{\rho\ne\rho^\dagger, P_0(\rho)>0}(E(\rho) - E(\rho^\dagger))`, checked per
     competitor (:math:`\lambda(E_\rho - E_\dagger) > \log P_0(\rho)/P_0(\rho^\dagger)` for all, which the
-    uniform-margin premise implies). True when there is no positive-prior competitor.
+    uniform-margin premise implies). True when there is no positive-prior competitor; a
+    competitor of infinite energy has no posterior mass at any :math:`\lambda \ge 0` and never
+    breaks the premise of a finite-energy target. Leading axes are batch axes.
     """
     lp = jnp.asarray(log_prior)
     e = jnp.asarray(energy)
     idx = jnp.arange(lp.shape[-1])
     comp = (idx != target) & (lp > -jnp.inf)
-    odds = jnp.where(comp, lp - lp[..., target], -jnp.inf)
-    margin = jnp.where(comp, lam * (e - e[..., target]), jnp.inf)
+    lp_t = jnp.take(lp, target, axis=-1)[..., None]
+    e_t = jnp.take(e, target, axis=-1)[..., None]
+    odds = jnp.where(comp, lp - lp_t, -jnp.inf)
+    gone = jnp.isposinf(e) & jnp.isfinite(e_t)  # 0 * inf would be nan at lam = 0
+    margin = jnp.where(comp, jnp.where(gone, jnp.inf, lam * (e - e_t)), jnp.inf)
     return jnp.all(jnp.where(comp, margin > odds, True), axis=-1)
 
 

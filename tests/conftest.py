@@ -5,6 +5,8 @@ Profiles (select with ``HYPOTHESIS_PROFILE=<name>``; ``ci`` when ``CI`` is set, 
 - ``dev``: 50 examples per property, randomised, with a deadline, for quick local runs.
 - ``ci``: 100 examples per property, derandomised (reproducible), no deadline.
 - ``thorough``: 1000 examples, for the ``slow`` exhaustive runs.
+- ``mutation``: 30 examples, derandomised, for mutation testing (``scripts/mutation.sh``),
+  where each mutant reruns the tests that reach it and a verdict must be reproducible.
 """
 
 from __future__ import annotations
@@ -35,6 +37,13 @@ settings.register_profile(
 settings.register_profile(
     "thorough",
     max_examples=1000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "mutation",
+    max_examples=30,
+    derandomize=True,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )

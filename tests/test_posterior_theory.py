@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import sympy as sp
 from _tol import F64, TIGHT
-from hypothesis import example, given, note
+from hypothesis import event, example, given, note
 from hypothesis import strategies as st
 
 import grounding as g
@@ -36,11 +36,14 @@ def test_eq1_prior_normalised_and_zero_prior_stays_zero(pe, lam):
 
 
 # ----------------------------------------------------------------------------- Eq. (5)-(6)
-@given(prior_energy(allow_inf=True), st.floats(0.0, 5.0))
-def test_eq6_hard_posterior_is_conditioned_prior(pe, eps):
+@given(prior_energy(allow_inf=True), st.floats(0.0, 5.0), st.booleans(), st.integers(0, 7))
+def test_eq6_hard_posterior_is_conditioned_prior(pe, eps, at_candidate, i):
     log_prior, e = pe
+    if at_candidate and np.isfinite(e[i % len(e)]):  # eps at a candidate's energy: F_R not empty
+        eps = float(e[i % len(e)])
     feasible = e <= eps
     p = _p(log_prior)
+    event(f"F_R has prior mass: {p[feasible].sum() > 0}")
     if p[feasible].sum() == 0:
         with pytest.raises(ValueError, match="zero prior mass"):
             g.hard_log_posterior(log_prior, e, eps)
@@ -65,6 +68,7 @@ def test_eq7_gibbs_is_prior_times_exp_minus_lambda_energy(pe, lam):
     recomputed with NumPy (an exponent of -2 lam E, or any other, fails)."""
     log_prior, e = pe
     ok = np.isfinite(e) & np.isfinite(log_prior)
+    event(f"Z_R > 0: {ok.any()}")
     if not ok.any():
         return
     w = np.where(
@@ -87,6 +91,7 @@ def test_eq7_gibbs_is_prior_times_exp_minus_lambda_energy(pe, lam):
 def test_eq7_gibbs_normalised_prior_at_zero_shift_invariant(pe, lam, shift):
     log_prior, e = pe
     ok = np.isfinite(e) & np.isfinite(log_prior)
+    event(f"Z_R > 0: {ok.any()}")
     if not ok.any():
         with pytest.raises(ValueError, match="Z_R"):
             g.gibbs_log_posterior(log_prior, e, lam)
@@ -171,6 +176,7 @@ def test_cor1_pairwise_ranking_iff(pe, lam):
     post = np.asarray(g.gibbs_log_posterior(log_prior, e, lam))
     cond = bool(g.pairwise_ranking_condition(log_prior[0], log_prior[1], e[0], e[1], lam))
     margin = lam * (e[1] - e[0]) - (log_prior[1] - log_prior[0])
+    event(f"condition holds: {cond}" if abs(margin) >= 1e-9 else "tie")
     if abs(margin) < 1e-9:  # boundary: the two are tied up to rounding
         return
     assert cond == (post[0] > post[1])
@@ -181,6 +187,7 @@ def test_cor1_pairwise_ranking_iff(pe, lam):
 def test_prop3_hard_collapse_soft_positivity(pe, eps, lam):
     log_prior, e = pe
     outside = e > eps
+    event(f"F_R proper, non-empty subset: {outside.any() and not outside.all()}")
     if not outside.any() or outside.all():
         return
     hard = _p(g.hard_log_posterior(log_prior, e, eps))
@@ -247,12 +254,16 @@ def test_prop6_hard_limit_with_exact_rate(log_prior, seed, log_lam_m):
 
 
 # ----------------------------------------------------------------------------- Prop. 7
-@given(prior_energy(n_min=2), lambdas(max_value=1e3), st.integers(0, 7))
-def test_prop7_margin_condition_gives_unique_map(pe, lam, target):
+@given(prior_energy(n_min=2), lambdas(max_value=1e3), st.booleans(), st.integers(0, 7))
+def test_prop7_margin_condition_gives_unique_map(pe, lam, best, target):
     log_prior, e = pe
+    if best:  # the best-scoring candidate, for which the premise holds unless tied
+        target = int(np.argmax(np.where(np.isfinite(e), log_prior - lam * np.nan_to_num(e), -np.inf)))
     target = target % len(e)
     post = np.asarray(g.gibbs_log_posterior(log_prior, e, lam))
-    if bool(g.margin_condition(log_prior, e, lam, target)):
+    holds = bool(g.margin_condition(log_prior, e, lam, target))
+    event(f"margin premise holds: {holds}")
+    if holds:
         others = np.delete(post, target)
         assert np.all(post[target] > others)
 
@@ -326,9 +337,8 @@ def test_prop14_set_level_suppression(pe, lam):
     s_set = np.zeros(n, bool)
     s_set[order[: n // 2 or 1]] = True
     b_set = ~s_set
-    if not b_set.any():
-        return
-    gap = e[b_set].min() - e[s_set].max()
+    gap = e[b_set].min() - e[s_set].max() if b_set.any() else -np.inf
+    event(f"energy gap premise holds: {gap > 0}")
     if gap <= 0:
         return
     post = np.asarray(g.gibbs_log_posterior(log_prior, e, lam))
@@ -357,6 +367,7 @@ def test_prop15_amplification(log_prior, mask, seed):
     p_plus, p_hard = (float(v) for v in g.amplification(log_prior, feasible, correct))
     assert p_hard >= p_plus - 1e-12
     removed = _p(log_prior)[~feasible].sum()
+    event(f"strict amplification premise: {removed > 1e-9 and p_plus > 0}")
     if removed > 1e-9 and p_plus > 0:
         assert p_hard > p_plus
     if not feasible.all():  # a correct candidate outside F_R violates the premise

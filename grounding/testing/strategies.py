@@ -190,17 +190,23 @@ def binary_partitions(draw, n: int) -> np.ndarray:
 
 @st.composite
 def grounding_problems(
-    draw, kind: str | None = None, c_max: int = 6, t_max: int = 2, zeros: bool = True
+    draw,
+    kind: str | None = None,
+    c_max: int = 6,
+    t_max: int = 2,
+    zeros: bool = True,
+    c_min: int = 1,
 ) -> tuple[TypedGraph, GroundingProblem]:
     """``(evidence graph, problem)`` pairs for :func:`grounding.ground`: a small
     :func:`typed_graphs` graph and either answer candidates (entity names, anchored at one or
     two nodes, walks of ``min_hops..max_hops`` edges) or claim chains of one length ``T``
     (entities named or wildcards ``None``, relations of the schema or unspecified), with a
-    normalised log-prior (zeros allowed when ``zeros``)."""
+    normalised log-prior (zeros allowed when ``zeros``); ``c_min..c_max`` candidates (answer
+    candidates are also capped by the number of entities)."""
     g = draw(typed_graphs())
     rng = np.random.default_rng(draw(seeds))
     kind = kind or draw(st.sampled_from(["answer", "chain"]))
-    c = draw(st.integers(1, c_max))
+    c = draw(st.integers(c_min, c_max))
     lp = _dirichlet(rng, c, zeros)
     names = list(g.entities)
     if kind == "answer":

@@ -1,0 +1,166 @@
+"""Per-module mutation scores from the verdicts ``mutmut run`` cached under ``mutants/``.
+
+Run from the repository root (``./scripts/mutation.sh report``). Prints the table that
+``docs/theory.md`` records, then every surviving mutant that is neither a message-label
+mutant nor listed as equivalent in ``scripts/mutation_equivalents.toml`` (with its diff).
+
+A surviving mutant is classified as
+
+- ``label``: it only changes the argument *name* a validation helper (``check_*``,
+  ``as_float_array``) prints in its error message (a string literal replaced, emptied or
+  dropped); the computation is unchanged, so no test of the mathematics can kill it;
+- ``equivalent``: listed, with the reason, in ``scripts/mutation_equivalents.toml``;
+- ``survived``: a test gap. The score is killed / (generated - label - equivalent).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import sys
+import tomllib
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EQUIVALENTS = ROOT / "scripts" / "mutation_equivalents.toml"
+LABEL_HELPER = re.compile(r"^(check_\w+|as_float_array|_no_nan|_scalar)$")
+LABEL_KEYWORDS = {"name", "name_a", "name_b"}
+KILLED = {1, 3, 36, 37, 24, -24, 152, 255}  # failed test, pytest error, timeout, type check
+
+
+def _differences(a, b, parent=None):
+    """Pairs of the smallest differing sub-trees of two ASTs, with their parent."""
+    if type(a) is not type(b):
+        return [(a, b, parent)]
+    if isinstance(a, list):
+        if len(a) != len(b):
+            return [(a, b, parent)]
+        return [d for x, y in zip(a, b) for d in _differences(x, y, parent)]
+    if not isinstance(a, ast.AST):
+        return [] if a == b else [(a, b, parent)]
+    out = []
+    for field in a._fields:
+        x, y = getattr(a, field, None), getattr(b, field, None)
+        sub = _differences(x, y, a)
+        if sub and not isinstance(x, (ast.AST, list)):  # a differing leaf value
+            return [(a, b, parent)]
+        out += sub
+    return out
+
+
+def _is_label(node) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+
+def _callee(call: ast.Call) -> str:
+    f = call.func
+    return f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+
+
+def _label_only(orig_src: str, mut_src: str) -> bool:
+    """True when the mutant only changes the name label passed to a validation helper."""
+    a, b = ast.parse(orig_src), ast.parse(mut_src)
+    b.body[0].name = a.body[0].name  # x_f__mutmut_orig vs x_f__mutmut_3
+    diffs = _differences(a, b)
+    if not diffs:
+        return False
+    for a, b, parent in diffs:
+        if isinstance(a, list):  # an argument dropped: the dropped one must be a label
+            if not (isinstance(parent, ast.Call) and LABEL_HELPER.match(_callee(parent))):
+                return False
+            if not (
+                len(b) == len(a) - 1 and sum(_is_label(x) for x in a) > sum(_is_label(x) for x in b)
+            ):
+                return False
+            continue
+        if isinstance(parent, ast.keyword):
+            if parent.arg not in LABEL_KEYWORDS:
+                return False
+            continue
+        ok = (
+            _is_label(a)
+            and (b is None or _is_label(b) or (isinstance(b, ast.Constant) and b.value is None))
+            and isinstance(parent, ast.Call)
+            and LABEL_HELPER.match(_callee(parent))
+        )
+        if not ok:
+            return False
+    return True
+
+
+def _sources(name: str, path: Path) -> tuple[str, str]:
+    import libcst as cst
+    from mutmut.mutation.diff_apply import (
+        read_mutant_function,
+        read_mutants_module,
+        read_original_function,
+    )
+
+    module = read_mutants_module(path)
+    orig = read_original_function(module, name)
+    mut = read_mutant_function(module, name)
+    return tuple(cst.Module([f]).code.strip() for f in (orig, mut))
+
+
+def collect():
+    equivalents = (
+        tomllib.loads(EQUIVALENTS.read_text())["equivalent"] if EQUIVALENTS.exists() else {}
+    )
+    rows, gaps = [], []
+    for meta in sorted((ROOT / "mutants" / "grounding").rglob("*.py.meta")):
+        codes = json.loads(meta.read_text())["exit_code_by_key"]
+        if not codes:
+            continue
+        path = meta.relative_to(ROOT / "mutants").with_suffix("")
+        c = Counter()
+        for name, code in codes.items():
+            c["generated"] += 1
+            if code in KILLED:
+                c["killed"] += 1
+            elif code is None:
+                c["not run"] += 1
+            elif code == 0:
+                orig, mut = _sources(name, path)
+                if _label_only(orig, mut):
+                    c["label"] += 1
+                elif name in equivalents:
+                    c["equivalent"] += 1
+                else:
+                    c["survived"] += 1
+                    gaps.append((name, path))
+            else:
+                c["other"] += 1
+        rows.append((str(path), c))
+    return rows, gaps
+
+
+def main() -> int:
+    sys.path.insert(0, str(ROOT))
+    rows, gaps = collect()
+    if not rows:
+        print("no verdicts under mutants/: run ./scripts/mutation.sh first")
+        return 1
+    head = "| module | generated | killed | survived | equivalent | label-only | score |"
+    print(head)
+    print("|" + "---|" * 7)
+    for path, c in rows:
+        denom = c["generated"] - c["label"] - c["equivalent"] - c["not run"] - c["other"]
+        score = f"{100 * c['killed'] / denom:.1f} %" if denom else "n/a"
+        extra = f" ({c['not run']} not run)" if c["not run"] else ""
+        print(
+            f"| `{path}` | {c['generated']} | {c['killed']} | {c['survived']} | "
+            f"{c['equivalent']} | {c['label']} | {score}{extra} |"
+        )
+    if gaps:
+        from mutmut.mutation.diff_apply import get_diff_for_mutant
+
+        print(f"\n{len(gaps)} surviving mutants without a test or a reason:\n")
+        for name, path in gaps:
+            print(get_diff_for_mutant(name, path=path).split("\n", 2)[-1], "\n#", name, "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

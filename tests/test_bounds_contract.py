@@ -1,0 +1,219 @@
+"""The bounds' contract beyond the single-instance theorem checks: batch axes, the edges of
+their domains (zero and infinite strengths, boundary arguments), two-sided constants, and
+zero-prior candidates. Each test here was written against a mutant of ``grounding.bounds``
+that the theorem tests let through (see the mutation table in docs/theory.md)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from _tol import F64
+from hypothesis import given
+from hypothesis import strategies as st
+
+import grounding as g
+from grounding.testing.strategies import lambdas, prior_energy, seeds
+
+
+def _rows(seed, n_rows=3, n=5, zeros=True):
+    """A batch of log-priors (zero-prior entries included) and energies with ties and infs."""
+    rng = np.random.default_rng(seed)
+    p = rng.dirichlet(np.ones(n), n_rows)
+    if zeros:
+        p[rng.random((n_rows, n)) < 0.3] = 0.0
+        p[:, 0] = np.maximum(p[:, 0], 0.1)
+        p /= p.sum(axis=1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        lp = np.log(p)
+    e = np.round(rng.uniform(0, 2, (n_rows, n)) * 2) / 2
+    return rng, lp, e
+
+
+BATCHED = {
+    "oscillation": lambda rng, lp, e: (e, np.maximum(e + rng.normal(0, 0.3, e.shape), 0), lp),
+    "concentration_tv_bound": lambda rng, lp, e: (lp, e, 1.3),
+    "hard_limit_tv": lambda rng, lp, e: (
+        lp,
+        (rng.random(e.shape) < 0.5) | (np.arange(5) == 0),
+        0.7,
+    ),
+    "margin_condition": lambda rng, lp, e: (lp, e, 0.9, 0),
+    "coverage_independent": lambda rng, lp, e: (np.exp(-e),),
+    "suppression_log_ratio_bound": lambda rng, lp, e: (
+        lp,
+        np.arange(5) >= 3,
+        np.arange(5) < 3,
+        2.0,
+        0.5,
+    ),
+    "amplification": lambda rng, lp, e: (lp, np.ones(e.shape, bool), np.arange(5) == 0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BATCHED))
+@given(seeds)
+def test_batched_bounds_equal_row_by_row(name, seed):
+    """Leading axes are batch axes: a batch of rows gives each row's own value."""
+    rng, lp, e = _rows(seed)
+    args = BATCHED[name](rng, lp, e)
+    f = getattr(g, name)
+    whole = f(*args)
+    whole = whole if isinstance(whole, tuple) else (whole,)
+    for i in range(lp.shape[0]):
+        row = f(*(a[i] if np.ndim(a) == 2 else a for a in args))
+        for w, r in zip(whole, row if isinstance(row, tuple) else (row,)):
+            assert np.shape(w) == (lp.shape[0],)
+            np.testing.assert_allclose(np.asarray(w)[i], r, **F64)
+
+
+@pytest.mark.parametrize(
+    "bound", [g.tv_bound, g.tv_bound_sharp, g.tv_bound_delta, g.tv_bound_delta_sharp]
+)
+def test_thm3_bounds_at_zero_and_infinite_strength(bound):
+    """lambda = inf with any movement: TV up to 1; no movement or lambda = 0: TV 0 (0*inf = 0)."""
+    assert float(bound(np.inf, 1.0)) == 1.0
+    assert float(bound(2.0, np.inf)) == 1.0
+    assert float(bound(0.0, np.inf)) == 0.0
+    assert float(bound(np.inf, 0.0)) == 0.0
+
+
+@given(lambdas(max_value=1e2), st.floats(0.0, 10.0))
+def test_thm3_uniform_perturbation_constants(lam, delta):
+    """sup|dE| <= delta gives omega <= 2 delta: the paper's tanh(lam delta) and the sharp
+    tanh(lam delta / 2), both pinned (two-sided) and related to the omega forms."""
+    assert float(g.tv_bound_delta(lam, delta)) == pytest.approx(math.tanh(lam * delta), abs=1e-12)
+    sharp = float(g.tv_bound_delta_sharp(lam, delta))
+    assert sharp == pytest.approx(math.tanh(lam * delta / 2), abs=1e-12)
+    assert sharp == pytest.approx(float(g.tv_bound_sharp(lam, 2 * delta)), abs=1e-12)
+    assert float(g.tv_bound_delta(lam, delta)) == pytest.approx(
+        float(g.tv_bound(lam, 2 * delta)), abs=1e-12
+    )
+
+
+def test_thm3_oscillation_with_an_infinite_energy_on_the_support_is_infinite():
+    for e1, e2 in (([np.inf], [1.0]), ([1.0], [np.inf]), ([np.inf, 0.0], [1.0, 0.0])):
+        assert (
+            float(g.oscillation(np.array(e1), np.array(e2), np.zeros(len(e1)) - np.log(len(e1))))
+            == np.inf
+        )
+    # off the support an infinite energy does not enter
+    lp = np.log([1.0, 0.0 + 1e-300])
+    lp[1] = -np.inf
+    assert float(g.oscillation(np.array([1.0, np.inf]), np.array([0.5, 2.0]), lp)) == 0.0
+
+
+@given(seeds, lambdas(max_value=50.0, zero=False))
+def test_prop5_rate_is_attained_and_ignores_zero_prior_candidates(seed, lam):
+    """Every non-minimiser at the same gap: TV(P_lambda, P0(.|M_R)) equals u/(1+u) exactly.
+    Zero-prior candidates with lower energy than every supported one are not in M_R."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 7))
+    p = rng.dirichlet(np.ones(n))
+    p[-1] = 0.0  # a zero-prior candidate ...
+    p /= p.sum()
+    with np.errstate(divide="ignore"):
+        lp = np.log(p)
+    gap = float(rng.uniform(0.1, 2.0))
+    in_m = np.arange(n) < int(rng.integers(1, n - 1))
+    e = np.where(in_m, 1.0, 1.0 + gap)
+    e[-1] = 0.0  # ... with the lowest energy of all
+    log_post = np.asarray(g.gibbs_log_posterior(lp, e, lam))
+    limit = np.where(in_m, p, 0.0) / p[in_m].sum()
+    rate = float(g.concentration_tv_bound(lp, e, lam))
+    assert rate == pytest.approx(0.5 * np.abs(np.exp(log_post) - limit).sum(), rel=1e-9, abs=1e-12)
+    outside = np.logaddexp.reduce(log_post[~in_m])  # TV = P_lambda(M^c), in log-space
+    assert rate == pytest.approx(np.exp(outside), rel=1e-9, abs=1e-300)
+
+
+@given(prior_energy(n_min=2, zeros=True, allow_inf=True), lambdas(max_value=1e3), st.integers(0, 7))
+def test_prop7_premise_is_the_strict_per_competitor_margin(pe, lam, target):
+    """margin_condition checks lam (E_rho - E_dagger) > log P0(rho)/P0(dagger) for every
+    positive-prior competitor, recomputed here (one-sided checks miss a wrong premise)."""
+    log_prior, e = pe
+    target = target % len(e)
+    want = True
+    for j in range(len(e)):
+        if j == target or log_prior[j] == -np.inf:
+            continue
+        if np.isinf(e[j]) and np.isfinite(e[target]):
+            continue  # a competitor with infinite energy has no mass at any lambda >= 0
+        with np.errstate(invalid="ignore"):  # lam * (inf - inf) or 0 * inf: nan, not > anything
+            want &= bool(lam * (e[j] - e[target]) > log_prior[j] - log_prior[target])
+    assert bool(g.margin_condition(log_prior, e, lam, target)) == want
+
+
+def test_prop7_ties_do_not_satisfy_the_strict_premise():
+    lp = np.log([0.5, 0.5])
+    assert not bool(g.margin_condition(lp, np.array([1.0, 1.0]), 2.0, 0))
+    assert not bool(g.pairwise_ranking_condition(lp[0], lp[1], 1.0, 1.0, 2.0))
+    assert bool(g.pairwise_ranking_condition(np.log(0.4), np.log(0.6), 0.0, 1.0, 2.0))
+    assert not bool(g.pairwise_ranking_condition(np.log(0.4), np.log(0.6), 0.0, 0.1, 2.0))
+
+
+def test_prop7_probability_floor_domain():
+    assert g.map_probability_lower_bound(0.0, 3) == 1.0
+    assert g.map_probability_lower_bound(1.0, 3) == 0.0
+    assert g.map_probability_lower_bound(0.3, 0) == 1.0
+    assert g.map_probability_lower_bound(0.5, 1) == 0.5
+    for eps, k in ((-0.1, 1), (1.5, 1), (0.5, -1)):
+        with pytest.raises(ValueError):
+            g.map_probability_lower_bound(eps, k)
+
+
+def test_prop12_eq27_with_non_unit_constants_and_its_domain():
+    """Eq. (27) at lam = 2, B = 0.5, gamma = 0.25, |Gamma| = 3, m = 10 (computed by hand:
+    2*3*exp(-10 * 0.0625 / (2 * 4 * 0.25)) = 6 exp(-0.3125)), and the sample size as the
+    smallest m whose failure bound is at most delta."""
+    assert g.hoeffding_failure_bound(10, 0.25, 2.0, 0.5, 3) == pytest.approx(
+        6 * math.exp(-0.3125), rel=1e-12
+    )
+    for lam, bound, gamma, n, delta in ((2.0, 0.5, 0.25, 3, 0.1), (0.7, 3.0, 0.4, 5, 0.01)):
+        m = g.hoeffding_sample_size(gamma, lam, bound, n, delta)
+        assert g.hoeffding_failure_bound(m, gamma, lam, bound, n) <= delta
+        assert m == 1 or g.hoeffding_failure_bound(m - 1, gamma, lam, bound, n) > delta
+    assert g.hoeffding_sample_size(10.0, 0.1, 0.1, 2, 0.5) == 1  # at least one sample
+    assert g.hoeffding_failure_bound(1, 1.0, 1.0, 1.0, 2) > 0  # m = 1, |Gamma| = 2 allowed
+    for bad in ((0, 1.0, 1.0, 1.0, 2), (1, 0.0, 1.0, 1.0, 2), (1, 1.0, 0.0, 1.0, 2),
+                (1, 1.0, 1.0, 0.0, 2), (1, 1.0, 1.0, 1.0, 1)):  # fmt: skip
+        with pytest.raises(ValueError):
+            g.hoeffding_failure_bound(*bad)
+    assert g.hoeffding_sample_size(1.0, 1.0, 1.0, 2, 0.999) >= 1
+    for bad in ((0.0, 1.0, 1.0, 2, 0.1), (1.0, 0.0, 1.0, 2, 0.1), (1.0, 1.0, 0.0, 2, 0.1),
+                (1.0, 1.0, 1.0, 1, 0.1), (1.0, 1.0, 1.0, 2, 0.0), (1.0, 1.0, 1.0, 2, 1.0)):  # fmt: skip
+        with pytest.raises(ValueError):
+            g.hoeffding_sample_size(*bad)
+
+
+def test_eq15_coverage_domain():
+    assert g.coverage_any_path([], [0.5]) == 0.0
+    assert g.coverage_any_path([[0]], [0.0]) == 0.0
+    assert g.coverage_any_path([[0]], [1.0]) == 1.0
+    for bad in ([-0.1], [1.1]):
+        with pytest.raises(ValueError):
+            g.coverage_any_path([[0]], bad)
+
+
+def test_prop8_every_budget_is_checked():
+    kw = dict(
+        m_max=2, k_max=3, eps_ent=0.1, eps_rel=0.2, eps_w=0.3, eps_slack=0.4, alpha=0.5, xi=0.6
+    )
+    assert g.energy_perturbation_delta(**kw) == pytest.approx(
+        2 * 0.1 + 0.5 * 3 * (0.2 + 0.6 * 0.3) + 0.4
+    )
+    assert g.energy_perturbation_delta(**dict.fromkeys(kw, 0)) == 0.0  # zero budgets are valid
+    for key in kw:
+        for bad in (-1.0, np.inf, np.nan):
+            with pytest.raises(ValueError, match=key):
+                g.energy_perturbation_delta(**{**kw, key: bad})
+
+
+def test_prop15_integer_masks_are_masks():
+    """0/1 integer masks mean what boolean masks mean, including the premise check."""
+    lp = np.log([0.2, 0.3, 0.5])
+    a = g.amplification(lp, np.array([1, 1, 0]), np.array([1, 0, 0]))
+    b = g.amplification(lp, np.array([True, True, False]), np.array([True, False, False]))
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), **F64)
+    with pytest.raises(ValueError, match="Gamma"):
+        g.amplification(lp, np.array([1, 0, 0]), np.array([0, 1, 0]))
