@@ -11,6 +11,7 @@ total variation under random perturbations of the evidence.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 
 import jax
@@ -407,8 +408,14 @@ def test_edge_cost_is_eqs_8_to_10():
 
 
 # ----------------------------------------------------------------------------- bad input
-G3 = g.TypedGraph.from_triples([("a", "r", "b")], entities=["a", "b", "c"])
-P3 = g.GroundingProblem("q", ("b", "c"), jnp.log(jnp.array([0.5, 0.5])), anchors=("a",), max_hops=2)
+@functools.cache
+def _g3():  # built on first use: importing a test module must not start JAX (forked workers)
+    return g.TypedGraph.from_triples([("a", "r", "b")], entities=["a", "b", "c"])
+
+
+@functools.cache
+def _p3():
+    return g.GroundingProblem("q", ("b", "c"), np.log([0.5, 0.5]), anchors=("a",), max_hops=2)
 
 
 @pytest.mark.parametrize(
@@ -416,40 +423,44 @@ P3 = g.GroundingProblem("q", ("b", "c"), jnp.log(jnp.array([0.5, 0.5])), anchors
     [
         (
             lambda: g.ground(
-                dataclasses.replace(P3, candidates=("b", "zz")), G3, lam=1.0, kappa=1.0
+                dataclasses.replace(_p3(), candidates=("b", "zz")), _g3(), lam=1.0, kappa=1.0
             ),
             ValueError,
             "'zz' is not in the evidence",
         ),
         (
-            lambda: g.ground(P3, g.TypedGraph.from_triples([]), lam=1.0, kappa=1.0),
+            lambda: g.ground(_p3(), g.TypedGraph.from_triples([]), lam=1.0, kappa=1.0),
             ValueError,
             "evidence is empty",
         ),
-        (lambda: g.ground(P3, G3, lam=-1.0, kappa=1.0), ValueError, "lam"),
-        (lambda: g.ground(P3, G3, lam=jnp.ones(3), kappa=1.0), ValueError, "lam must be a scalar"),
-        (lambda: g.ground(P3, G3, lam=1.0, kappa=0.0), ValueError, "kappa"),
-        (lambda: g.ground(P3, G3, lam=1.0, kappa=1.0, tau=-0.1), ValueError, "tau"),
-        (lambda: g.ground(P3, G3, lam=1.0, kappa=1.0, n_paths=-1), ValueError, "n_paths"),
-        (lambda: g.ground(P3, "graph", lam=1.0, kappa=1.0), TypeError, "EvidenceState"),
+        (lambda: g.ground(_p3(), _g3(), lam=-1.0, kappa=1.0), ValueError, "lam"),
+        (
+            lambda: g.ground(_p3(), _g3(), lam=jnp.ones(3), kappa=1.0),
+            ValueError,
+            "lam must be a scalar",
+        ),
+        (lambda: g.ground(_p3(), _g3(), lam=1.0, kappa=0.0), ValueError, "kappa"),
+        (lambda: g.ground(_p3(), _g3(), lam=1.0, kappa=1.0, tau=-0.1), ValueError, "tau"),
+        (lambda: g.ground(_p3(), _g3(), lam=1.0, kappa=1.0, n_paths=-1), ValueError, "n_paths"),
+        (lambda: g.ground(_p3(), "graph", lam=1.0, kappa=1.0), TypeError, "EvidenceState"),
         (
             lambda: g.ground(
-                P3, G3, lam=1.0, kappa=1.0, realisation=g.Realisation(jnp.zeros((2, 2)))
+                _p3(), _g3(), lam=1.0, kappa=1.0, realisation=g.Realisation(jnp.zeros((2, 2)))
             ),
             ValueError,
             "2 rows",
         ),
         (
             lambda: g.ground(
-                dataclasses.replace(P3, max_hops=None), G3, lam=1.0, kappa=1.0, tau=0.5
+                dataclasses.replace(_p3(), max_hops=None), _g3(), lam=1.0, kappa=1.0, tau=0.5
             ),
             ValueError,
             "tau == 0",
         ),
         (
             lambda: g.ground(
-                dataclasses.replace(P3, candidates=("c",), log_prior=jnp.zeros(1)),
-                G3,
+                dataclasses.replace(_p3(), candidates=("c",), log_prior=jnp.zeros(1)),
+                _g3(),
                 lam=1.0,
                 kappa=np.inf,
             ),
@@ -489,13 +500,13 @@ P3 = g.GroundingProblem("q", ("b", "c"), jnp.log(jnp.array([0.5, 0.5])), anchors
         ),
         (lambda: g.ClaimChain(("a",), ()), ValueError, "T >= 1"),
         (lambda: g.ClaimChain(("a", 3), ("r",)), TypeError, "entities"),
-        (lambda: g.ground_batch([], G3, lam=1.0, kappa=1.0), ValueError, "no problems"),
+        (lambda: g.ground_batch([], _g3(), lam=1.0, kappa=1.0), ValueError, "no problems"),
         (
-            lambda: g.ground_batch([P3], [G3, G3], lam=1.0, kappa=1.0),
+            lambda: g.ground_batch([_p3()], [_g3(), _g3()], lam=1.0, kappa=1.0),
             ValueError,
             "1 problems but 2",
         ),
-        (lambda: g.ground_batch([P3], G3, lam=1.0), TypeError, "kappa"),
+        (lambda: g.ground_batch([_p3()], _g3(), lam=1.0), TypeError, "kappa"),
     ],
 )
 def test_bad_input_is_a_clear_error_naming_the_argument(call, exc, match):
@@ -507,7 +518,7 @@ def test_an_edgeless_evidence_state_is_valid_and_asks_to_retrieve():
     """No edges: every candidate is unsupported, keeps positive mass (finite slack), and the
     decision is RETRIEVE (Axiom 8), never an answer or a hard negative."""
     bare = g.TypedGraph.from_triples([], entities=["a", "b", "c"])
-    res = g.ground(P3, bare, lam=5.0, kappa=1.0, eps=0.5)
+    res = g.ground(_p3(), bare, lam=5.0, kappa=1.0, eps=0.5)
     assert np.all(res.status == g.EvidenceStatus.UNSUPPORTED)
     assert np.all(np.asarray(res.log_posterior) > -np.inf)
     assert res.decision is g.Action.RETRIEVE and res.answer is None and bool(res.hard_abstained)

@@ -258,7 +258,9 @@ def test_prop6_hard_limit_with_exact_rate(log_prior, seed, log_lam_m):
 def test_prop7_margin_condition_gives_unique_map(pe, lam, best, target):
     log_prior, e = pe
     if best:  # the best-scoring candidate, for which the premise holds unless tied
-        target = int(np.argmax(np.where(np.isfinite(e), log_prior - lam * np.nan_to_num(e), -np.inf)))
+        target = int(
+            np.argmax(np.where(np.isfinite(e), log_prior - lam * np.nan_to_num(e), -np.inf))
+        )
     target = target % len(e)
     post = np.asarray(g.gibbs_log_posterior(log_prior, e, lam))
     holds = bool(g.margin_condition(log_prior, e, lam, target))
@@ -399,3 +401,60 @@ def test_prop12_sample_size_symbolic_inversion():
     need = g.hoeffding_sample_size(0.1, 1.0, 1.0, 10, 0.05)
     assert g.hoeffding_failure_bound(need, 0.1, 1.0, 1.0, 10) <= 0.05
     assert g.hoeffding_failure_bound(need - 1, 0.1, 1.0, 1.0, 10) > 0.05
+
+
+# ----------------------------------------------------------------------------- batch axes
+def _batch(seed, n_rows=3, n=5):
+    """Rows of log-priors (with zero-prior entries) and energies (with ties and +inf); a
+    per-row strength. Row 0 keeps every candidate feasible at eps = 2."""
+    rng = np.random.default_rng(seed)
+    p = rng.dirichlet(np.ones(n), n_rows)
+    p[rng.random((n_rows, n)) < 0.3] = 0.0
+    p[:, 0] = np.maximum(p[:, 0], 0.1)
+    p /= p.sum(axis=1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        lp = np.log(p)
+    e = np.round(rng.uniform(0, 2, (n_rows, n)) * 2) / 2
+    e[1:, -1] = np.inf
+    e[:, 0] = 0.0
+    q = rng.dirichlet(np.ones(n), n_rows)
+    return lp, e, np.log(q), rng.uniform(0.1, 3.0, n_rows)
+
+
+POSTERIOR_BATCHED = {
+    "log_partition": lambda lp, e, lq, lam: (lp, e, lam),
+    "gibbs_log_posterior": lambda lp, e, lq, lam: (lp, e, lam),
+    "hard_log_posterior": lambda lp, e, lq, lam: (lp, e, 1.0),
+    "kl_divergence": lambda lp, e, lq, lam: (lq, lp),
+    "expected_energy": lambda lp, e, lq, lam: (lq, e),
+    "kl_objective": lambda lp, e, lq, lam: (
+        np.asarray(g.gibbs_log_posterior(lp, e, 0.5)),
+        lp,
+        e,
+        lam,
+    ),
+    "kl_objective_decomposition": lambda lp, e, lq, lam: (
+        np.asarray(g.gibbs_log_posterior(lp, e, 0.5)),
+        lp,
+        e,
+        lam,
+    ),  # fmt: skip
+    "log_odds": lambda lp, e, lq, lam: (lp, e, lam, 0, 1),
+    "map_index": lambda lp, e, lq, lam: (lq,),
+    "tv_distance": lambda lp, e, lq, lam: (lq, lp),
+    "log_normalize": lambda lp, e, lq, lam: (lq + 3.0,),
+}
+
+
+@pytest.mark.parametrize("name", sorted(POSTERIOR_BATCHED))
+@given(seeds)
+def test_posterior_functions_treat_leading_axes_as_batch_axes(name, seed):
+    """Each row of a batch (with a per-row lambda) gives what that row gives alone."""
+    lp, e, lq, lam = _batch(seed)
+    args = POSTERIOR_BATCHED[name](lp, e, lq, lam)
+    f = getattr(g, name)
+    whole = np.asarray(f(*args))
+    assert whole.shape[0] == lp.shape[0]
+    for i in range(lp.shape[0]):
+        row = f(*(a[i] if np.ndim(a) >= 1 and np.shape(a)[0] == lp.shape[0] else a for a in args))
+        np.testing.assert_allclose(whole[i], np.asarray(row), **F64)
