@@ -5,7 +5,7 @@ Profiles (select with ``HYPOTHESIS_PROFILE=<name>``; ``ci`` when ``CI`` is set, 
 - ``dev``: 50 examples per property, randomised, with a deadline, for quick local runs.
 - ``ci``: 100 examples per property, derandomised (reproducible), no deadline.
 - ``thorough``: 1000 examples, for the ``slow`` exhaustive runs.
-- ``mutation``: 30 examples, derandomised, for mutation testing (``scripts/mutation.sh``),
+- ``mutation``: 20 examples, derandomised, for mutation testing (``scripts/mutation.sh``),
   where each mutant reruns the tests that reach it and a verdict must be reproducible.
 """
 
@@ -42,7 +42,7 @@ settings.register_profile(
 )
 settings.register_profile(
     "mutation",
-    max_examples=30,
+    max_examples=20,
     derandomize=True,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],

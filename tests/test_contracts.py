@@ -1,7 +1,8 @@
-"""The bounds' contract beyond the single-instance theorem checks: batch axes, the edges of
-their domains (zero and infinite strengths, boundary arguments), two-sided constants, and
-zero-prior candidates. Each test here was written against a mutant of ``grounding.bounds``
-that the theorem tests let through (see the mutation table in docs/theory.md)."""
+"""The core's contract beyond the single-instance theorem checks: batch axes, the edges of
+domains (zero and infinite strengths, boundary arguments), two-sided constants, zero-prior
+candidates, input validation. Each test here was written against a mutant of
+``grounding.bounds``, ``decision``, ``energy`` or ``worlds`` that the theorem tests let
+through (see the mutation table in docs/theory.md)."""
 
 from __future__ import annotations
 
@@ -137,8 +138,9 @@ def test_prop7_premise_is_the_strict_per_competitor_margin(pe, lam, target):
     for j in range(len(e)):
         if j == target or log_prior[j] == -np.inf:
             continue
-        if np.isinf(e[j]) and np.isfinite(e[target]):
+        if np.isinf(e[j]) and np.isfinite(e[target]) and np.isfinite(log_prior[target]):
             continue  # a competitor with infinite energy has no mass at any lambda >= 0
+        # (a zero-prior target never meets it: log P0(rho)/P0(dagger) = +inf)
         with np.errstate(invalid="ignore"):  # lam * (inf - inf) or 0 * inf: nan, not > anything
             want &= bool(lam * (e[j] - e[target]) > log_prior[j] - log_prior[target])
     assert bool(g.margin_condition(log_prior, e, lam, target)) == want
@@ -205,7 +207,7 @@ def test_prop8_every_budget_is_checked():
     assert g.energy_perturbation_delta(**dict.fromkeys(kw, 0)) == 0.0  # zero budgets are valid
     for key in kw:
         for bad in (-1.0, np.inf, np.nan):
-            with pytest.raises(ValueError, match=key):
+            with pytest.raises(ValueError, match=f"^{key} must"):
                 g.energy_perturbation_delta(**{**kw, key: bad})
 
 
@@ -217,3 +219,103 @@ def test_prop15_integer_masks_are_masks():
     np.testing.assert_allclose(np.asarray(a), np.asarray(b), **F64)
     with pytest.raises(ValueError, match="Gamma"):
         g.amplification(lp, np.array([1, 0, 0]), np.array([0, 1, 0]))
+
+
+# ----------------------------------------------------------------------------- decision
+def test_sec33_counter_evidence_of_any_reliability_counts_by_default():
+    graph = g.TypedGraph.from_triples([("giants", "won", "ws2014")], reliability=[0.5])
+    state = g.EvidenceState(graph, functional={"won"})
+    claim = ("giants", "won", "ws2010")
+    assert g.classify_claim(state, claim, 3.0, 0.5) == g.EvidenceStatus.CONTRADICTED
+    assert (
+        g.classify_claim(state, claim, 3.0, 0.5, min_reliability=0.6)
+        == g.EvidenceStatus.UNSUPPORTED
+    )
+
+
+@given(seeds, st.floats(0.0, 1.0))
+def test_eq22_selective_rule_per_row(seed, theta):
+    s = np.random.default_rng(seed).random((3, 4))
+    emit, idx = (np.asarray(x) for x in g.selective_rule(s, theta))
+    assert emit.shape == idx.shape == (3,)
+    np.testing.assert_array_equal(emit, s.max(axis=1) >= theta)
+    np.testing.assert_array_equal(idx, s.argmax(axis=1))
+
+
+def test_prop9_isotonic_fit_by_hand():
+    """Pool-adjacent-violators on worked examples: violators pooled, ties in the score kept
+    in one block whatever their label order, steps read off between and beyond the scores."""
+    cal = g.IsotonicCalibrator().fit([4.0, 1.0, 3.0, 2.0], [1, 1, 1, 0])  # sorted: 1 0 1 1
+    np.testing.assert_allclose(cal.values_, [0.5, 1.0])
+    np.testing.assert_allclose(cal.thresholds_, [1.0, 3.0])
+    np.testing.assert_allclose(cal.predict([0.0, 1.0, 2.5, 3.0, 9.0]), [0.5, 0.5, 0.5, 1.0, 1.0])
+    cal = g.IsotonicCalibrator().fit([1.0, 2.0, 3.0], [1, 0, 0])  # one block: all violate
+    np.testing.assert_allclose(cal.values_, [1 / 3])
+    cal = g.IsotonicCalibrator().fit([1.0, 2.0, 3.0], [0, 0, 1])  # equal neighbours pool
+    np.testing.assert_allclose(cal.predict([1.0, 2.0, 3.0]), [0.0, 0.0, 1.0])
+    cal = g.IsotonicCalibrator().fit([1.0, 2.0, 3.0, 4.0], [0, 1, 1, 0])  # 1 1 0 pools to 2/3
+    np.testing.assert_allclose(cal.predict([1.0, 2.0, 3.0, 4.0]), [0.0, 2 / 3, 2 / 3, 2 / 3])
+    one = g.IsotonicCalibrator().fit([0.3], [1])  # a single observation is a valid fit
+    np.testing.assert_allclose(one.predict([0.0, 1.0]), [1.0, 1.0])
+
+
+@pytest.mark.parametrize(
+    "scores, labels",
+    [
+        ([[0.1, 0.2]], [[0, 1]]),
+        ([0.1, 0.2], [0, 1, 1]),
+        ([], []),
+        ([0.1, np.nan], [0, 1]),
+        ([0.1, 0.2], [0, 2]),
+    ],  # fmt: skip
+)
+def test_prop9_isotonic_rejects_bad_input(scores, labels):
+    with pytest.raises(ValueError):
+        g.IsotonicCalibrator().fit(scores, labels)
+
+
+# ----------------------------------------------------------------------------- energy
+def test_eq10_path_energy_batches_and_needs_a_term_axis():
+    ent, rel = np.array([[0.5, 0.25], [1.0, 0.0]]), np.array([[1.0, 2.0], [0.5, 0.5]])
+    np.testing.assert_allclose(np.asarray(g.path_energy(ent, rel, 0.5)), [2.25, 1.5])
+    for bad in ((0.5, [1.0]), ([0.5], 1.0)):
+        with pytest.raises(ValueError):
+            g.path_energy(*bad, 0.5)
+
+
+# ----------------------------------------------------------------------------- worlds
+def _star():
+    return g.TypedGraph.from_triples(
+        [("a", "r", "b"), ("b", "s", "c"), ("c", "r", "a"), ("a", "s", "a")],
+        entities=["a", "b", "c", "d"],
+    )
+
+
+def test_failure_processes_at_the_extremes_and_their_shapes():
+    from grounding import worlds
+
+    w, rng = _star(), np.random.default_rng(0)
+    for keep in (worlds.entity_dropout(w, 0.0, rng), worlds.relation_dropout(w, [0.0, 0.0], rng)):
+        assert keep.shape == (w.n_edges,) and keep.dtype == bool and keep.all()
+    for keep in (worlds.entity_dropout(w, 1.0, rng), worlds.relation_dropout(w, [1.0, 1.0], rng)):
+        assert keep.shape == (w.n_edges,) and not keep.any()
+    with pytest.raises(ValueError, match="one entry per relation"):
+        worlds.relation_dropout(w, [0.5], rng)
+
+
+def test_failure_processes_retain_edges_at_their_stated_rates():
+    """Entity dropout keeps an edge iff both endpoints survive ((1-p)^2, or 1-p for a self-loop);
+    relation dropout keeps all edges of a relation or none (1 - p_r, perfectly correlated)."""
+    from grounding import worlds
+
+    w, rng, n = _star(), np.random.default_rng(1), 4000
+    keep = np.array([worlds.entity_dropout(w, 0.3, rng) for _ in range(n)])
+    loop = np.asarray(w.head) == np.asarray(w.tail)
+    want = np.where(loop, 0.7, 0.49)
+    assert np.all(np.abs(keep.mean(axis=0) - want) < 4 * np.sqrt(0.25 / n))
+    keep = np.array([worlds.relation_dropout(w, [0.2, 0.6], rng) for _ in range(n)])
+    rel = np.asarray(w.relation)
+    for r, p in enumerate((0.2, 0.6)):
+        on = keep[:, rel == r]
+        assert np.all(on == on[:, :1])  # a relation is kept whole or lost whole
+        assert abs(on[:, 0].mean() - (1 - p)) < 4 * np.sqrt(0.25 / n)
