@@ -190,8 +190,10 @@ class IsotonicCalibrator:
     """Isotonic-regression calibration of a support score (pool-adjacent-violators).
 
     Fits a non-decreasing map from scores to the empirical frequency of the external
-    correctness event, as Prop. 9 requires of :math:`s_R`. Prediction is the step function
-    of the fitted blocks (no extrapolation beyond the observed score range).
+    correctness event, as Prop. 9 requires of :math:`s_R`. Observations with equal scores
+    are pooled first (one fitted value per distinct score, whatever their order in the
+    input). Prediction is the step function of the fitted blocks (no extrapolation beyond the
+    observed score range).
     """
 
     thresholds_: np.ndarray | None = None
@@ -204,11 +206,12 @@ class IsotonicCalibrator:
             raise ValueError("scores and labels must be non-empty 1-D arrays of one length")
         if np.any(np.isnan(s)) or not np.all((y == 0) | (y == 1)):
             raise ValueError("scores must not contain NaN and labels must be 0/1")
-        order = np.argsort(s, kind="stable")
-        s, y = s[order], y[order]
+        levels, which = np.unique(s, return_inverse=True)  # tied scores: one level
+        sums = np.bincount(which, weights=y, minlength=len(levels))
+        counts = np.bincount(which, minlength=len(levels)).astype(float)
         blocks: list[list[float]] = []  # [sum_y, count, min_score]
-        for si, yi in zip(s, y):
-            blocks.append([yi, 1.0, si])
+        for si, ys, n in zip(levels, sums, counts):
+            blocks.append([ys, n, si])
             while (
                 len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] >= blocks[-1][0] / blocks[-1][1]
             ):

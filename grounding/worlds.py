@@ -68,10 +68,6 @@ def two_world_witness(
     return w1, w2, HidingObservation(frozenset({(h, r)}))
 
 
-def _same_observation(a: EvidenceState, b: EvidenceState) -> bool:
-    return sorted(a.graph.triples()) == sorted(b.graph.triples()) and a.coverage == b.coverage
-
-
 def hard_rule_requirements(
     rule: Callable[[EvidenceState, Triple], int],
     worlds: Sequence[TypedGraph],

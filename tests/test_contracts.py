@@ -33,7 +33,11 @@ def _rows(seed, n_rows=3, n=5, zeros=True):
 
 
 BATCHED = {
-    "oscillation": lambda rng, lp, e: (e, np.maximum(e + rng.normal(0, 0.3, e.shape), 0), lp),
+    "oscillation": lambda rng, lp, e: (  # row 1 has an infinite energy on the support
+        np.where(np.arange(3)[:, None] * 5 + np.arange(5) == 5, np.inf, e),
+        np.maximum(e + rng.normal(0, 0.3, e.shape), 0),
+        lp,
+    ),
     "concentration_tv_bound": lambda rng, lp, e: (lp, e, 1.3),
     "hard_limit_tv": lambda rng, lp, e: (
         lp,
@@ -146,6 +150,13 @@ def test_prop7_premise_is_the_strict_per_competitor_margin(pe, lam, target):
     assert bool(g.margin_condition(log_prior, e, lam, target)) == want
 
 
+def test_prop7_premise_without_positive_prior_competitors_holds():
+    """Zero-prior candidates are not competitors, whatever their energies (docstring)."""
+    lp = np.array([0.0, -np.inf])
+    for e in ([np.inf, 1.0], [1.0, 0.0], [2.0, np.inf]):
+        assert bool(g.margin_condition(lp, np.array(e), 0.5, 0))
+
+
 def test_prop7_ties_do_not_satisfy_the_strict_premise():
     lp = np.log([0.5, 0.5])
     assert not bool(g.margin_condition(lp, np.array([1.0, 1.0]), 2.0, 0))
@@ -255,6 +266,9 @@ def test_prop9_isotonic_fit_by_hand():
     np.testing.assert_allclose(cal.predict([1.0, 2.0, 3.0]), [0.0, 0.0, 1.0])
     cal = g.IsotonicCalibrator().fit([1.0, 2.0, 3.0, 4.0], [0, 1, 1, 0])  # 1 1 0 pools to 2/3
     np.testing.assert_allclose(cal.predict([1.0, 2.0, 3.0, 4.0]), [0.0, 2 / 3, 2 / 3, 2 / 3])
+    for labels in ([1, 0, 1], [0, 1, 1]):  # a tied score is one level, whatever the order
+        cal = g.IsotonicCalibrator().fit([1.0, 1.0, 2.0], labels)
+        np.testing.assert_allclose(cal.predict([1.0, 2.0]), [0.5, 1.0])
     one = g.IsotonicCalibrator().fit([0.3], [1])  # a single observation is a valid fit
     np.testing.assert_allclose(one.predict([0.0, 1.0]), [1.0, 1.0])
 
@@ -272,6 +286,12 @@ def test_prop9_isotonic_fit_by_hand():
 def test_prop9_isotonic_rejects_bad_input(scores, labels):
     with pytest.raises(ValueError):
         g.IsotonicCalibrator().fit(scores, labels)
+
+
+def test_axiom8_decide_needs_one_candidate_set():
+    for bad in (np.zeros((2, 2)), np.zeros(0)):
+        with pytest.raises(ValueError, match="1-D"):
+            g.decide(bad, np.zeros(bad.shape, int))
 
 
 # ----------------------------------------------------------------------------- energy
@@ -319,3 +339,34 @@ def test_failure_processes_retain_edges_at_their_stated_rates():
         on = keep[:, rel == r]
         assert np.all(on == on[:, :1])  # a relation is kept whole or lost whole
         assert abs(on[:, 0].mean() - (1 - p)) < 4 * np.sqrt(0.25 / n)
+    both = keep[:, rel == 0][:, 0] & keep[:, rel == 1][:, 0]  # relations fail independently
+    assert abs(both.mean() - 0.8 * 0.4) < 4 * np.sqrt(0.25 / n)
+
+
+def test_thm1_hard_rule_requirements_reads_truth_observation_and_decision():
+    """The two requirements, checked on Thm. 1's two worlds for rules with known answers:
+    accept-all keeps the true claim and fails to reject the false one, reject-all the reverse,
+    and a claim the observation shows does not count against either."""
+    from grounding import worlds
+
+    observed = g.TypedGraph.from_triples([("a", "r", "b")], entities=["a", "b", "c", "d"])
+    claim = ("c", "r", "d")
+    w1, w2, obs = worlds.two_world_witness(observed, claim, "a")
+    both = [w1, w2]
+    assert worlds.hard_rule_requirements(lambda r, c: 1, both, obs, claim) == (True, False)
+    assert worlds.hard_rule_requirements(lambda r, c: 0, both, obs, claim) == (False, True)
+    shown = g.TypedGraph.from_triples([claim, ("a", "r", "b")])  # true and observed
+    assert worlds.hard_rule_requirements(lambda r, c: 0, [shown], lambda w: g.EvidenceState(w), claim) == (True, True)
+    assert worlds.hard_rule_requirements(lambda r, c: 1, [w2], obs, claim) == (True, False)
+    assert worlds.hard_rule_requirements(lambda r, c: 0, [w1], obs, claim) == (False, True)
+
+
+def test_thm1_hiding_observation_keeps_coverage_and_handles_an_empty_world():
+    from grounding import worlds
+
+    obs = worlds.HidingObservation(frozenset({("a", "r")}), coverage=0.4)
+    w = g.TypedGraph.from_triples([("a", "r", "b"), ("b", "r", "a")])
+    state = obs(w)
+    assert state.coverage == 0.4 and sorted(state.graph.triples()) == [("b", "r", "a")]
+    empty = obs(g.TypedGraph.from_triples([], entities=["a"]))
+    assert empty.graph.n_edges == 0

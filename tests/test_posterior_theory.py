@@ -446,6 +446,26 @@ POSTERIOR_BATCHED = {
 }
 
 
+def test_posterior_batch_parameters_follow_every_leading_axis():
+    """A [2, 3, 5] batch with a [2, 3] lambda / eps: each row is its own problem; a NaN eps
+    and a row with no feasible mass are errors even when other rows are fine."""
+    lp, e, _, lam = _batch(5, n_rows=6)
+    lp, e, lam = lp.reshape(2, 3, 5), e.reshape(2, 3, 5), lam.reshape(2, 3)
+    eps = np.full((2, 3), 1.0)
+    z = np.asarray(g.log_partition(lp, e, lam))
+    hard = np.asarray(g.hard_log_posterior(lp, e, eps))
+    feas = np.asarray(g.hard_feasible(e, eps))
+    assert z.shape == (2, 3) and hard.shape == feas.shape == (2, 3, 5)
+    for i, j in np.ndindex(2, 3):
+        np.testing.assert_allclose(z[i, j], np.asarray(g.log_partition(lp[i, j], e[i, j], lam[i, j])), **F64)
+    with pytest.raises(ValueError):
+        g.hard_log_posterior(lp[0, 0], e[0, 0], np.nan)
+    e_bad = e.copy()
+    e_bad[1, 2] = np.inf  # one row with no feasible candidate
+    with pytest.raises(ValueError, match="zero prior mass"):
+        g.hard_log_posterior(lp, e_bad, eps)
+
+
 @pytest.mark.parametrize("name", sorted(POSTERIOR_BATCHED))
 @given(seeds)
 def test_posterior_functions_treat_leading_axes_as_batch_axes(name, seed):
