@@ -273,6 +273,16 @@ def test_prop9_isotonic_fit_by_hand():
     np.testing.assert_allclose(one.predict([0.0, 1.0]), [1.0, 1.0])
 
 
+def test_sec33_status_boundary_and_integer_flags():
+    """E = eps_s is supported (Sec. 3.3 uses <=); 0/1 integer flags mean what booleans mean."""
+    e = np.array([0.5, 0.5, 0.7, 0.2])
+    want = [g.EvidenceStatus.SUPPORTED, g.EvidenceStatus.CONTRADICTED,
+            g.EvidenceStatus.UNSUPPORTED, g.EvidenceStatus.OUT_OF_SCHEMA]  # fmt: skip
+    for counter, schema in (([0, 1, 0, 0], [1, 1, 1, 0]), ([False, True, False, False], [True, True, True, False])):
+        got = np.asarray(g.classify_status(e, np.array(counter), np.array(schema), 0.5))
+        np.testing.assert_array_equal(got, [int(s) for s in want])
+
+
 @pytest.mark.parametrize(
     "scores, labels",
     [
@@ -284,7 +294,7 @@ def test_prop9_isotonic_fit_by_hand():
     ],  # fmt: skip
 )
 def test_prop9_isotonic_rejects_bad_input(scores, labels):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="1-D|NaN|0/1"):
         g.IsotonicCalibrator().fit(scores, labels)
 
 

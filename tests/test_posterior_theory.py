@@ -478,3 +478,14 @@ def test_posterior_functions_treat_leading_axes_as_batch_axes(name, seed):
     for i in range(lp.shape[0]):
         row = f(*(a[i] if np.ndim(a) >= 1 and np.shape(a)[0] == lp.shape[0] else a for a in args))
         np.testing.assert_allclose(whole[i], np.asarray(row), **F64)
+
+
+def test_eq1_log_normalize_contract():
+    """Rows of logits become log-priors; a scalar, NaN, +inf, or a row with no mass is an error
+    (even when the other rows are fine)."""
+    lw = np.array([[0.0, np.log(3.0)], [-np.inf, 1.0]])
+    np.testing.assert_allclose(np.exp(np.asarray(g.log_normalize(lw))), [[0.25, 0.75], [0.0, 1.0]], **F64)
+    for bad in (np.array(1.0), np.array([0.0, np.nan]), np.array([0.0, np.inf]),
+                np.array([[0.0, 1.0], [-np.inf, -np.inf]])):  # fmt: skip
+        with pytest.raises(ValueError):
+            g.log_normalize(bad)
