@@ -55,12 +55,15 @@ REQUIRED = [
 
 def _rows():
     text = (ROOT / "docs" / "theory.md").read_text()
-    rows = {}
+    rows, ledger = {}, False  # rows of the tables headed "| result | code | test |" only
     for line in text.splitlines():
         if not line.startswith("|"):
+            ledger = False
             continue
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 3 and cells[0] not in ("result", "---"):
+        if cells == ["result", "code", "test"]:
+            ledger = True
+        elif ledger and len(cells) == 3 and cells[0] != "---":
             rows[cells[0]] = cells[2]
     return rows
 
