@@ -124,30 +124,25 @@ def decide_action(
 ) -> jax.Array:
     r"""Abstention-consistent decision (Axiom 8) as an :class:`Action` code (``jit``/``vmap``-able).
 
-        With :math:`\hat
-    ho` the posterior's best candidate (first on ties):
+    With :math:`\hat\rho` the posterior's best candidate (first on ties):
 
-        - :math:`\hat
-    ho` contradicted ⇒ ABSTAIN;
-        - :math:`\hat
-    ho` unsupported or out of schema ⇒ RETRIEVE (absence is not falsity: look again);
-        - log-posterior margin between :math:`\hat
-    ho` and the runner-up below ``margin_threshold``
-          ⇒ VERIFY;
-        - posterior mass of :math:`\hat
-    ho` below ``theta`` (Eq. (22)) ⇒ ABSTAIN;
-        - otherwise ANSWER.
+    - :math:`\hat\rho` contradicted ⇒ ABSTAIN;
+    - :math:`\hat\rho` unsupported or out of schema ⇒ RETRIEVE (absence is not falsity: look again);
+    - log-posterior margin between :math:`\hat\rho` and the runner-up below ``margin_threshold``
+      ⇒ VERIFY;
+    - posterior mass of :math:`\hat\rho` below ``theta`` (Eq. (22)) ⇒ ABSTAIN;
+    - otherwise ANSWER.
 
-        Args:
-            log_posterior: ``[n]`` log posterior over candidates.
-            status: ``[n]`` :class:`~grounding.EvidenceStatus` codes.
-            margin_threshold: declared margin (``0``: never VERIFY).
-            theta: selective threshold of Eq. (22) (``None``: none).
+    Args:
+        log_posterior: ``[n]`` log posterior over candidates.
+        status: ``[n]`` :class:`~grounding.EvidenceStatus` codes.
+        margin_threshold: declared margin (``0``: never VERIFY).
+        theta: selective threshold of Eq. (22) (``None``: none).
 
-        Example:
-            >>> import jax.numpy as jnp
-            >>> Action(int(decide_action(jnp.log(jnp.array([0.7, 0.3])), jnp.array([0, 2]))))
-            <Action.ANSWER: 0>
+    Example:
+        >>> import jax.numpy as jnp
+        >>> Action(int(decide_action(jnp.log(jnp.array([0.7, 0.3])), jnp.array([0, 2]))))
+        <Action.ANSWER: 0>
     """
     lp = jnp.asarray(log_posterior)
     st = jnp.asarray(status)

@@ -278,7 +278,10 @@ def test_sec33_status_boundary_and_integer_flags():
     e = np.array([0.5, 0.5, 0.7, 0.2])
     want = [g.EvidenceStatus.SUPPORTED, g.EvidenceStatus.CONTRADICTED,
             g.EvidenceStatus.UNSUPPORTED, g.EvidenceStatus.OUT_OF_SCHEMA]  # fmt: skip
-    for counter, schema in (([0, 1, 0, 0], [1, 1, 1, 0]), ([False, True, False, False], [True, True, True, False])):
+    for counter, schema in (
+        ([0, 1, 0, 0], [1, 1, 1, 0]),
+        ([False, True, False, False], [True, True, True, False]),
+    ):
         got = np.asarray(g.classify_status(e, np.array(counter), np.array(schema), 0.5))
         np.testing.assert_array_equal(got, [int(s) for s in want])
 
@@ -366,7 +369,9 @@ def test_thm1_hard_rule_requirements_reads_truth_observation_and_decision():
     assert worlds.hard_rule_requirements(lambda r, c: 1, both, obs, claim) == (True, False)
     assert worlds.hard_rule_requirements(lambda r, c: 0, both, obs, claim) == (False, True)
     shown = g.TypedGraph.from_triples([claim, ("a", "r", "b")])  # true and observed
-    assert worlds.hard_rule_requirements(lambda r, c: 0, [shown], lambda w: g.EvidenceState(w), claim) == (True, True)
+    assert worlds.hard_rule_requirements(
+        lambda r, c: 0, [shown], lambda w: g.EvidenceState(w), claim
+    ) == (True, True)
     assert worlds.hard_rule_requirements(lambda r, c: 1, [w2], obs, claim) == (True, False)
     assert worlds.hard_rule_requirements(lambda r, c: 0, [w1], obs, claim) == (False, True)
 
@@ -380,3 +385,59 @@ def test_thm1_hiding_observation_keeps_coverage_and_handles_an_empty_world():
     assert state.coverage == 0.4 and sorted(state.graph.triples()) == [("b", "r", "a")]
     empty = obs(g.TypedGraph.from_triples([], entities=["a"]))
     assert empty.graph.n_edges == 0
+
+
+def test_axiom8_decision_rule_case_by_case():
+    """decide_action's rule, one clause at a time (statuses: 0 supported, 1 unsupported,
+    2 contradicted, 3 out of schema), with the boundaries of the margin and of theta."""
+    A, S = g.Action, g.EvidenceStatus
+    lp = np.log([0.6, 0.3, 0.1])
+    ok = np.array([int(S.SUPPORTED)] * 3)
+
+    def act(log_p, status, *args):
+        return A(int(g.decide_action(log_p, status, *args)))
+
+    assert act(lp, ok) == A.ANSWER  # defaults: margin 0 never VERIFYs, no theta
+    for code, want in (
+        (S.CONTRADICTED, A.ABSTAIN),
+        (S.UNSUPPORTED, A.RETRIEVE),
+        (S.OUT_OF_SCHEMA, A.RETRIEVE),
+    ):
+        assert act(lp, np.array([int(code), 0, 0])) == want  # the best candidate's status decides
+        assert act(lp, np.array([0, int(code), int(code)])) == A.ANSWER  # others' do not
+    gap = np.log(0.6) - np.log(0.3)  # the margin to the runner-up, not to the third
+    assert act(lp, ok, gap + 1e-9) == A.VERIFY
+    assert act(lp, ok, gap - 1e-9) == A.ANSWER
+    assert act(lp, ok, gap) == A.ANSWER  # VERIFY only strictly below
+    assert act(np.log([0.5, 0.5]), ok[:2], 1e-12) == A.VERIFY  # a tie has margin 0
+    assert act(np.array([0.0]), ok[:1], 5.0) == A.ANSWER  # one candidate: no runner-up
+    assert act(lp, ok, 0.0, 0.7) == A.ABSTAIN  # Eq. (22): mass of the best below theta
+    assert act(lp, ok, 0.0, 0.6) == A.ANSWER  # not strictly below
+    assert act(lp, ok, 0.0, 0.5) == A.ANSWER
+    assert g.decide(lp, ok, 0.0, 0.7) == A.ABSTAIN  # decide passes theta and the margin on
+    assert g.decide(lp, ok, gap + 1e-9) == A.VERIFY
+    assert g.decide(lp, ok) == A.ANSWER
+
+
+def test_status_energy_accepts_a_scalar_energy():
+    assert float(g.status_energy(0.3, int(g.EvidenceStatus.SUPPORTED), 1.0)) == 0.3
+    assert float(g.status_energy(5.0, int(g.EvidenceStatus.UNSUPPORTED), 1.0)) == 1.0
+
+
+def test_eq15_monte_carlo_coverage_contract():
+    """One sample is allowed; the estimate is a frequency (0 when the path never survives,
+    1 when it always does) and is reproducible from its seed."""
+    from grounding import worlds
+
+    w = g.TypedGraph.from_triples([("a", "r", "b"), ("b", "r", "c")])
+    path = [[("a", "r", "b"), ("b", "r", "c")]]
+    keep_all = lambda world, rng: np.ones(world.n_edges, bool)  # noqa: E731
+    drop_all = lambda world, rng: np.zeros(world.n_edges, bool)  # noqa: E731
+    assert worlds.coverage_monte_carlo(w, path, keep_all, 1, 0) == (1.0, 0.0)
+    assert worlds.coverage_monte_carlo(w, path, drop_all, 5, 0)[0] == 0.0
+    half = lambda world, rng: worlds.independent_edge_retention(world, 0.5, rng)  # noqa: E731
+    a = worlds.coverage_monte_carlo(w, path, half, 200, 7, lambda r: r.n_edges == 2)
+    assert a == worlds.coverage_monte_carlo(w, path, half, 200, 7, lambda r: r.n_edges == 2)
+    assert 0.1 < a[0] < 0.4 and a[1] == a[0]  # both edges kept: 1/4; the rule sees the same event
+    with pytest.raises(ValueError):
+        worlds.coverage_monte_carlo(w, path, keep_all, 0, 0)

@@ -3,6 +3,7 @@ Props. 3, 5, 6, 7, 11, 13, 14, 15, Cor. 1. One test per numbered result."""
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -457,9 +458,16 @@ def test_posterior_batch_parameters_follow_every_leading_axis():
     feas = np.asarray(g.hard_feasible(e, eps))
     assert z.shape == (2, 3) and hard.shape == feas.shape == (2, 3, 5)
     for i, j in np.ndindex(2, 3):
-        np.testing.assert_allclose(z[i, j], np.asarray(g.log_partition(lp[i, j], e[i, j], lam[i, j])), **F64)
-    with pytest.raises(ValueError):
+        np.testing.assert_allclose(
+            z[i, j], np.asarray(g.log_partition(lp[i, j], e[i, j], lam[i, j])), **F64
+        )
+    with pytest.raises(ValueError, match="eps contains NaN"):
         g.hard_log_posterior(lp[0, 0], e[0, 0], np.nan)
+    # under jit the eager checks step aside and the result is the same
+    np.testing.assert_allclose(np.asarray(jax.jit(g.hard_log_posterior)(lp, e, eps)), hard, **F64)
+    np.testing.assert_allclose(
+        np.asarray(jax.jit(g.log_normalize)(lp)), np.asarray(g.log_normalize(lp)), **F64
+    )
     e_bad = e.copy()
     e_bad[1, 2] = np.inf  # one row with no feasible candidate
     with pytest.raises(ValueError, match="zero prior mass"):
@@ -484,7 +492,9 @@ def test_eq1_log_normalize_contract():
     """Rows of logits become log-priors; a scalar, NaN, +inf, or a row with no mass is an error
     (even when the other rows are fine)."""
     lw = np.array([[0.0, np.log(3.0)], [-np.inf, 1.0]])
-    np.testing.assert_allclose(np.exp(np.asarray(g.log_normalize(lw))), [[0.25, 0.75], [0.0, 1.0]], **F64)
+    np.testing.assert_allclose(
+        np.exp(np.asarray(g.log_normalize(lw))), [[0.25, 0.75], [0.0, 1.0]], **F64
+    )
     for bad in (np.array(1.0), np.array([0.0, np.nan]), np.array([0.0, np.inf]),
                 np.array([[0.0, 1.0], [-np.inf, -np.inf]])):  # fmt: skip
         with pytest.raises(ValueError):
