@@ -419,9 +419,16 @@ def test_axiom8_decision_rule_case_by_case():
     assert g.decide(lp, ok) == A.ANSWER
 
 
-def test_status_energy_accepts_a_scalar_energy():
-    assert float(g.status_energy(0.3, int(g.EvidenceStatus.SUPPORTED), 1.0)) == 0.3
-    assert float(g.status_energy(5.0, int(g.EvidenceStatus.UNSUPPORTED), 1.0)) == 1.0
+def test_status_energy_accepts_a_scalar_energy_and_infinite_penalties():
+    S = g.EvidenceStatus
+    assert float(g.status_energy(0.3, int(S.SUPPORTED), 1.0)) == 0.3
+    assert float(g.status_energy(5.0, int(S.UNSUPPORTED), 1.0)) == 1.0
+    assert float(g.status_energy(5.0, int(S.UNSUPPORTED), np.inf)) == 5.0  # kappa = inf: hard
+    assert float(g.status_energy(5.0, int(S.CONTRADICTED), 1.0, 2.5)) == 3.5  # kappa + kappa_c
+    assert float(g.status_energy(5.0, int(S.CONTRADICTED), 1.0, np.inf)) == np.inf
+    for kappa, kc in ((0.0, None), (1.0, 0.0)):  # both must be > 0
+        with pytest.raises(ValueError):
+            g.status_energy(5.0, int(S.UNSUPPORTED), kappa, kc)
 
 
 def test_eq15_monte_carlo_coverage_contract():
@@ -431,7 +438,7 @@ def test_eq15_monte_carlo_coverage_contract():
 
     w = g.TypedGraph.from_triples([("a", "r", "b"), ("b", "r", "c")])
     path = [[("a", "r", "b"), ("b", "r", "c")]]
-    keep_all = lambda world, rng: np.ones(world.n_edges, bool)  # noqa: E731
+    keep_all = lambda world, rng: np.ones(world.n_edges, int)  # noqa: E731  (0/1 is a mask)
     drop_all = lambda world, rng: np.zeros(world.n_edges, bool)  # noqa: E731
     assert worlds.coverage_monte_carlo(w, path, keep_all, 1, 0) == (1.0, 0.0)
     assert worlds.coverage_monte_carlo(w, path, drop_all, 5, 0)[0] == 0.0

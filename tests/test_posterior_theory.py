@@ -454,6 +454,10 @@ def test_posterior_batch_parameters_follow_every_leading_axis():
     lp, e, lam = lp.reshape(2, 3, 5), e.reshape(2, 3, 5), lam.reshape(2, 3)
     eps = np.full((2, 3), 1.0)
     z = np.asarray(g.log_partition(lp, e, lam))
+    post = np.asarray(g.gibbs_log_posterior(lp, e, lam))
+    np.testing.assert_allclose(
+        post[1, 2], np.asarray(g.gibbs_log_posterior(lp[1, 2], e[1, 2], lam[1, 2])), **F64
+    )
     hard = np.asarray(g.hard_log_posterior(lp, e, eps))
     feas = np.asarray(g.hard_feasible(e, eps))
     assert z.shape == (2, 3) and hard.shape == feas.shape == (2, 3, 5)
@@ -469,7 +473,9 @@ def test_posterior_batch_parameters_follow_every_leading_axis():
         np.asarray(jax.jit(g.log_normalize)(lp)), np.asarray(g.log_normalize(lp)), **F64
     )
     e_bad = e.copy()
-    e_bad[1, 2] = np.inf  # one row with no feasible candidate
+    e_bad[1, 2] = np.inf  # one row with no feasible candidate (and Z = 0)
+    with pytest.raises(ValueError, match="Z_R"):
+        g.gibbs_log_posterior(lp, e_bad, lam)
     with pytest.raises(ValueError, match="zero prior mass"):
         g.hard_log_posterior(lp, e_bad, eps)
 
@@ -499,3 +505,13 @@ def test_eq1_log_normalize_contract():
                 np.array([[0.0, 1.0], [-np.inf, -np.inf]])):  # fmt: skip
         with pytest.raises(ValueError):
             g.log_normalize(bad)
+
+
+def test_kl_and_expected_energy_conventions():
+    """KL(P||Q) = +inf when P is not << Q; E_P[E] uses 0 * inf = 0 off the support of P."""
+    assert float(g.kl_divergence(np.log([0.5, 0.5]), np.log([1.0, 1e-300]) - [0, np.inf])) == np.inf
+    assert (
+        float(g.expected_energy(np.log([1.0, 1e-300]) - [0, np.inf], np.array([2.0, np.inf])))
+        == 2.0
+    )
+    assert float(g.expected_energy(np.log([0.5, 0.5]), np.array([2.0, np.inf]))) == np.inf
