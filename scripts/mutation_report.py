@@ -16,7 +16,9 @@ A surviving mutant is classified as
 from __future__ import annotations
 
 import ast
+import functools
 import json
+import os
 import re
 import sys
 import tomllib
@@ -90,15 +92,18 @@ def _label_only(orig_src: str, mut_src: str) -> bool:
     return True
 
 
+@functools.cache
+def _mutants_module(path: Path):
+    from mutmut.mutation.diff_apply import read_mutants_module
+
+    return read_mutants_module(path)  # parsed once per file, not once per survivor
+
+
 def _sources(name: str, path: Path) -> tuple[str, str]:
     import libcst as cst
-    from mutmut.mutation.diff_apply import (
-        read_mutant_function,
-        read_mutants_module,
-        read_original_function,
-    )
+    from mutmut.mutation.diff_apply import read_mutant_function, read_original_function
 
-    module = read_mutants_module(path)
+    module = _mutants_module(path)
     orig = read_original_function(module, name)
     mut = read_mutant_function(module, name)
     return tuple(cst.Module([f]).code.strip() for f in (orig, mut))
@@ -137,7 +142,7 @@ def collect():
 
 
 def main() -> int:
-    sys.path.insert(0, str(ROOT))
+    os.chdir(ROOT)  # mutmut resolves mutants/ and pyproject.toml against the working directory
     rows, gaps = collect()
     if not rows:
         print("no verdicts under mutants/: run ./scripts/mutation.sh first")

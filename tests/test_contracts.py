@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import pytest
+from _batches import prior_energy_rows
 from _tol import F64
 from hypothesis import given
 from hypothesis import strategies as st
@@ -18,18 +19,9 @@ import grounding as g
 from grounding.testing.strategies import lambdas, prior_energy, seeds
 
 
-def _rows(seed, n_rows=3, n=5, zeros=True):
-    """A batch of log-priors (zero-prior entries included) and energies with ties and infs."""
+def _rows(seed):
     rng = np.random.default_rng(seed)
-    p = rng.dirichlet(np.ones(n), n_rows)
-    if zeros:
-        p[rng.random((n_rows, n)) < 0.3] = 0.0
-        p[:, 0] = np.maximum(p[:, 0], 0.1)
-        p /= p.sum(axis=1, keepdims=True)
-    with np.errstate(divide="ignore"):
-        lp = np.log(p)
-    e = np.round(rng.uniform(0, 2, (n_rows, n)) * 2) / 2
-    return rng, lp, e
+    return rng, *prior_energy_rows(rng)
 
 
 BATCHED = {

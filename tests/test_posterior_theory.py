@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import sympy as sp
+from _batches import prior_energy_rows
 from _tol import F64, TIGHT
 from hypothesis import event, example, given, note
 from hypothesis import strategies as st
@@ -409,13 +410,7 @@ def _batch(seed, n_rows=3, n=5):
     """Rows of log-priors (with zero-prior entries) and energies (with ties and +inf); a
     per-row strength. Row 0 keeps every candidate feasible at eps = 2."""
     rng = np.random.default_rng(seed)
-    p = rng.dirichlet(np.ones(n), n_rows)
-    p[rng.random((n_rows, n)) < 0.3] = 0.0
-    p[:, 0] = np.maximum(p[:, 0], 0.1)
-    p /= p.sum(axis=1, keepdims=True)
-    with np.errstate(divide="ignore"):
-        lp = np.log(p)
-    e = np.round(rng.uniform(0, 2, (n_rows, n)) * 2) / 2
+    lp, e = prior_energy_rows(rng, n_rows, n)
     e[1:, -1] = np.inf
     e[:, 0] = 0.0
     q = rng.dirichlet(np.ones(n), n_rows)
