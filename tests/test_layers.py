@@ -159,3 +159,26 @@ def test_no_module_is_over_450_lines():
         if (n := len(p.read_text().splitlines())) > 450
     }
     assert not long, long
+
+
+def test_mutation_test_modules_do_not_start_jax_at_import():
+    """Mutation workers fork from a process that has imported (collected) the selected test
+    modules; had one of them started JAX's backend (an array built at module level), every
+    forked worker would deadlock. Checked in a fresh interpreter."""
+    import subprocess
+    import sys
+    import tomllib
+
+    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]
+    files = sorted({s.split("::")[0] for s in cfg["pytest_add_cli_args_test_selection"]})
+    mods = [Path(f).stem for f in files]
+    code = (
+        "import importlib, sys; sys.path.insert(0, 'tests')\n"
+        f"for m in {mods!r}: importlib.import_module(m)\n"
+        "from jax._src import xla_bridge\n"
+        "print(xla_bridge.backends_are_initialized())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "False", out.stdout + out.stderr

@@ -5,6 +5,8 @@ agreement with float64 within ``_tol.F32``. Bad input gives a clear error naming
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -17,8 +19,19 @@ LP = np.log(np.array([0.1, 0.2, 0.3, 0.4]))
 E = np.array([0.5, 1.0, np.inf, 0.0])
 EF = np.array([0.5, 1.0, 2.0, 0.0])
 E2 = np.array([0.7, 0.9, 2.5, 0.1])
-T = g.Translation(jnp.asarray([[1.0, 0.0, -1.0]]))
-GRAPH = g.TypedGraph.from_triples([("a", "r", "b"), ("b", "r", "c")])
+
+
+# Built on first use, not at import: collecting this module must not start JAX (mutation
+# workers fork from a process that has only collected the tests).
+@functools.cache
+def translation():
+    return g.Translation(jnp.asarray([[1.0, 0.0, -1.0]]))
+
+
+@functools.cache
+def graph():
+    return g.TypedGraph.from_triples([("a", "r", "b"), ("b", "r", "c")])
+
 
 # name -> (function of arrays, example arrays, differentiable argument indices)
 CASES = {
@@ -59,7 +72,7 @@ CASES = {
         (2,),
     ),
     "typed_residual": (
-        lambda u, v, w: g.typed_residual(u, v, 0, T, w),
+        lambda u, v, w: g.typed_residual(u, v, 0, translation(), w),
         (np.zeros(3), np.array([1.0, 0.0, -1.0]), 0.5),
         (0, 1, 2),
     ),
@@ -105,7 +118,7 @@ CASES = {
         (),
     ),
     "edge_residuals": (
-        lambda emb, t: g.edge_residuals(GRAPH, emb, g.Translation(t[None])),
+        lambda emb, t: g.edge_residuals(graph(), emb, g.Translation(t[None])),
         (np.arange(9.0).reshape(3, 3) / 9, np.array([1.0, 0.0, -1.0])),
         (0, 1),
     ),
@@ -226,16 +239,20 @@ BAD = [
     (lambda: g.slack_energy(E, -1.0), ValueError, "kappa must be > 0"),
     (lambda: g.slack_energy(E, 0.0), ValueError, "kappa must be > 0"),
     (
-        lambda: g.typed_residual(np.zeros(3), np.ones(3), 0, T, 1.5),
+        lambda: g.typed_residual(np.zeros(3), np.ones(3), 0, translation(), 1.5),
         ValueError,
         "reliability must lie in",
     ),
     (
-        lambda: g.typed_residual(np.zeros(3), np.ones(3), 0, T, 0.0),
+        lambda: g.typed_residual(np.zeros(3), np.ones(3), 0, translation(), 0.0),
         ValueError,
         "reliability must lie in",
     ),
-    (lambda: g.typed_residual(np.zeros(3), np.ones(2), 0, T), ValueError, "eta_u and eta_v"),
+    (
+        lambda: g.typed_residual(np.zeros(3), np.ones(2), 0, translation()),
+        ValueError,
+        "eta_u and eta_v",
+    ),
     (lambda: g.TypedGraph.from_triples([("a", "r", "b")], [1.2]), ValueError, "reliability"),
     (lambda: g.TypedGraph.from_triples([("a", "r")]), ValueError, "triples\\[0\\]"),
     (

@@ -16,7 +16,6 @@ different lengths share one compiled kernel.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -26,6 +25,9 @@ from jax.typing import ArrayLike
 from grounding._checks import is_concrete
 from grounding._numerics import logsumexp, safe_norm
 from grounding.alignment._common import bucket, check_array, check_param, pad_to
+
+# Kernels are jitted by assignment (``f = jax.jit(f, ...)``) rather than by decorator, so that
+# mutation testing (scripts/mutation.sh; mutmut skips decorated functions) reaches their bodies.
 
 __all__ = [
     "pairwise_cost",
@@ -64,12 +66,14 @@ def pairwise_cost(x: ArrayLike, y: ArrayLike, metric: str = "euclidean") -> jax.
     return _pairwise(x, y, metric)
 
 
-@partial(jax.jit, static_argnames="metric")
 def _pairwise(x: jax.Array, y: jax.Array, metric: str) -> jax.Array:
     diff = x[:, None, :] - y[None, :, :]
     if metric == "sqeuclidean":
         return jnp.sum(diff * diff, axis=-1)
     return safe_norm(diff, axis=-1)  # Eq. (3): c(z_i, z'_j)
+
+
+_pairwise = jax.jit(_pairwise, static_argnames="metric")
 
 
 def product_distance(x: ArrayLike, y: ArrayLike, weights: ArrayLike | None = None) -> jax.Array:
@@ -104,10 +108,12 @@ def product_distance(x: ArrayLike, y: ArrayLike, weights: ArrayLike | None = Non
     return _product(pad_to(x, [rows, cols]), pad_to(y, [rows, cols]), pad_to(w, [rows]))
 
 
-@jax.jit
 def _product(x: jax.Array, y: jax.Array, w: jax.Array) -> jax.Array:
     scaled = jnp.sqrt(w).astype(x.dtype)[:, None] * (x - y)
     return safe_norm(scaled.reshape(-1), axis=-1)  # Eq. (2)
+
+
+_product = jax.jit(_product)
 
 
 # ------------------------------------------------------------ alignment costs, Eq. (3)
@@ -122,7 +128,6 @@ def _grid_dp(cost: jax.Array, step: Callable, param: jax.Array, lead: int = 0) -
     return _grid_dp_kernel(pad_to(cost, widths), step, param, n + m - 2, n - 1)
 
 
-@partial(jax.jit, static_argnames="step")
 def _grid_dp_kernel(cost, step, param, k_end, i_end) -> jax.Array:
     n, m = cost.shape
     rows = jnp.arange(n)
@@ -142,6 +147,9 @@ def _grid_dp_kernel(cost, step, param, k_end, i_end) -> jax.Array:
 
     _, diags = jax.lax.scan(body, (fill, first), jnp.arange(1, n + m - 1))
     return jnp.concatenate([first[None], diags])[k_end, i_end]
+
+
+_grid_dp_kernel = jax.jit(_grid_dp_kernel, static_argnames="step")
 
 
 def _min3(a, b, c):

@@ -25,6 +25,9 @@ from grounding._checks import (
 )
 from grounding._numerics import logaddexp, scaled_energy
 
+# Kernels are jitted by assignment (``f = jax.jit(f, ...)``) rather than by decorator, so that
+# mutation testing (scripts/mutation.sh; mutmut skips decorated functions) reaches their bodies.
+
 __all__ = ["UNREACHABLE", "fields", "run", "edge_usage", "bfs", "exact_hops"]
 
 UNREACHABLE = -1
@@ -121,8 +124,7 @@ def fields(graph, edge_cost, sources, max_hops, tau, log_step_prior, mesh, per_h
 _STATIC = ("max_hops", "tropical", "per_hop")
 
 
-# jitted: one compilation per graph layout and shapes, instead of hundreds of eager gathers
-@functools.partial(jax.jit, static_argnums=(5, 6, 7), static_argnames=_STATIC)
+# jitted (below): one compilation per graph layout and shapes, instead of hundreds of eager gathers
 def run(graph, cost, prior, sources, tau, max_hops, tropical, per_hop):
     """The field computation on validated, edge-major arrays (no checks; ``jit``/``vmap``-able):
     ``[S, N]`` energies (``[K, S, N]`` with ``per_hop``); ``tropical`` decides the semiring."""
@@ -136,6 +138,9 @@ def run(graph, cost, prior, sources, tau, max_hops, tropical, per_hop):
     if per_hop:
         return jnp.swapaxes(scaled_energy(scale, -hops), -1, -2)
     return scaled_energy(scale, -acc).T
+
+
+run = jax.jit(run, static_argnums=(5, 6, 7), static_argnames=_STATIC)
 
 
 def _sharded(mesh, statics, graph, cost, prior, sources, tau):
@@ -199,7 +204,6 @@ def bfs(graph, anchors, max_hops):
     return _bfs(graph, anchors, limit)
 
 
-@functools.partial(jax.jit, static_argnums=2)
 def _bfs(graph, anchors, limit):
     n_nodes = graph.n_nodes
     zero = jnp.zeros((graph.n_edges,), jnp.float32)
@@ -220,7 +224,9 @@ def _bfs(graph, anchors, limit):
     return jax.lax.while_loop(cond, body, state)[2].T
 
 
-@functools.partial(jax.jit, static_argnums=4)
+_bfs = jax.jit(_bfs, static_argnums=2)
+
+
 def exact_hops(graph, init_log, hop_edge_logw, hop_node_logw, tropical: bool) -> jax.Array:
     r"""Values ``a_T`` (``[N, S]``) of the recursion with per-hop edge log weights
     ``[T, E]`` and per-hop node log weights ``[T, N]`` from ``init_log`` ``[N, S]``:
@@ -234,3 +240,6 @@ def exact_hops(graph, init_log, hop_edge_logw, hop_node_logw, tropical: bool) ->
         node_logw=hop_node_logw,
     )
     return per_hop[-1]
+
+
+exact_hops = jax.jit(exact_hops, static_argnums=4)
