@@ -440,3 +440,21 @@ def test_eq15_monte_carlo_coverage_contract():
     assert 0.1 < a[0] < 0.4 and a[1] == a[0]  # both edges kept: 1/4; the rule sees the same event
     with pytest.raises(ValueError):
         worlds.coverage_monte_carlo(w, path, keep_all, 0, 0)
+
+
+def test_eq15_monte_carlo_integer_mask_reaches_the_rule_as_a_mask():
+    """A process may return a 0/1 integer keep-mask; the optional hard rule must see the
+    edges it keeps (a mask), not the edges whose indices are 0 and 1."""
+    from grounding import worlds
+
+    w = g.TypedGraph.from_triples([("a", "r", "b"), ("b", "r", "c"), ("c", "r", "d")])
+    path = [[("a", "r", "b")]]
+    seen = []
+
+    def rule(sub):
+        seen.append(sorted(sub.triples()))
+        return True
+
+    keep_ends = lambda world, rng: np.array([1, 0, 1])  # noqa: E731
+    assert worlds.coverage_monte_carlo(w, path, keep_ends, 1, 0, rule) == (1.0, 1.0)
+    assert seen == [[("a", "r", "b"), ("c", "r", "d")]]

@@ -22,15 +22,18 @@ E2 = np.array([0.7, 0.9, 2.5, 0.1])
 
 
 # Built on first use, not at import: collecting this module must not start JAX (mutation
-# workers fork from a process that has only collected the tests).
+# workers fork from a process that has only collected the tests). Concrete even when first
+# used inside a traced function, so the cached value is never a tracer.
 @functools.cache
 def translation():
-    return g.Translation(jnp.asarray([[1.0, 0.0, -1.0]]))
+    with jax.ensure_compile_time_eval():
+        return g.Translation(jnp.asarray([[1.0, 0.0, -1.0]]))
 
 
 @functools.cache
 def graph():
-    return g.TypedGraph.from_triples([("a", "r", "b"), ("b", "r", "c")])
+    with jax.ensure_compile_time_eval():
+        return g.TypedGraph.from_triples([("a", "r", "b"), ("b", "r", "c")])
 
 
 # name -> (function of arrays, example arrays, differentiable argument indices)
