@@ -11,6 +11,10 @@ cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || ./scripts/setup_env.sh
 [ -x .venv/bin/mutmut ] || .venv/bin/python -m pip install --quiet -e ".[mutation]"
 export HYPOTHESIS_PROFILE=mutation
+# Every mutant runs in a fresh process: JAX's persistent compilation cache lets it reuse the
+# executables of every function the mutant did not change (about 3x faster per mutant).
+export JAX_COMPILATION_CACHE_DIR="${JAX_COMPILATION_CACHE_DIR:-$PWD/mutants/.jax-cache}"
+export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=-1
 if [ "${1:-}" = report ]; then
     exec .venv/bin/python scripts/mutation_report.py
 fi
