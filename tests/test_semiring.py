@@ -444,6 +444,42 @@ def test_jit_with_traced_edges_and_vmap_over_costs(tau):
         )
 
 
+def test_traced_tau_agrees_with_the_concrete_call_including_zero():
+    """A ``tau`` traced by ``jit``/``vmap``/``grad`` selects the semiring at run time: the
+    min-plus field (Eq. (11)) at ``tau == 0``, as the concrete call, not "no walk anywhere";
+    per-hop fields, claim chains and gradients likewise (finite, not NaN)."""
+    head, tail, cost, src = _small()
+    taus = np.array([0.0, 0.6, 2.0])
+
+    def field(t, **kw):
+        return g.energy_field(head, tail, cost, src, n_nodes=8, max_hops=3, tau=t, **kw)
+
+    def per_hop(t):
+        return g.hop_energy_fields(head, tail, cost, src, n_nodes=8, max_hops=3, tau=t)
+
+    for fn in (field, per_hop):
+        eager = [fn(float(t)) for t in taus]
+        assert np.isfinite(np.asarray(eager[0])).any()
+        for t, want in zip(taus, eager):
+            assert_energies_equal(jax.jit(fn)(t), want)
+        for got, want in zip(jax.vmap(fn)(taus), eager):
+            assert_energies_equal(got, want)
+    prior = np.log(np.full(30, 0.5))
+    d0 = jax.grad(lambda t: jnp.sum(jnp.where(jnp.isfinite(f := field(t, log_step_prior=prior)),
+                                              f, 0.0)))(0.0)  # fmt: skip
+    assert np.isfinite(float(d0))
+    rng = np.random.default_rng(0)
+    graph = g.TypedGraph.from_triples([("a", "r", "b"), ("b", "r", "c"), ("a", "r", "c")])
+    emb, psi = rng.normal(size=(3, 2)), rng.normal(size=(3, 2))
+    tmap = g.Translation(jnp.asarray(rng.normal(size=(1, 2))))
+
+    def chain(t):
+        return g.chain_energy(graph, emb, tmap, psi, np.array([0, 0]), tau=t)
+
+    for t in taus:
+        assert_energies_equal(jax.jit(chain)(t)[None], chain(float(t))[None])
+
+
 def test_gradient_in_tau_is_finite_and_matches_finite_difference():
     head, tail, cost, src = _small()
 

@@ -25,7 +25,9 @@ _FIELD_ARGS = r"""
         n_nodes: number of nodes.
         max_hops: ``K >= 1``, the longest walk (:func:`energy_field` also takes ``None`` at
             ``tau == 0``: walks of any length, non-negative costs).
-        tau: temperature :math:`\tau \ge 0`; ``tau == 0`` (concrete) is the min-plus limit.
+        tau: temperature :math:`\tau \ge 0`; ``tau == 0`` is the min-plus limit, also when
+            ``tau`` is traced (``jit``/``vmap``/``grad`` over it: the semiring is then chosen
+            at run time, and a ``tau`` batch mixing 0 and positive values runs both).
         log_step_prior: optional ``[n_edges]`` (or ``[S, n_edges]``) step log-weights
             :math:`\log\omega(e)` of a factorised path prior (``-inf`` removes an edge);
             ``None`` is the counting prior :math:`\omega \equiv 1`.
