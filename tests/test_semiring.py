@@ -383,6 +383,27 @@ def test_top_paths_are_the_k_best_enumerated_walks(gr, k, tau, n_best, seed):
         assert tp.weight.sum() <= 1 + 1e-9
 
 
+@pytest.mark.parametrize("x64", [True, False])
+def test_top_paths_weights_are_probabilities_at_small_tau_or_refused(x64):
+    """``nu*`` weights stay in [0, 1] with sum <= 1 down to small ``tau`` whatever JAX's
+    precision (they were above 1, then infinite, from a float32 partition function), and a
+    ``tau`` too small for float64 is a clear error rather than a wrong weight."""
+    h, t = np.array([0, 1, 0, 2]), np.array([1, 2, 2, 2])
+    cost = np.array([1.0, 1.0, 2.5, 0.3])
+    with jax.enable_x64(x64):
+        for tau in (1.0, 1e-1, 1e-2, 1e-3, 1e-4):
+            tp = g.top_paths(h, t, cost, 0, 2, n_nodes=3, max_hops=3, k=10, tau=tau)
+            assert np.all(np.isfinite(tp.weight)) and np.all(tp.weight >= 0)
+            assert tp.weight.sum() <= 1 + 1e-12 and tp.weight.max() <= 1
+            # the two best walks cost 2.0 and 2.3 (0->1->2, 0->1->2->2): log-ratio 0.3 / tau
+            if tp.weight[1] > 0:
+                log_ratio = np.log(tp.weight[0]) - np.log(tp.weight[1])
+                np.testing.assert_allclose(log_ratio, 0.3 / tau, rtol=1e-9)
+        for tau in (1e-8, 1e-12):
+            with pytest.raises(FloatingPointError, match="too small for float64"):
+                g.top_paths(h, t, cost, 0, 2, n_nodes=3, max_hops=3, k=10, tau=tau)
+
+
 # ------------------------------------------------------------------- reachability (BFS)
 @oracle
 @given(weighted_digraphs(), st.one_of(st.none(), st.integers(1, 4)), sources_of)
