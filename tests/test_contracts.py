@@ -458,3 +458,35 @@ def test_eq15_monte_carlo_integer_mask_reaches_the_rule_as_a_mask():
     keep_ends = lambda world, rng: np.array([1, 0, 1])  # noqa: E731
     assert worlds.coverage_monte_carlo(w, path, keep_ends, 1, 0, rule) == (1.0, 1.0)
     assert seen == [[("a", "r", "b"), ("c", "r", "d")]]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_eq13_large_tau_stays_within_its_bounds_in_either_precision(dtype):
+    """At large ``tau`` Eq. (13) tends to the prior mean of the energies; the log-sum-exp form
+    lost every digit there (float32: 1.502, then -0.0, for bounds [1, 1.5])."""
+    import jax
+
+    e = np.asarray([1.0, 2.0], dtype)
+    lw = np.log(np.asarray([0.5, 0.5], dtype))
+    for tau in (1e3, 1e5, 1e8, 1e12, 1e30):
+        agg = float(g.aggregate_paths(e, lw, tau))
+        lo, hi = (float(v) for v in g.aggregation_bounds(e, lw, tau))
+        assert lo <= agg <= hi
+        # E_w exp(-e/tau) = exp(-1.5/tau) cosh(0.5/tau), and cosh(y) - 1 = 2 sinh(y/2)^2
+        want = 1.5 - tau * np.log1p(2 * np.sinh(0.25 / tau) ** 2)
+        np.testing.assert_allclose(agg, want, rtol=2 * np.finfo(dtype).eps)
+        nu = np.asarray(jax.grad(lambda x, t=tau: g.aggregate_paths(x, lw, t))(e))
+        np.testing.assert_allclose(nu, np.exp(np.asarray(g.path_posterior(e, lw, tau))),
+                                   rtol=8 * np.finfo(dtype).eps)  # fmt: skip
+
+
+def test_eq7_huge_lam_times_energy_does_not_empty_the_posterior_in_float32():
+    """``lam * E`` above the float32 range used to make every numerator 0 ("Z_R = 0"); the
+    posterior is all on the least energy (Eq. (7) is invariant to a shift of E)."""
+    lp = np.log(np.asarray([0.25, 0.75], np.float32))
+    for e in ([1e30, 2e30], [3.0, 1e30], [np.inf, 5e37]):
+        lpost = np.asarray(g.gibbs_log_posterior(lp, np.asarray(e, np.float32), 1e10))
+        want = np.where(np.asarray(e) == min(e), 0.0, -np.inf)
+        np.testing.assert_array_equal(lpost, want)
+    with pytest.raises(ValueError, match="Z_R"):
+        g.gibbs_log_posterior(lp, np.asarray([np.inf, np.inf], np.float32), 1.0)
