@@ -223,14 +223,28 @@ def slack_energy(energy: ArrayLike, kappa: ArrayLike) -> jax.Array:
     """
     e = check_energy(energy, min_ndim=0)
     kappa = check_nonnegative_scalar(kappa, "kappa", allow_inf=True, strict=True)
-    return jnp.minimum(e, kappa)  # Eq. (19)
+    return jnp.minimum(e, _broadcastable(kappa, e, "kappa"))  # Eq. (19)
+
+
+def _broadcastable(param: jax.Array, e: jax.Array, name: str) -> jax.Array:
+    """A per-candidate parameter must broadcast to the energies without enlarging them."""
+    try:
+        fits = jnp.broadcast_shapes(param.shape, e.shape) == e.shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"{name} must be a scalar or broadcast to the energies' shape {e.shape}, got "
+            f"shape {param.shape}"
+        )
+    return param
 
 
 def support_region(energy: ArrayLike, eps: ArrayLike) -> jax.Array:
     r"""Membership in the support region :math:`C_R(q;\epsilon)` of Def. 3, Eq. (12):
     :math:`E_R(\rho) \le \epsilon`. Nested in ``eps`` (Prop. 1(1))."""
     e = check_energy(energy, min_ndim=0)
-    return e <= jnp.asarray(eps)  # Eq. (12)
+    return e <= _broadcastable(as_float_array(eps, "eps"), e, "eps")  # Eq. (12)
 
 
 def _region_distances(x0: jax.Array, xs: jax.Array, distance: Callable) -> jax.Array:

@@ -121,7 +121,7 @@ def gibbs_log_posterior(log_prior: ArrayLike, energy: ArrayLike, lam: ArrayLike)
 def hard_feasible(energy: ArrayLike, eps: ArrayLike) -> jax.Array:
     r"""Hard feasible set indicator :math:`F_R(q;\epsilon) = \{\rho : E_R(\rho) \le \epsilon\}`, Eq. (5)."""
     energy = check_energy(energy)
-    eps = check_batch_parameter(jnp.asarray(eps), energy.shape[:-1], "eps")
+    eps = check_batch_parameter(as_float_array(eps, "eps"), energy.shape[:-1], "eps")
     return energy <= jnp.expand_dims(eps, -1)  # Eq. (5)
 
 
@@ -150,7 +150,7 @@ def hard_log_posterior(log_prior: ArrayLike, energy: ArrayLike, eps: ArrayLike) 
         [0.4, 0.6, 0.0]
     """
     log_prior, energy = _prior_and_energy(log_prior, energy)
-    eps = jnp.asarray(eps)
+    eps = as_float_array(eps, "eps")
     if is_concrete(eps) and bool(jnp.any(jnp.isnan(eps))):
         raise ValueError("eps contains NaN")
     logits = jnp.where(hard_feasible(energy, eps), log_prior, -jnp.inf)  # Eq. (6) numerator

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import jax
 import networkx as nx
 import numpy as np
 import pytest
@@ -156,6 +157,11 @@ def test_fallback_policies_and_bad_input():
     for kw in ({"lam": -1.0}, {"prior_temperature": 0.0}, {"slack": np.inf}, {"hop_cost": np.nan}):
         with pytest.raises(ValueError, match="SoftPCR: invalid"):
             SoftPCR(index, **kw)
+    for kw in ({"lam": "10"}, {"tau": None}, {"lam": True}):
+        with pytest.raises(TypeError, match=f"SoftPCR: {next(iter(kw))} must be a number"):
+            SoftPCR(index, **kw)
+    with jax.enable_x64(False), pytest.raises(ValueError, match="lam=1e.300 overflows float32"):
+        SoftPCR(index, lam=1e300)  # accepted before, then failed at the first query
     with pytest.raises(ValueError, match="no nodes"):
         TypedGraph.from_edges([], [], texts=[])
     with pytest.raises(ValueError, match="unknown node"):
