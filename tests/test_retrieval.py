@@ -33,6 +33,7 @@ from grounding.retrieval import (
     recall_at_k,
     relevance_at_k,
     structural_consistency,
+    summarize_retrieval,
 )
 from grounding.semiring import hop_distances
 
@@ -314,6 +315,13 @@ def test_evaluate_and_evidence_state_on_a_tiny_graph():
     ev = res.evidence
     assert sorted(ev.graph.triples()) == [("a", "related_to", "b"), ("b", "related_to", "c")]
     assert ev.provenance["retriever"] == "pcr" and ev.provenance["nodes"] == ("c",)
+    summary = summarize_retrieval(rows)
+    assert summary["retriever"] == "pcr" and summary["n_queries"] == 2
+    assert summary["n_fallback"] == 1 and summary["consistency"] == 0.5
+    assert summary["relevance@10"] == np.mean([r["relevance@10"] for r in rows])
+    assert "graph=" not in repr(res) and "index=array([2])" in repr(res)  # not the whole graph
+    with pytest.raises(ValueError, match="no rows"):
+        summarize_retrieval([])
 
 
 def test_tied_scores_break_by_node_index_everywhere():
