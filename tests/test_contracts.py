@@ -303,9 +303,34 @@ def test_axiom8_decide_needs_one_candidate_set():
 def test_eq10_path_energy_batches_and_needs_a_term_axis():
     ent, rel = np.array([[0.5, 0.25], [1.0, 0.0]]), np.array([[1.0, 2.0], [0.5, 0.5]])
     np.testing.assert_allclose(np.asarray(g.path_energy(ent, rel, 0.5)), [2.25, 1.5])
-    for bad in ((0.5, [1.0]), ([0.5], 1.0)):
-        with pytest.raises(ValueError):
+    for bad, name in (((0.5, [1.0]), "entity_costs"), (([0.5], 1.0), "relation_residuals")):
+        with pytest.raises(ValueError, match=f"^{name} must have at least 1 dimension"):
             g.path_energy(*bad, 0.5)
+
+
+def test_eqs28_29_objectives_term_by_term():
+    """Eq. (29): d^2/2 + lam E + mu Omega; Eq. (28): L + lam E + beta dist^2 + mu Omega, each
+    at values where every term differs from its neighbours (d = 3: d^2 != d^3 != 2d)."""
+    assert float(g.revision_objective(3.0, 2.0, 4.0, 0.5, 0.25)) == 4.5 + 1.0 + 1.0
+    assert float(g.revision_objective(3.0, np.inf, 4.0, 0.0, 0.25)) == np.inf  # lam * inf
+    assert float(g.unified_objective(1.0, 2.0, 3.0, 4.0, 0.5, 0.25, 0.125)) == 1 + 1 + 2.25 + 0.5
+
+
+def test_def3_support_region_boundary_scalars_and_projection_under_jit():
+    """E = eps is inside C_R(q; eps) (Eq. (12) uses <=); a scalar energy is a one-candidate
+    region; under jit a non-empty region projects as eagerly (the emptiness check is eager)."""
+    import jax
+
+    assert bool(g.support_region(1.0, 1.0)) and not bool(g.support_region(1.0 + 1e-12, 1.0))
+    np.testing.assert_array_equal(np.asarray(g.support_region([0.5, 1.0, 2.0], 1.0)), [1, 1, 0])
+    xs, energy = np.array([[0.0], [2.0], [5.0]]), np.array([3.0, 0.5, 0.2])
+
+    def dist(a, b):
+        return jax.numpy.abs(a - b).sum()
+
+    eager = g.projection(np.array([0.0]), xs, energy, 1.0, dist)
+    jitted = jax.jit(lambda x0: g.projection(x0, xs, energy, 1.0, dist))(np.array([0.0]))
+    assert int(eager[0]) == int(jitted[0]) == 1 and float(eager[1]) == float(jitted[1]) == 4.0
 
 
 # ----------------------------------------------------------------------------- worlds
