@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import io
 import json
 import math
 import os
-from collections.abc import Iterable, Sequence
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +33,7 @@ from grounding.io import atomic_write_bytes  # noqa: E402
 
 __all__ = [
     "parse_args",
-    "setup",
+    "float64",
     "atomic_write_bytes",
     "atomic_write_text",
     "write_json",
@@ -41,22 +44,67 @@ __all__ = [
 ]
 
 
-def parse_args(argv: Sequence[str] | None, description: str) -> argparse.Namespace:
-    """``--quick`` (default) / ``--full`` and ``--out DIR`` (default ``results/``)."""
-    parser = argparse.ArgumentParser(description=description)
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--quick", dest="full", action="store_false", help="small run (default)")
-    mode.add_argument("--full", dest="full", action="store_true", help="full-size run")
-    parser.add_argument("--out", type=Path, default=Path("results"), help="output directory")
-    parser.set_defaults(full=False)
-    args = parser.parse_args(list(argv) if argv is not None else None)
-    args.out.mkdir(parents=True, exist_ok=True)
+class _Defaults(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows an option's default unless it is a flag's ``True``/``False`` or ``None``."""
+
+    def _get_help_string(self, action):
+        if action.default is None or isinstance(action.default, bool):
+            return action.help
+        return super()._get_help_string(action)
+
+
+def parser(description: str, prog: str) -> argparse.ArgumentParser:
+    """The common options: ``--quick`` (default) / ``--full`` and ``--out DIR``."""
+    ap = argparse.ArgumentParser(
+        prog=prog,
+        description=description.replace("``", ""),
+        formatter_class=_Defaults,
+    )
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--quick", dest="full", action="store_false", help="small run (the default)")
+    mode.add_argument("--full", dest="full", action="store_true", help="full-size run (slow)")
+    ap.add_argument("--out", type=Path, default=Path("results"), help="output directory")
+    ap.set_defaults(full=False)
+    return ap
+
+
+def checked_out_dir(ap: argparse.ArgumentParser, out: Path) -> Path:
+    """Create ``out`` and check that files can be written there, before any computation
+    (an unwritable directory is an argument error, not a traceback after the whole run)."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as e:
+        ap.error(f"--out {out}: cannot write there ({e.strerror or e})")
+    return out
+
+
+def parse_args(
+    argv: Sequence[str] | None, description: str, prog: str | None = None
+) -> argparse.Namespace:
+    """Parse the common options of an experiment (``prog``: its command line, by default
+    ``python -m experiments.<module>`` of the caller) and check ``--out``."""
+    if prog is None:  # the caller's module name, also when it runs as __main__ (-m)
+        caller = sys._getframe(1).f_globals
+        spec = caller.get("__spec__")
+        prog = f"python -m {spec.name if spec else caller.get('__name__', 'experiments')}"
+    ap = parser(description, prog)
+    args = ap.parse_args(list(argv) if argv is not None else None)
+    checked_out_dir(ap, args.out)
     return args
 
 
-def setup() -> None:
-    """float64 for the theorem checks (measured values are compared with bounds to ~1e-12)."""
-    jax.config.update("jax_enable_x64", True)
+def float64(main: Callable) -> Callable:
+    """Run ``main`` with 64-bit JAX arrays (measured values are compared with bounds to
+    ~1e-12), scoped to the call: the caller's own ``jax_enable_x64`` setting is untouched."""
+
+    @functools.wraps(main)
+    def wrapped(*args, **kwargs):
+        with jax.enable_x64(True):
+            return main(*args, **kwargs)
+
+    return wrapped
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import networkx as nx
 import numpy as np
 
-from experiments._io import parse_args, plt, save_figure, setup, write_csv, write_json
+from experiments._io import float64, parse_args, plt, save_figure, write_csv, write_json
 from grounding import gibbs_log_posterior, hard_feasible, hard_log_posterior
 from grounding.datasets import lou_seal_evidence
 from grounding.decision import decide
@@ -339,9 +339,9 @@ def plot(res: dict):
     return fig
 
 
+@float64
 def main(argv: Sequence[str] | None = None) -> list[Path]:
     args = parse_args(argv, __doc__.splitlines()[0])
-    setup()
     res = run(args.full)
     out = args.out
     rows = []

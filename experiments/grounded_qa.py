@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from experiments._io import parse_args, plt, save_figure, setup, write_csv, write_json
+from experiments._io import float64, parse_args, plt, save_figure, write_csv, write_json
 from grounding import EvidenceStatus, gibbs_log_posterior
 from grounding.datasets import kgqa_benchmark
 from grounding.learn import OneVsAllConfig, train_one_vs_all
@@ -358,9 +358,9 @@ def figure(reports: list[dict], out: Path, quick: bool) -> Path:
     return save_figure(fig, out / "grounded_qa.png")
 
 
+@float64
 def main(argv: Sequence[str] | None = None) -> list[Path]:
     args = parse_args(argv, __doc__.splitlines()[0])
-    setup()
     lines: list[str] = []
 
     def log(s: str) -> None:

@@ -46,7 +46,7 @@ import numpy as np
 import optax
 
 from experiments import _kg_problem as kp
-from experiments._io import parse_args, plt, progress, save_figure, setup, write_csv, write_json
+from experiments._io import float64, parse_args, plt, progress, save_figure, write_csv, write_json
 from grounding import (
     constraint_tradeoff,
     gibbs_log_posterior,
@@ -503,9 +503,9 @@ def run(full: bool = False) -> dict:
     }
 
 
+@float64
 def main(argv: Sequence[str] | None = None) -> list[Path]:
     args = parse_args(argv, __doc__.splitlines()[0])
-    setup()
     res = run(args.full)
     first = res["datasets"]["umls"]
     png = _figure(first, args.out / f"{NAME}.png")

@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments._io import parse_args, plt, save_figure, setup, write_csv, write_json
+from experiments._io import float64, parse_args, plt, save_figure, write_csv, write_json
 from grounding import constraint_tradeoff, gibbs_log_posterior
 from grounding.datasets import lou_seal_evidence
 from grounding.examples import lou_seal_example
@@ -171,9 +171,9 @@ def plot(res: dict):
     return fig
 
 
+@float64
 def main(argv: Sequence[str] | None = None) -> list[Path]:
     args = parse_args(argv, __doc__.splitlines()[0])
-    setup()
     res = run(args.full)
     out = args.out
     lou = res["lou_seal"]

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from experiments._io import parse_args, plt, progress, save_figure, setup, write_csv, write_json
+from experiments._io import float64, parse_args, plt, progress, save_figure, write_csv, write_json
 from grounding.datasets import generate_pathrag6, kg_retrieval_benchmark, load_pathrag6
 from grounding.retrieval import (
     PCR,
@@ -262,9 +262,9 @@ def _figure(res: dict, path: Path) -> Path:
     return save_figure(fig, path)
 
 
+@float64
 def main(argv: Sequence[str] | None = None) -> list[Path]:
     args = parse_args(argv, __doc__.splitlines()[0])
-    setup()
     res = run(args.full)
     png = _figure(res, args.out / f"{NAME}.png")
     rows = []

@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments._io import parse_args, plt, progress, save_figure, setup, write_csv, write_json
+from experiments._io import float64, parse_args, plt, progress, save_figure, write_csv, write_json
 from grounding import (
     gibbs_log_posterior,
     log_ratio_bound,
@@ -243,9 +243,9 @@ def plot(res: dict):
     return fig
 
 
+@float64
 def main(argv: Sequence[str] | None = None) -> list[Path]:
     args = parse_args(argv, __doc__.splitlines()[0])
-    setup()
     res = run(args.full)
     out = args.out
     summary = {k: v for k, v in res.items() if k not in ("data", "lam_omega", "curve", "columns")}

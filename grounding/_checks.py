@@ -49,8 +49,10 @@ def as_float_array(x: ArrayLike, name: str, *, min_ndim: int = 0) -> jax.Array:
         raise TypeError(f"{name} must be an array of numbers, got {type(x).__name__}")
     try:
         arr = jnp.asarray(x)
-    except TypeError as exc:  # e.g. ragged lists, objects
+    except TypeError as exc:  # e.g. objects, strings inside a list
         raise TypeError(f"{name} must be an array of numbers: {exc}") from None
+    except ValueError:  # ragged nested lists
+        raise ValueError(f"{name} must be a rectangular array (a ragged nested list?)") from None
     if arr.dtype == jnp.bool_ or not (
         jnp.issubdtype(arr.dtype, jnp.floating) or jnp.issubdtype(arr.dtype, jnp.integer)
     ):

@@ -74,7 +74,8 @@ def scaled_energy(lam: ArrayLike, energy: ArrayLike) -> jax.Array:
 
 
 def safe_norm(x: ArrayLike, axis: int = -1, ord: int | float = 2) -> jax.Array:
-    """``p``-norm with a zero (sub)gradient at the origin instead of ``nan``.
+    """``p``-norm with a zero (sub)gradient at the origin instead of ``nan``; a NaN entry
+    gives a NaN norm (never a silent 0).
 
     Only ``ord`` in ``{1, 2}`` is supported.
     """
@@ -84,8 +85,8 @@ def safe_norm(x: ArrayLike, axis: int = -1, ord: int | float = 2) -> jax.Array:
     if ord != 2:
         raise ValueError(f"safe_norm supports ord in {{1, 2}}, got ord={ord!r}")
     sq = jnp.sum(x * x, axis=axis)
-    nonzero = sq > 0
-    return jnp.where(nonzero, jnp.sqrt(jnp.where(nonzero, sq, 1.0)), 0.0)
+    zero = sq == 0  # NaN is not zero: it propagates
+    return jnp.where(zero, 0.0, jnp.sqrt(jnp.where(zero, 1.0, sq)))
 
 
 def xlogy(x: ArrayLike, log_y: ArrayLike) -> jax.Array:

@@ -4,7 +4,6 @@ Prop. 9), calibration, and abstention-consistent decisions (Axiom 8)."""
 from __future__ import annotations
 
 import dataclasses
-import enum
 
 import jax
 import jax.numpy as jnp
@@ -12,7 +11,7 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from grounding._checks import check_energy, check_nonnegative_scalar
-from grounding.evidence import EvidenceState, EvidenceStatus
+from grounding.evidence import EvidenceState, EvidenceStatus, NamedIntEnum
 from grounding.graph import Triple
 
 __all__ = [
@@ -27,8 +26,8 @@ __all__ = [
 ]
 
 
-class Action(enum.IntEnum):
-    """The action space of Sec. 4."""
+class Action(NamedIntEnum):
+    """The action space of Sec. 4 (``str`` gives the name, ``int`` the code)."""
 
     ANSWER = 0
     ABSTAIN = 1

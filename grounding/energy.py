@@ -125,11 +125,23 @@ def aggregate_paths(
         >>> round(float(aggregate_paths(jnp.array([1.0, 1.0]), jnp.log(jnp.array([0.5, 0.5])), 0.3)), 6)
         1.0
     """
-    positive, safe_tau, logits, e_pos = _tempered(*_check_paths(path_energies, log_path_prior, tau))
-    lse = logsumexp(logits, axis=-1)  # Eq. (13)
-    finite = jnp.isfinite(lse)
-    soft = jnp.where(finite, -safe_tau[..., 0] * jnp.where(finite, lse, 0.0), jnp.inf)
+    e, lw, tau = _check_paths(path_energies, log_path_prior, tau)
+    positive, safe_tau, _, e_pos = _tempered(e, lw, tau)
     hard = jnp.min(e_pos, axis=-1)  # tau -> 0 limit: Eq. (11)
+    finite = jnp.isfinite(hard)
+    m = jnp.where(finite, hard, 0.0)[..., None]
+    # Eq. (13) measured from the least energy m: E = m - tau log sum_g w_g exp(-(e_g - m)/tau).
+    # With s = sum_g w_g expm1(-(e_g - m)/tau) in [-1, 0] the log is log1p(s), exact where s is
+    # small (large tau: the log-sum-exp form loses all digits there, and float32 left the
+    # documented bounds); the log-sum-exp form where s < -1/2 (the log is below log 1/2).
+    reach = jnp.isfinite(e_pos)
+    x = jnp.where(reach, (jnp.where(reach, e_pos, m) - m) / safe_tau, jnp.inf)  # NaN-free grads
+    s = jnp.sum(jnp.exp(lw) * jnp.expm1(-x), axis=-1)
+    near = s > -0.5
+    log_sum = jnp.where(
+        near, jnp.log1p(jnp.where(near, s, 0.0)), logsumexp(lw - x, axis=-1)
+    )  # fmt: skip
+    soft = jnp.where(finite, m[..., 0] - safe_tau[..., 0] * log_sum, jnp.inf)
     return jnp.where(positive[..., 0], soft, hard)
 
 
@@ -211,14 +223,28 @@ def slack_energy(energy: ArrayLike, kappa: ArrayLike) -> jax.Array:
     """
     e = check_energy(energy, min_ndim=0)
     kappa = check_nonnegative_scalar(kappa, "kappa", allow_inf=True, strict=True)
-    return jnp.minimum(e, kappa)  # Eq. (19)
+    return jnp.minimum(e, _broadcastable(kappa, e, "kappa"))  # Eq. (19)
+
+
+def _broadcastable(param: jax.Array, e: jax.Array, name: str) -> jax.Array:
+    """A per-candidate parameter must broadcast to the energies without enlarging them."""
+    try:
+        fits = jnp.broadcast_shapes(param.shape, e.shape) == e.shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"{name} must be a scalar or broadcast to the energies' shape {e.shape}, got "
+            f"shape {param.shape}"
+        )
+    return param
 
 
 def support_region(energy: ArrayLike, eps: ArrayLike) -> jax.Array:
     r"""Membership in the support region :math:`C_R(q;\epsilon)` of Def. 3, Eq. (12):
     :math:`E_R(\rho) \le \epsilon`. Nested in ``eps`` (Prop. 1(1))."""
     e = check_energy(energy, min_ndim=0)
-    return e <= jnp.asarray(eps)  # Eq. (12)
+    return e <= _broadcastable(as_float_array(eps, "eps"), e, "eps")  # Eq. (12)
 
 
 def _region_distances(x0: jax.Array, xs: jax.Array, distance: Callable) -> jax.Array:

@@ -21,8 +21,18 @@ from grounding.graph import Triple, TypedGraph
 __all__ = ["EvidenceState", "EvidenceStatus"]
 
 
-class EvidenceStatus(enum.IntEnum):
-    """The four evidence statuses of Sec. 3.3."""
+class NamedIntEnum(enum.IntEnum):
+    """An ``IntEnum`` (the codes live in JAX arrays) that prints as its name."""
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __format__(self, spec: str) -> str:
+        return format(self.name, spec)
+
+
+class EvidenceStatus(NamedIntEnum):
+    """The four evidence statuses of Sec. 3.3 (``str`` gives the name, ``int`` the code)."""
 
     SUPPORTED = 0
     CONTRADICTED = 1

@@ -31,6 +31,11 @@ def _index(names: Sequence[str]) -> dict[str, int]:
     return {n: i for i, n in enumerate(names)}
 
 
+def _bad_name(name: str) -> bool:
+    """Names that a TSV file cannot carry: empty, padded, or holding a tab or line break."""
+    return not name or name != name.strip() or any(c in name for c in "\t\n\r")
+
+
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class TypedGraph:
@@ -82,6 +87,14 @@ class TypedGraph:
                     f"{name} indices must lie in [0, {bound}), got [{a.min()}, {a.max()}]"
                 )
         check_reliability(self.reliability, "reliability")
+        for kind, names in (("entity", self.entities), ("relation", self.relations)):
+            for i, name in enumerate(names):
+                if not isinstance(name, str) or _bad_name(name):
+                    raise ValueError(
+                        f"{kind} name {i} ({name!r}) must be a non-empty string without a tab, "
+                        "a line break or leading/trailing whitespace (it must round-trip through "
+                        "a TSV file)"
+                    )
         if len(set(self.entities)) != len(self.entities):
             raise ValueError("entities contains duplicate names")
         if len(set(self.relations)) != len(self.relations):

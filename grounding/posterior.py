@@ -103,7 +103,13 @@ def gibbs_log_posterior(log_prior: ArrayLike, energy: ArrayLike, lam: ArrayLike)
     """
     log_prior, energy = _prior_and_energy(log_prior, energy)
     lam = _strength(lam, log_prior.shape[:-1])
-    logits = log_prior - scaled_energy(jnp.expand_dims(lam, -1), energy)  # numerator of Eq. (7)
+    # Eq. (7) is invariant to a shift of the energies: measured from the least energy of the
+    # prior's support, lam * E cannot overflow where the posterior has mass (float32: lam * E
+    # > 3.4e38 made every numerator 0 although the posterior is all on the minimum).
+    support = (log_prior > -jnp.inf) & jnp.isfinite(energy)
+    least = jnp.min(jnp.where(support, energy, jnp.inf), axis=-1, keepdims=True)
+    shift = jax.lax.stop_gradient(jnp.where(jnp.isfinite(least), least, 0.0))
+    logits = log_prior - scaled_energy(jnp.expand_dims(lam, -1), energy - shift)  # Eq. (7)
     if is_concrete(logits) and (np.asarray(logits) == -np.inf).all(axis=-1).any():
         raise ValueError(
             "gibbs_log_posterior: Z_R(lambda) = 0 (no candidate has positive prior mass and "
@@ -115,7 +121,7 @@ def gibbs_log_posterior(log_prior: ArrayLike, energy: ArrayLike, lam: ArrayLike)
 def hard_feasible(energy: ArrayLike, eps: ArrayLike) -> jax.Array:
     r"""Hard feasible set indicator :math:`F_R(q;\epsilon) = \{\rho : E_R(\rho) \le \epsilon\}`, Eq. (5)."""
     energy = check_energy(energy)
-    eps = check_batch_parameter(jnp.asarray(eps), energy.shape[:-1], "eps")
+    eps = check_batch_parameter(as_float_array(eps, "eps"), energy.shape[:-1], "eps")
     return energy <= jnp.expand_dims(eps, -1)  # Eq. (5)
 
 
@@ -144,7 +150,7 @@ def hard_log_posterior(log_prior: ArrayLike, energy: ArrayLike, eps: ArrayLike) 
         [0.4, 0.6, 0.0]
     """
     log_prior, energy = _prior_and_energy(log_prior, energy)
-    eps = jnp.asarray(eps)
+    eps = as_float_array(eps, "eps")
     if is_concrete(eps) and bool(jnp.any(jnp.isnan(eps))):
         raise ValueError("eps contains NaN")
     logits = jnp.where(hard_feasible(energy, eps), log_prior, -jnp.inf)  # Eq. (6) numerator

@@ -155,3 +155,14 @@ def test_parameter_renames_keep_positional_calls():
     e, lw = jnp.array([1.0, 2.0]), jnp.log(jnp.array([0.5, 0.5]))
     assert float(grounding.aggregate_paths(e, lw, 0.0)) == 1.0
     assert float(grounding.revision_objective(1.0, 2.0, 3.0, 1.0, 1.0)) == 0.5 + 2.0 + 3.0
+
+
+def test_enums_print_their_names_and_stay_integers():
+    """``Action``/``EvidenceStatus`` print as names (they printed as ``0``) and remain the
+    integer codes stored in JAX arrays."""
+    from grounding import Action, EvidenceStatus
+
+    assert str(Action.ANSWER) == "ANSWER" and f"{Action.RETRIEVE:>9}" == " RETRIEVE"
+    assert str(EvidenceStatus.UNSUPPORTED) == "UNSUPPORTED"
+    assert int(Action.VERIFY) == 3 and Action(2) is Action.RETRIEVE
+    assert int(jnp.asarray(EvidenceStatus.CONTRADICTED)) == 1

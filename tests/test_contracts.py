@@ -303,9 +303,34 @@ def test_axiom8_decide_needs_one_candidate_set():
 def test_eq10_path_energy_batches_and_needs_a_term_axis():
     ent, rel = np.array([[0.5, 0.25], [1.0, 0.0]]), np.array([[1.0, 2.0], [0.5, 0.5]])
     np.testing.assert_allclose(np.asarray(g.path_energy(ent, rel, 0.5)), [2.25, 1.5])
-    for bad in ((0.5, [1.0]), ([0.5], 1.0)):
-        with pytest.raises(ValueError):
+    for bad, name in (((0.5, [1.0]), "entity_costs"), (([0.5], 1.0), "relation_residuals")):
+        with pytest.raises(ValueError, match=f"^{name} must have at least 1 dimension"):
             g.path_energy(*bad, 0.5)
+
+
+def test_eqs28_29_objectives_term_by_term():
+    """Eq. (29): d^2/2 + lam E + mu Omega; Eq. (28): L + lam E + beta dist^2 + mu Omega, each
+    at values where every term differs from its neighbours (d = 3: d^2 != d^3 != 2d)."""
+    assert float(g.revision_objective(3.0, 2.0, 4.0, 0.5, 0.25)) == 4.5 + 1.0 + 1.0
+    assert float(g.revision_objective(3.0, np.inf, 4.0, 0.0, 0.25)) == np.inf  # lam * inf
+    assert float(g.unified_objective(1.0, 2.0, 3.0, 4.0, 0.5, 0.25, 0.125)) == 1 + 1 + 2.25 + 0.5
+
+
+def test_def3_support_region_boundary_scalars_and_projection_under_jit():
+    """E = eps is inside C_R(q; eps) (Eq. (12) uses <=); a scalar energy is a one-candidate
+    region; under jit a non-empty region projects as eagerly (the emptiness check is eager)."""
+    import jax
+
+    assert bool(g.support_region(1.0, 1.0)) and not bool(g.support_region(1.0 + 1e-12, 1.0))
+    np.testing.assert_array_equal(np.asarray(g.support_region([0.5, 1.0, 2.0], 1.0)), [1, 1, 0])
+    xs, energy = np.array([[0.0], [2.0], [5.0]]), np.array([3.0, 0.5, 0.2])
+
+    def dist(a, b):
+        return jax.numpy.abs(a - b).sum()
+
+    eager = g.projection(np.array([0.0]), xs, energy, 1.0, dist)
+    jitted = jax.jit(lambda x0: g.projection(x0, xs, energy, 1.0, dist))(np.array([0.0]))
+    assert int(eager[0]) == int(jitted[0]) == 1 and float(eager[1]) == float(jitted[1]) == 4.0
 
 
 # ----------------------------------------------------------------------------- worlds
@@ -458,3 +483,35 @@ def test_eq15_monte_carlo_integer_mask_reaches_the_rule_as_a_mask():
     keep_ends = lambda world, rng: np.array([1, 0, 1])  # noqa: E731
     assert worlds.coverage_monte_carlo(w, path, keep_ends, 1, 0, rule) == (1.0, 1.0)
     assert seen == [[("a", "r", "b"), ("c", "r", "d")]]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_eq13_large_tau_stays_within_its_bounds_in_either_precision(dtype):
+    """At large ``tau`` Eq. (13) tends to the prior mean of the energies; the log-sum-exp form
+    lost every digit there (float32: 1.502, then -0.0, for bounds [1, 1.5])."""
+    import jax
+
+    e = np.asarray([1.0, 2.0], dtype)
+    lw = np.log(np.asarray([0.5, 0.5], dtype))
+    for tau in (1e3, 1e5, 1e8, 1e12, 1e30):
+        agg = float(g.aggregate_paths(e, lw, tau))
+        lo, hi = (float(v) for v in g.aggregation_bounds(e, lw, tau))
+        assert lo <= agg <= hi
+        # E_w exp(-e/tau) = exp(-1.5/tau) cosh(0.5/tau), and cosh(y) - 1 = 2 sinh(y/2)^2
+        want = 1.5 - tau * np.log1p(2 * np.sinh(0.25 / tau) ** 2)
+        np.testing.assert_allclose(agg, want, rtol=2 * np.finfo(dtype).eps)
+        nu = np.asarray(jax.grad(lambda x, t=tau: g.aggregate_paths(x, lw, t))(e))
+        np.testing.assert_allclose(nu, np.exp(np.asarray(g.path_posterior(e, lw, tau))),
+                                   rtol=8 * np.finfo(dtype).eps)  # fmt: skip
+
+
+def test_eq7_huge_lam_times_energy_does_not_empty_the_posterior_in_float32():
+    """``lam * E`` above the float32 range used to make every numerator 0 ("Z_R = 0"); the
+    posterior is all on the least energy (Eq. (7) is invariant to a shift of E)."""
+    lp = np.log(np.asarray([0.25, 0.75], np.float32))
+    for e in ([1e30, 2e30], [3.0, 1e30], [np.inf, 5e37]):
+        lpost = np.asarray(g.gibbs_log_posterior(lp, np.asarray(e, np.float32), 1e10))
+        want = np.where(np.asarray(e) == min(e), 0.0, -np.inf)
+        np.testing.assert_array_equal(lpost, want)
+    with pytest.raises(ValueError, match="Z_R"):
+        g.gibbs_log_posterior(lp, np.asarray([np.inf, np.inf], np.float32), 1.0)

@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from grounding import EvidenceStatus, chain_path_energies
+from grounding import EvidenceStatus, TypedGraph, chain_path_energies
 from grounding.datasets import (
     STAND_IN_PRIOR,
     load_triples,
@@ -56,6 +56,28 @@ def test_load_triples_malformed_line_names_file_and_line(tmp_path, bad_line, wha
     msg = str(info.value)
     assert "bad_graph.tsv" in msg
     assert re.search(rf":{lineno}\b", msg), msg
+
+
+def test_load_triples_byte_order_mark_and_non_utf8_bytes(tmp_path):
+    """A UTF-8 byte-order mark is not part of the first name; a byte that is not UTF-8 is a
+    ValueError naming the file and the line (not a bare UnicodeDecodeError)."""
+    bom = tmp_path / "bom.tsv"
+    bom.write_bytes(b"\xef\xbb\xbf" + GOOD.encode())
+    assert load_triples(bom).triples() == load_triples(_write(tmp_path, GOOD)).triples()
+    bad = tmp_path / "latin1.tsv"
+    bad.write_bytes(GOOD.encode() + "caf\u00e9\tr\tb\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=rf"latin1.tsv:{GOOD.count(chr(10)) + 1}: not UTF-8"):
+        load_triples(bad)
+
+
+@pytest.mark.parametrize("name", ["", " ", "a\tb", "a\nb", " a", "a "])
+def test_graph_names_must_round_trip_through_tsv(name):
+    with pytest.raises(ValueError, match="round-trip"):
+        TypedGraph.from_triples([(name, "r", "b")])
+    with pytest.raises(ValueError, match="round-trip"):
+        TypedGraph.from_triples([("a", name, "b")])
+    with pytest.raises(ValueError, match="round-trip"):
+        TypedGraph.from_triples([("a", "r", "b")], entities=["a", "b", name])
 
 
 def test_load_triples_empty_file_raises(tmp_path):

@@ -43,21 +43,82 @@ def test_outputs_exist_and_are_complete(runs, name):
     assert not [f for f in out.iterdir() if f.name.endswith(".tmp")]  # atomic writes cleaned up
 
 
-def test_main_runs_all_and_prints_one_line_per_file(tmp_path, capsys, monkeypatch):
-    """``python -m experiments`` wiring, with the experiments stubbed (they are run above)."""
+def _stub_experiments(monkeypatch, tmp_path, calls):
     import experiments.__main__ as runner
 
     def fake(name):
         def main(argv):
+            calls.append((name, list(argv)))
             return [tmp_path / f"{name}.{ext}" for ext in ("png", "csv", "json")]
 
         return type("M", (), {"main": staticmethod(main)})
 
     monkeypatch.setattr(runner.importlib, "import_module", lambda mod: fake(mod.split(".")[-1]))
-    assert runner.main(["--quick", "--out", str(tmp_path)]) == 0
-    lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == 3 * len(EXPERIMENTS)
-    assert [ln.split("\t")[0] for ln in lines[::3]] == list(EXPERIMENTS)
+    return runner
+
+
+def test_main_runs_all_with_a_start_line_each_and_a_summary_table(tmp_path, capsys, monkeypatch):
+    """``python -m experiments`` wiring, with the experiments stubbed (they are run above)."""
+    calls = []
+    runner = _stub_experiments(monkeypatch, tmp_path, calls)
+    assert runner.main(["--full", "--out", str(tmp_path)]) == 0
+    assert [c[0] for c in calls] == list(EXPERIMENTS)
+    assert all(argv == ["--full", "--out", str(tmp_path)] for _, argv in calls)
+    out = capsys.readouterr().out
+    starts = [ln for ln in out.splitlines() if ln.startswith("[")]
+    assert starts[0] == f"[1/{len(EXPERIMENTS)}] {EXPERIMENTS[0]} (full) ..."
+    table = out.split("\n\n", 1)[1].splitlines()
+    assert table[0].split() == ["experiment", "seconds", "files"]
+    assert [row.split()[0] for row in table[1:]] == list(EXPERIMENTS)
+    assert all(f"{name}.png" in row for name, row in zip(EXPERIMENTS, table[1:]))
+
+
+def test_main_only_and_bad_arguments(tmp_path, capsys, monkeypatch):
+    calls = []
+    runner = _stub_experiments(monkeypatch, tmp_path, calls)
+    assert runner.main(["--only", "prop13_tradeoff,fig2_two_worlds", "--out", str(tmp_path)]) == 0
+    assert [c[0] for c in calls] == ["prop13_tradeoff", "fig2_two_worlds"]
+    for bad in (["--only", "nope"], ["--only", ","], ["--out", str(tmp_path / "f.png" / "x")]):
+        (tmp_path / "f.png").write_bytes(b"")
+        with pytest.raises(SystemExit):
+            runner.main(bad)
+    err = capsys.readouterr().err
+    assert "unknown experiment(s) ['nope']" in err and "cannot write there" in err
+    help_text = _help(runner.main)
+    assert "usage: python -m experiments " in help_text and "``" not in help_text
+    assert all(name in help_text for name in EXPERIMENTS) and "--only" in help_text
+
+
+def _help(main) -> str:
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), pytest.raises(SystemExit):
+        main(["--help"])
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_each_experiment_names_itself_and_checks_its_output_directory_first(name, tmp_path):
+    mod = importlib.import_module(f"experiments.{name}")
+    assert f"usage: python -m experiments.{name} " in _help(mod.main)
+    (tmp_path / "file").write_bytes(b"")
+    with pytest.raises(SystemExit):  # before any computation
+        mod.main(["--quick", "--out", str(tmp_path / "file" / "out")])
+
+
+def test_an_experiment_leaves_the_callers_precision_alone(tmp_path):
+    """Running an experiment used to switch ``jax_enable_x64`` on for the whole process."""
+    import jax
+
+    main = importlib.import_module("experiments.prop13_tradeoff").main
+    jax.config.update("jax_enable_x64", False)  # a library user's float32 process
+    try:
+        main(["--quick", "--out", str(tmp_path)])
+        assert not jax.config.jax_enable_x64
+    finally:
+        jax.config.update("jax_enable_x64", True)  # the suite's setting (conftest)
 
 
 def test_fig2_two_worlds(results):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import jax.numpy as jnp
@@ -234,6 +235,19 @@ def test_early_stopping_keeps_the_best_and_checkpoints_atomically(tmp_path):
     assert load_checkpoint(path)[1] == {"note": "x"}
 
 
+def test_divergence_stops_with_the_epoch_and_nan_models_are_not_evaluated():
+    """A run whose parameters blow up stops with an error naming the epoch (it used to report
+    MRR 0.27, Hits@10 1.0 from NaN scores); evaluating a NaN model is refused."""
+    kg = _tiny_kg()
+    cfg = TrainConfig(dim=8, epochs=4, batch_size=64, eval_every=2, patience=1, lr=1e300)
+    with pytest.raises(FloatingPointError, match="diverged at epoch 1"):
+        train(kg, "rotate", cfg, progress=False)
+    model = init_model("transe", kg.n_entities, kg.n_relations, 8)
+    nan = dataclasses.replace(model, entity=model.entity.at[0].set(jnp.nan))
+    with pytest.raises(ValueError, match="non-finite"):
+        evaluate_link_prediction(nan, kg, "valid")
+
+
 def test_kge_bad_input(tmp_path):
     with pytest.raises(ValueError, match="kind"):
         init_model("distmult", 3, 1, 2)
@@ -245,8 +259,14 @@ def test_kge_bad_input(tmp_path):
         TrainConfig(dim=0)
     with pytest.raises(ValueError, match="loss"):
         TrainConfig(loss="hinge")
-    with pytest.raises(ValueError, match="lr"):
-        TrainConfig(lr=-1.0)
+    for name, bad_values in (
+        ("lr", (-1.0, 0.0, float("inf"), float("nan"), "0.1")),
+        ("margin", (-1.0, float("inf"), float("nan"))),
+        ("adversarial_temperature", (-1.0, float("inf"))),
+    ):
+        for v in bad_values:
+            with pytest.raises(ValueError, match=f"^{name} must be a finite number"):
+                TrainConfig(**{name: v})
     bad = tmp_path / "bad.npz"
     np.savez(bad, entity=np.zeros((2, 2)))
     with pytest.raises(ValueError, match="not a grounding KGE checkpoint"):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import jax
 import networkx as nx
 import numpy as np
 import pytest
@@ -32,6 +33,7 @@ from grounding.retrieval import (
     recall_at_k,
     relevance_at_k,
     structural_consistency,
+    summarize_retrieval,
 )
 from grounding.semiring import hop_distances
 
@@ -156,6 +158,11 @@ def test_fallback_policies_and_bad_input():
     for kw in ({"lam": -1.0}, {"prior_temperature": 0.0}, {"slack": np.inf}, {"hop_cost": np.nan}):
         with pytest.raises(ValueError, match="SoftPCR: invalid"):
             SoftPCR(index, **kw)
+    for kw in ({"lam": "10"}, {"tau": None}, {"lam": True}):
+        with pytest.raises(TypeError, match=f"SoftPCR: {next(iter(kw))} must be a number"):
+            SoftPCR(index, **kw)
+    with jax.enable_x64(False), pytest.raises(ValueError, match="lam=1e.300 overflows float32"):
+        SoftPCR(index, lam=1e300)  # accepted before, then failed at the first query
     with pytest.raises(ValueError, match="no nodes"):
         TypedGraph.from_edges([], [], texts=[])
     with pytest.raises(ValueError, match="unknown node"):
@@ -308,6 +315,13 @@ def test_evaluate_and_evidence_state_on_a_tiny_graph():
     ev = res.evidence
     assert sorted(ev.graph.triples()) == [("a", "related_to", "b"), ("b", "related_to", "c")]
     assert ev.provenance["retriever"] == "pcr" and ev.provenance["nodes"] == ("c",)
+    summary = summarize_retrieval(rows)
+    assert summary["retriever"] == "pcr" and summary["n_queries"] == 2
+    assert summary["n_fallback"] == 1 and summary["consistency"] == 0.5
+    assert summary["relevance@10"] == np.mean([r["relevance@10"] for r in rows])
+    assert "graph=" not in repr(res) and "index=array([2])" in repr(res)  # not the whole graph
+    with pytest.raises(ValueError, match="no rows"):
+        summarize_retrieval([])
 
 
 def test_tied_scores_break_by_node_index_everywhere():

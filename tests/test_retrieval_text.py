@@ -363,6 +363,16 @@ def test_cache_propagates_encoder_errors(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+def test_cache_directory_must_be_a_directory(tmp_path):
+    """A cache path that is a file fails at construction, naming it (it used to fail at the
+    first write, deep inside the atomic writer)."""
+    (tmp_path / "file").write_bytes(b"")
+    with pytest.raises(ValueError, match="file exists and is not a directory"):
+        EmbeddingCache(tmp_path / "file")
+    with pytest.raises(TypeError, match="directory must be a path"):
+        EmbeddingCache(None)
+
+
 # ---------------------------------------------------------------- SentenceTransformerEncoder
 
 _HAS_ST = importlib.util.find_spec("sentence_transformers") is not None and (

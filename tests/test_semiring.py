@@ -383,6 +383,27 @@ def test_top_paths_are_the_k_best_enumerated_walks(gr, k, tau, n_best, seed):
         assert tp.weight.sum() <= 1 + 1e-9
 
 
+@pytest.mark.parametrize("x64", [True, False])
+def test_top_paths_weights_are_probabilities_at_small_tau_or_refused(x64):
+    """``nu*`` weights stay in [0, 1] with sum <= 1 down to small ``tau`` whatever JAX's
+    precision (they were above 1, then infinite, from a float32 partition function), and a
+    ``tau`` too small for float64 is a clear error rather than a wrong weight."""
+    h, t = np.array([0, 1, 0, 2]), np.array([1, 2, 2, 2])
+    cost = np.array([1.0, 1.0, 2.5, 0.3])
+    with jax.enable_x64(x64):
+        for tau in (1.0, 1e-1, 1e-2, 1e-3, 1e-4):
+            tp = g.top_paths(h, t, cost, 0, 2, n_nodes=3, max_hops=3, k=10, tau=tau)
+            assert np.all(np.isfinite(tp.weight)) and np.all(tp.weight >= 0)
+            assert tp.weight.sum() <= 1 + 1e-12 and tp.weight.max() <= 1
+            # the two best walks cost 2.0 and 2.3 (0->1->2, 0->1->2->2): log-ratio 0.3 / tau
+            if tp.weight[1] > 0:
+                log_ratio = np.log(tp.weight[0]) - np.log(tp.weight[1])
+                np.testing.assert_allclose(log_ratio, 0.3 / tau, rtol=1e-9)
+        for tau in (1e-8, 1e-12):
+            with pytest.raises(FloatingPointError, match="too small for float64"):
+                g.top_paths(h, t, cost, 0, 2, n_nodes=3, max_hops=3, k=10, tau=tau)
+
+
 # ------------------------------------------------------------------- reachability (BFS)
 @oracle
 @given(weighted_digraphs(), st.one_of(st.none(), st.integers(1, 4)), sources_of)
@@ -442,6 +463,42 @@ def test_jit_with_traced_edges_and_vmap_over_costs(tau):
         assert_energies_equal(
             out, g.energy_field(head, tail, b, src, n_nodes=8, max_hops=3, tau=tau)
         )
+
+
+def test_traced_tau_agrees_with_the_concrete_call_including_zero():
+    """A ``tau`` traced by ``jit``/``vmap``/``grad`` selects the semiring at run time: the
+    min-plus field (Eq. (11)) at ``tau == 0``, as the concrete call, not "no walk anywhere";
+    per-hop fields, claim chains and gradients likewise (finite, not NaN)."""
+    head, tail, cost, src = _small()
+    taus = np.array([0.0, 0.6, 2.0])
+
+    def field(t, **kw):
+        return g.energy_field(head, tail, cost, src, n_nodes=8, max_hops=3, tau=t, **kw)
+
+    def per_hop(t):
+        return g.hop_energy_fields(head, tail, cost, src, n_nodes=8, max_hops=3, tau=t)
+
+    for fn in (field, per_hop):
+        eager = [fn(float(t)) for t in taus]
+        assert np.isfinite(np.asarray(eager[0])).any()
+        for t, want in zip(taus, eager):
+            assert_energies_equal(jax.jit(fn)(t), want)
+        for got, want in zip(jax.vmap(fn)(taus), eager):
+            assert_energies_equal(got, want)
+    prior = np.log(np.full(30, 0.5))
+    d0 = jax.grad(lambda t: jnp.sum(jnp.where(jnp.isfinite(f := field(t, log_step_prior=prior)),
+                                              f, 0.0)))(0.0)  # fmt: skip
+    assert np.isfinite(float(d0))
+    rng = np.random.default_rng(0)
+    graph = g.TypedGraph.from_triples([("a", "r", "b"), ("b", "r", "c"), ("a", "r", "c")])
+    emb, psi = rng.normal(size=(3, 2)), rng.normal(size=(3, 2))
+    tmap = g.Translation(jnp.asarray(rng.normal(size=(1, 2))))
+
+    def chain(t):
+        return g.chain_energy(graph, emb, tmap, psi, np.array([0, 0]), tau=t)
+
+    for t in taus:
+        assert_energies_equal(jax.jit(chain)(t)[None], chain(float(t))[None])
 
 
 def test_gradient_in_tau_is_finite_and_matches_finite_difference():

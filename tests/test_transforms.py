@@ -271,6 +271,18 @@ BAD = [
     ),
     (lambda: g.energy_perturbation_delta(1, 1, -0.1, 0, 0, 0, 1, 1), ValueError, "eps_ent"),
     (lambda: g.hoeffding_sample_size(0.1, 1.0, 1.0, 10, 1.5), ValueError, "delta"),
+    # each names its argument (these used to surface as NumPy/JAX internals)
+    (
+        lambda: g.gibbs_log_posterior(LP[:2] - np.log(0.3), [[1.0], [1.0, 2.0]], 1.0),
+        ValueError,
+        "^energy must be a rectangular array",
+    ),  # fmt: skip
+    (lambda: g.slack_energy([[1.0], [1.0, 2.0]], 1.0), ValueError, "^energy must be a rect"),
+    (lambda: g.support_region(E, "1.0"), TypeError, "^eps must be an array of numbers"),
+    (lambda: g.hard_log_posterior(LP, E, "1.0"), TypeError, "^eps must be an array of numbers"),
+    (lambda: g.hard_feasible(E, "1.0"), TypeError, "^eps must be an array of numbers"),
+    (lambda: g.slack_energy(E, np.ones(3)), ValueError, "^kappa must be a scalar or broadcast"),
+    (lambda: g.support_region(E, np.ones((2, 4))), ValueError, "^eps must be a scalar or broad"),
 ]
 
 

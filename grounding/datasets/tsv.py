@@ -63,8 +63,8 @@ def load_triples(path: str | PathLike | Traversable) -> TypedGraph:
 
     Raises:
         ValueError: naming the file and the line number, for a wrong number of columns, an
-            empty name, or a reliability that is not a number in ``(0, 1]``; or when the file
-            holds no triple.
+            empty name, a reliability that is not a number in ``(0, 1]``, or bytes that are
+            not UTF-8 (a leading byte-order mark is ignored); or when the file holds no triple.
 
     Example:
         >>> g = load_triples(resources.files("grounding.datasets") / "data" / "lou_seal.tsv")
@@ -82,5 +82,20 @@ def read_triples(path: str | PathLike | Traversable) -> tuple[list[Triple], list
     """
     if isinstance(path, (str, PathLike)):
         path = Path(path)
-    with path.open("r", encoding="utf-8") as fh:
-        return _parse_lines(fh, str(path))
+    with path.open("rb") as fh:
+        return _parse_lines(_decoded(fh, str(path)), str(path))
+
+
+def _decoded(lines: Iterable[bytes], source: str) -> Iterable[str]:
+    """UTF-8 lines (a leading byte-order mark dropped); a byte that is not UTF-8 is an error
+    naming the file, the line and the byte offset in it."""
+    for lineno, raw in enumerate(lines, start=1):
+        if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ValueError(
+                f"{source}:{lineno}: not UTF-8 text (byte {raw[e.start]:#04x} at column "
+                f"{e.start + 1})"
+            ) from None

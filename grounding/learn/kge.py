@@ -33,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import math
 import time
 import warnings
 from functools import partial
@@ -191,8 +192,12 @@ class TrainConfig:
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
         if self.loss not in ("margin", "softplus"):
             raise ValueError(f"loss must be 'margin' or 'softplus', got {self.loss!r}")
-        if not (self.lr > 0 and self.margin >= 0 and self.adversarial_temperature >= 0):
-            raise ValueError("lr must be > 0, margin and adversarial_temperature >= 0")
+        for name, low in (("lr", 0.0), ("margin", None), ("adversarial_temperature", None)):
+            v = getattr(self, name)
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            if not (ok and (v > 0 if low is not None else v >= 0)):
+                bound = "> 0" if low is not None else ">= 0"
+                raise ValueError(f"{name} must be a finite number {bound}, got {v!r}")
 
 
 #: Defaults per model family, picked by a small manual sweep on UMLS/Nations validation MRR

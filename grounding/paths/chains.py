@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from grounding._checks import check_tau
+from grounding._checks import check_tau, is_concrete
 from grounding._numerics import logsumexp, scaled_energy
 from grounding.energy import aggregate_paths
 from grounding.geometry import Metric
@@ -21,7 +21,7 @@ from grounding.graph import TypedGraph
 from grounding.paths.costs import chain_costs
 from grounding.paths.walks import chain_path_energies
 from grounding.semiring import as_graph
-from grounding.semiring.recursion import exact_hops
+from grounding.semiring.recursion import by_temperature, exact_hops
 
 __all__ = [
     "chain_energy",
@@ -60,6 +60,7 @@ def chain_energy(
     with :math:`W_T` the number of ``T``-hop walks (the same recursion with zero costs).
     ``simple=True`` restricts to simple paths, which only enumeration can do.
     """
+    traced = not is_concrete(tau)
     tau_arr, tropical = check_tau(tau)
     if simple:
         _, e = chain_path_energies(
@@ -81,7 +82,12 @@ def chain_energy(
         graph, embeddings, relation_map, psi, claimed_relations, alpha, xi, mismatch_cost, metric
     )
     layout = as_graph(graph.head, graph.tail, graph.n_nodes)
-    return chain_energy_from_costs(layout, node, step, tau_arr, tropical)
+    return by_temperature(
+        tau_arr,
+        tropical,
+        lambda t, trop: chain_energy_from_costs(layout, node, step, t, trop),
+        traced,
+    )
 
 
 def chain_energy_from_costs(

@@ -23,7 +23,6 @@ from grounding._checks import (
     check_positive_int,
     check_tau,
 )
-from grounding.semiring import energy_field
 
 __all__ = ["TopPaths", "top_paths", "kbest_walks", "count_optimal_walks"]
 
@@ -95,6 +94,30 @@ def kbest_walks(
             v = int(head[e])
         edges.append(np.asarray(walk[::-1], np.int64))
     return Walks(edges, np.asarray([f[0] for f in finals], float))
+
+
+def _log_partition(h, t, score, start, max_hops: int, target: int) -> float:
+    """``log Z``: the log-sum over walks of ``1..max_hops`` edges ending at ``target`` of
+    their summed scores (the forward recursion of Eq. (13) in float64 NumPy)."""
+    a, log_z = start, -np.inf
+    for _ in range(max_hops):
+        nxt = np.full_like(a, -np.inf)
+        np.logaddexp.at(nxt, t, a[h] + score)
+        log_z, a = np.logaddexp(log_z, nxt[target]), nxt
+    return float(log_z)
+
+
+def _check_precision(score: np.ndarray, max_hops: int, tau: float) -> None:
+    """Weights ``exp(score(w) - log Z)`` are differences of numbers as large as
+    ``max_hops * max|score|``; refuse a ``tau`` so small that float64 cannot resolve them."""
+    finite = score[np.isfinite(score)]
+    scale = max_hops * float(np.max(np.abs(finite))) if finite.size else 0.0
+    if 4 * (max_hops + 1) * np.finfo(np.float64).eps * scale > 1e-6:  # relative weight error
+        raise FloatingPointError(
+            f"top_paths: tau={tau:g} is too small for float64 weights (walk scores "
+            f"log(omega) - cost/tau reach {scale:.3g}); use a larger tau, or tau=0 for the "
+            "limit (the minimum-cost walks, see count_optimal_walks)"
+        )
 
 
 def count_optimal_walks(
@@ -169,8 +192,13 @@ def top_paths(
     max-plus recursion of :func:`kbest_walks` (NumPy; for reports).
 
     With ``tau > 0`` the weights :math:`\nu^*(w) = \omega(w)e^{-c(w)/\tau}/Z` use the exact
-    partition function :math:`Z` of :func:`grounding.energy_field`, so ``weight.sum()`` is the
-    share of the posterior the reported walks carry.
+    partition function :math:`Z` over every walk (the forward recursion of
+    :func:`grounding.energy_field`, in float64 whatever JAX's precision), so ``weight.sum()``
+    is the share of the posterior the reported walks carry.
+
+    Raises:
+        FloatingPointError: when ``tau > 0`` is so small against the costs that float64
+            cannot resolve the weights to a relative 1e-6 (use ``tau = 0`` for the limit).
 
     Example:
         >>> import numpy as np
@@ -185,16 +213,17 @@ def top_paths(
     max_hops = check_positive_int(max_hops, "max_hops")
     k = check_positive_int(k, "k")
     _, tropical = check_tau(tau)
+    tau = float(np.asarray(tau, np.float64))  # not via a float32 JAX array
     for name, v in (("source", source), ("target", target)):
         check_nodes(np.asarray([v]), n_nodes, name)
-    cost = np.asarray(check_edge_values(edge_cost, "edge_cost", len(h), 1, bad=-np.inf))
+    check_edge_values(edge_cost, "edge_cost", len(h), 1, bad=-np.inf)
+    cost = np.asarray(edge_cost, np.float64)  # host arithmetic in float64 whatever JAX's mode
     if cost.ndim != 1:
         raise ValueError(f"edge_cost must have shape [{len(h)}] here, got {cost.shape}")
-    prior = (
-        np.zeros_like(cost)
-        if log_step_prior is None
-        else np.asarray(check_edge_values(log_step_prior, "log_step_prior", len(h), 1, bad=np.inf))
-    )
+    prior = np.zeros_like(cost)
+    if log_step_prior is not None:
+        check_edge_values(log_step_prior, "log_step_prior", len(h), 1, bad=np.inf)
+        prior = np.asarray(log_step_prior, np.float64).reshape(cost.shape)
     with np.errstate(divide="ignore", invalid="ignore"):
         score = np.where(prior == -np.inf, -np.inf, -cost) if tropical else prior - cost / tau
     start = np.full(n_nodes, -np.inf)
@@ -206,16 +235,7 @@ def top_paths(
     total = np.asarray([cost[w].sum() for w in walks.edges], float)
     weight = None
     if not tropical:
-        field = energy_field(
-            h,
-            t,
-            cost,
-            np.asarray([int(source)]),
-            n_nodes=n_nodes,
-            max_hops=max_hops,
-            tau=tau,
-            log_step_prior=prior,
-        )
-        log_z = -float(field[0, int(target)]) / tau
-        weight = np.exp(walks.score - log_z)
+        log_z = _log_partition(h, t, score, start, max_hops, int(target))
+        _check_precision(score, max_hops, tau)
+        weight = np.exp(walks.score - log_z)  # Prop. 2: nu*(w) = omega(w) e^{-c(w)/tau} / Z
     return TopPaths(walks.edges, nodes, total, weight)

@@ -64,7 +64,7 @@ class Retrieval:
     query: Query
     index: np.ndarray
     scores: np.ndarray
-    graph: TypedGraph
+    graph: TypedGraph = dataclasses.field(repr=False)  # repr: the nodes, not the graph
     retriever: str
     anchors: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
     fallback: str | None = None

@@ -31,6 +31,7 @@ __all__ = [
     "structural_consistency",
     "distance_penalty",
     "evaluate_retrieval",
+    "summarize_retrieval",
 ]
 
 
@@ -104,7 +105,7 @@ def evaluate_retrieval(
     ``n`` (number of nodes returned) and ``retrieved`` (their indices, best first).
     Consistency and distance use unlimited-depth reachability from the anchors (the nearest
     one when there are several; as in the paper's code); queries without a known anchor count
-    every retrieved node as unreachable.
+    every retrieved node as unreachable. :func:`summarize_retrieval` aggregates the rows.
     """
     if not queries:
         raise ValueError("no queries to evaluate")
@@ -133,6 +134,28 @@ def evaluate_retrieval(
         row["retrieved"] = res.index.tolist()
         rows.append(row)
     return rows
+
+
+def summarize_retrieval(rows: Sequence[dict]) -> dict:
+    """The aggregate of :func:`evaluate_retrieval`'s rows: the mean of every metric
+    (``relevance@j``, ``recall@k``, ``consistency``, ``distance``, ``latency_ms``, ``n``),
+    the number of queries, and how many needed a fallback.
+
+    Example:
+        >>> summarize_retrieval([{"query": "a", "retriever": "pcr", "n": 2, "recall@10": 1.0,
+        ...     "fallback": "", "retrieved": [0, 1]}, {"query": "b", "retriever": "pcr", "n": 1,
+        ...     "recall@10": 0.5, "fallback": "no anchor given", "retrieved": [3]}])
+        {'retriever': 'pcr', 'n_queries': 2, 'n_fallback': 1, 'n': 1.5, 'recall@10': 0.75}
+    """
+    if not rows:
+        raise ValueError("no rows to summarise")
+    names = sorted({r["retriever"] for r in rows})
+    out = {"retriever": names[0] if len(names) == 1 else names, "n_queries": len(rows)}
+    out["n_fallback"] = sum(bool(r.get("fallback")) for r in rows)
+    skip = {"query", "retriever", "fallback", "retrieved"}
+    for key in (k for k in rows[0] if k not in skip):
+        out[key] = float(np.mean([r[key] for r in rows]))
+    return out
 
 
 def _node(graph: TypedGraph, name: str) -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 
+import jax.numpy as jnp
 import numpy as np
 from scipy.special import logsumexp
 
@@ -186,15 +187,22 @@ class SoftPCR(AnchoredRetriever):
                 stacklevel=2,
             )
             prior_temperature = temperature
+        dtype = jnp.result_type(float)  # the precision the posterior is computed in
         for name, v, ok in (
-            ("lam", lam, lam >= 0),
-            ("prior_temperature", prior_temperature, prior_temperature > 0),
-            ("hop_cost", hop_cost, hop_cost >= 0),
-            ("slack", slack, 0 < slack < np.inf),
-            ("tau", tau, tau >= 0),
+            ("lam", lam, lambda x: x >= 0),
+            ("prior_temperature", prior_temperature, lambda x: x > 0),
+            ("hop_cost", hop_cost, lambda x: x >= 0),
+            ("slack", slack, lambda x: 0 < x < np.inf),
+            ("tau", tau, lambda x: x >= 0),
         ):
-            if not (np.isfinite(v) and ok):
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+                raise TypeError(f"SoftPCR: {name} must be a number, got {type(v).__name__}")
+            if not (np.isfinite(v) and ok(v)):
                 raise ValueError(f"SoftPCR: invalid {name}={v!r}")
+            with np.errstate(over="ignore"):
+                representable = np.isfinite(np.asarray(v, dtype))
+            if not representable:
+                raise ValueError(f"SoftPCR: {name}={v!r} overflows {np.dtype(dtype).name}")
         if tau > 0 and max_hops is None:
             raise ValueError("SoftPCR: tau > 0 aggregates walks and needs a finite max_hops")
         self.lam, self.prior_temperature = float(lam), float(prior_temperature)

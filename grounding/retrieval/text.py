@@ -310,7 +310,11 @@ class EmbeddingCache:
     """
 
     def __init__(self, directory: str | os.PathLike):
+        if directory is None or not isinstance(directory, (str, os.PathLike)):
+            raise TypeError(f"EmbeddingCache: directory must be a path, got {directory!r}")
         self.directory = Path(directory)
+        if self.directory.exists() and not self.directory.is_dir():
+            raise ValueError(f"EmbeddingCache: {self.directory} exists and is not a directory")
         self.hits = 0
         self.misses = 0
 

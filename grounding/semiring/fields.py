@@ -25,7 +25,9 @@ _FIELD_ARGS = r"""
         n_nodes: number of nodes.
         max_hops: ``K >= 1``, the longest walk (:func:`energy_field` also takes ``None`` at
             ``tau == 0``: walks of any length, non-negative costs).
-        tau: temperature :math:`\tau \ge 0`; ``tau == 0`` (concrete) is the min-plus limit.
+        tau: temperature :math:`\tau \ge 0`; ``tau == 0`` is the min-plus limit, also when
+            ``tau`` is traced (``jit``/``vmap``/``grad`` over it: the semiring is then chosen
+            at run time, and a ``tau`` batch mixing 0 and positive values runs both).
         log_step_prior: optional ``[n_edges]`` (or ``[S, n_edges]``) step log-weights
             :math:`\log\omega(e)` of a factorised path prior (``-inf`` removes an edge);
             ``None`` is the counting prior :math:`\omega \equiv 1`.
@@ -55,8 +57,9 @@ def energy_field(
 
     with :math:`c(w)` and :math:`\log\omega(w)` summed along the walk; the minimum of
     :math:`c(w)` over walks of positive prior weight (Eq. (11)) at ``tau == 0``; ``+inf``
-    where no walk exists. Differentiable in ``edge_cost``, ``log_step_prior`` and ``tau``.
-    The end node's entity-alignment cost (Eq. (9)) is additive: ``field + c_end[None, :]``;
+    where no walk exists. Walks have at least one edge, so a source's energy to itself is
+    ``+inf`` unless a cycle leads back to it (entry ``[0, 0]`` in the example below).
+    Differentiable in ``edge_cost``, ``log_step_prior`` and ``tau``. The end node's entity-alignment cost (Eq. (9)) is additive: ``field + c_end[None, :]``;
     per-hop claim and node costs of a claim chain are in :func:`grounding.chain_energy`.
     {args}
     Returns:

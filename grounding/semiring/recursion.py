@@ -28,7 +28,7 @@ from grounding._numerics import logaddexp, scaled_energy
 # Kernels are jitted by assignment (``f = jax.jit(f, ...)``) rather than by decorator, so that
 # mutation testing (scripts/mutation.sh; mutmut skips decorated functions) reaches their bodies.
 
-__all__ = ["UNREACHABLE", "fields", "run", "edge_usage", "bfs", "exact_hops"]
+__all__ = ["UNREACHABLE", "by_temperature", "fields", "run", "edge_usage", "bfs", "exact_hops"]
 
 UNREACHABLE = -1
 """Hop distance reported for nodes not reached (the package's one such constant)."""
@@ -44,6 +44,18 @@ def edge_log_weights(cost: jax.Array, log_prior: jax.Array | None, tau, tropical
         return lw if log_prior is None else jnp.where(log_prior == -jnp.inf, -jnp.inf, lw)
     lw = -cost / tau
     return lw if log_prior is None else lw + log_prior
+
+
+def by_temperature(tau: jax.Array, tropical: bool, fn, traced: bool):
+    """``fn(tau, tropical)`` with the semiring chosen by the temperature: by the caller's
+    ``tropical`` (min-plus iff a concrete ``tau == 0``) unless ``tau`` is ``traced`` (under
+    ``jit``/``vmap``/``grad``), where it is chosen at run time, so that traced and concrete
+    calls agree: min-plus (Eq. (11)) at ``tau == 0``, the log semiring (Eq. (13)) above it."""
+    if not traced:
+        return fn(tau, tropical)
+    positive = tau > 0
+    safe = jnp.where(positive, tau, jnp.ones_like(tau))  # the log semiring never divides by 0
+    return jax.lax.cond(positive, lambda t: fn(t, False), lambda t: fn(t, True), safe)
 
 
 def forward(graph, a0, n_hops: int, tropical: bool, *, logw=None, hop_logw=None, node_logw=None):
@@ -98,6 +110,7 @@ def fields(graph, edge_cost, sources, max_hops, tau, log_step_prior, mesh, per_h
     ``max_hops=None`` (min-plus only, ``per_hop`` False): walks of any length, by relaxation
     to a fixed point (at most ``n_nodes`` hops).
     """
+    traced = not is_concrete(tau)
     tau, tropical = check_tau(tau)
     if max_hops is None:
         if not tropical or per_hop:
@@ -115,10 +128,13 @@ def fields(graph, edge_cost, sources, max_hops, tau, log_step_prior, mesh, per_h
         prior = check_edge_values(log_step_prior, "log_step_prior", n_e, n_src, bad=np.inf)
         prior = prior.astype(cost.dtype)
 
-    statics = (max_hops, tropical, per_hop)
-    if mesh is None or n_src == 0:
-        return run(graph, cost, prior, sources, tau, *statics)
-    return _sharded(mesh, statics, graph, cost, prior, sources, tau)
+    def go(t, trop):
+        statics = (max_hops, trop, per_hop)
+        if mesh is None or n_src == 0:
+            return run(graph, cost, prior, sources, t, *statics)
+        return _sharded(mesh, statics, graph, cost, prior, sources, t)
+
+    return by_temperature(tau, tropical, go, traced)
 
 
 _STATIC = ("max_hops", "tropical", "per_hop")
