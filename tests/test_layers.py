@@ -32,6 +32,7 @@ FLOORS = {
     "grounding.problem": 5,
     "grounding.result": 5,
     "grounding.report": 6,
+    "grounding.plot": 6,
     "grounding.inputs": 6,
     "grounding.solver": 7,
     "grounding.learn": 8,

@@ -1,0 +1,200 @@
+r"""Figures of grounded reasoning in one style (matplotlib): the posterior of a
+:class:`~grounding.GroundingResult` with each candidate's evidence status, the Thm. 3
+total-variation bounds against :math:`\lambda\omega`, risk-coverage curves of a selective rule
+(Prop. 9 / Eq. (22)), and an evidence subgraph with the supporting walks and their
+:math:`\nu^*` weights (Prop. 2) drawn on it.
+
+Every function draws on a given ``ax`` (or a new figure), labels its axes, and returns the
+``Axes``; the numbers drawn are the artists' data (``ax.patches``, ``ax.lines``), so a figure
+can be checked without comparing pixels. :func:`style` is the package's ``rcParams``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import matplotlib.pyplot as plt
+import networkx as nx
+import numpy as np
+from jax.typing import ArrayLike
+
+from grounding.bounds import tv_bound, tv_bound_sharp
+from grounding.evidence import EvidenceStatus
+from grounding.graph import TypedGraph
+from grounding.result import GroundingResult
+
+__all__ = ["STYLE", "style", "posterior_bars", "tv_bound_curves", "risk_coverage", "evidence_paths"]
+
+#: The package's figure style (readable at print size, a light grid, no top/right spines).
+STYLE = {
+    "figure.dpi": 110,
+    "font.size": 10,
+    "axes.titlesize": 11,
+    "axes.labelsize": 10,
+    "legend.fontsize": 9,
+    "legend.frameon": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
+
+#: One colour per evidence status (Sec. 3.3), used wherever a status is drawn.
+STATUS_COLORS = {
+    EvidenceStatus.SUPPORTED: "#2b8a3e",
+    EvidenceStatus.CONTRADICTED: "#c92a2a",
+    EvidenceStatus.UNSUPPORTED: "#868e96",
+    EvidenceStatus.OUT_OF_SCHEMA: "#e67700",
+}
+
+
+@contextlib.contextmanager
+def style() -> Iterator[None]:
+    """``with grounding.plot.style(): ...`` draws in :data:`STYLE`."""
+    with plt.rc_context(STYLE):
+        yield
+
+
+def _axes(ax):
+    if ax is not None:
+        return ax
+    with style():
+        return plt.subplots(figsize=(6.0, 3.6), layout="constrained")[1]
+
+
+def posterior_bars(result: GroundingResult, ax=None, *, max_candidates: int = 12):
+    """Prior, soft posterior (Eq. (7)) and, when computed, hard posterior (Eq. (6)) of each
+    candidate as grouped bars; each candidate's label carries its evidence status, coloured
+    as :data:`STATUS_COLORS`. Shows the ``max_candidates`` of largest soft posterior."""
+    ax = _axes(ax)
+    post = np.exp(np.asarray(result.log_posterior, float))
+    order = np.argsort(-post, kind="stable")[:max_candidates]
+    series = [("prior", np.exp(np.asarray(result.log_prior, float)), "#adb5bd")]
+    series.append(("soft posterior", post, "#1c7ed6"))
+    if result.hard_log_posterior is not None:
+        series.append(
+            ("hard posterior", np.exp(np.asarray(result.hard_log_posterior, float)), "#212529")
+        )
+    width = 0.8 / len(series)
+    x = np.arange(len(order))
+    for j, (label, values, color) in enumerate(series):
+        ax.bar(
+            x + (j - (len(series) - 1) / 2) * width, values[order], width, label=label, color=color
+        )
+    statuses = [EvidenceStatus(int(s)) for s in np.asarray(result.status)[order]]
+    ax.set_xticks(x, [f"{result.names[i]}\n{s}" for i, s in zip(order, statuses)], fontsize=8)
+    for tick, s in zip(ax.get_xticklabels(), statuses):
+        tick.set_color(STATUS_COLORS[s])
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("probability")
+    ax.set_title(result.question or "grounded posterior")
+    ax.legend(loc="upper right")
+    return ax
+
+
+def tv_bound_curves(
+    lam_omega: ArrayLike, ax=None, *, measured: tuple[ArrayLike, ArrayLike] | None = None
+):
+    r"""The Thm. 3 bounds on :math:`\mathrm{TV}(P^R_\lambda, P^{R'}_\lambda)` against
+    :math:`\lambda\omega` (``lam_omega`` ``[n]``, sorted): the paper's
+    :math:`\tanh(\lambda\omega/2)` and the sharp :math:`\tanh(\lambda\omega/4)`;
+    ``measured = (lam_omega, tv)`` adds observed distances as points."""
+    ax = _axes(ax)
+    x = np.asarray(lam_omega, float)
+    if x.ndim != 1 or not np.all(np.diff(x) >= 0) or np.any(x < 0):
+        raise ValueError("lam_omega must be a sorted 1-D array of values >= 0")
+    ax.plot(x, np.asarray(tv_bound(x, 1.0)), label=r"paper: $\tanh(\lambda\omega/2)$")
+    ax.plot(x, np.asarray(tv_bound_sharp(x, 1.0)), "--", label=r"sharp: $\tanh(\lambda\omega/4)$")
+    if measured is not None:
+        mx, my = (np.asarray(a, float) for a in measured)
+        if mx.shape != my.shape:
+            raise ValueError(f"measured: {mx.shape} lam*omega values but {my.shape} TVs")
+        ax.scatter(mx, my, s=12, color="#212529", label="measured TV", zorder=3)
+    ax.set_xlabel(r"$\lambda\,\omega$ (strength $\times$ energy oscillation)")
+    ax.set_ylabel("total variation")
+    ax.set_ylim(0, 1.02)
+    ax.set_title("Thm. 3: stability of the grounded posterior")
+    ax.legend(loc="lower right")
+    return ax
+
+
+def risk_coverage(scores: ArrayLike, correct: ArrayLike, ax=None, *, label: str | None = None):
+    """Selective risk (error rate among answered questions) against coverage when the
+    questions of highest ``score`` are answered first (the selective rule of Eq. (22) swept
+    over its threshold). Ties in score enter together. Returns the ``Axes``; the curve is
+    ``ax.lines[-1]``."""
+    ax = _axes(ax)
+    s, c = np.asarray(scores, float), np.asarray(correct)
+    if s.ndim != 1 or s.shape != c.shape or s.size == 0:
+        raise ValueError(
+            f"scores and correct must be non-empty 1-D of one length, got {s.shape}, {c.shape}"
+        )
+    if np.isnan(s).any() or not np.isin(c, (0, 1)).all():
+        raise ValueError("scores must not be NaN and correct must hold 0/1 values")
+    order = np.argsort(-s, kind="stable")
+    errors = np.cumsum(1 - c[order].astype(float))
+    last = np.r_[s[order][1:] != s[order][:-1], True]  # the end of each block of tied scores
+    n = np.arange(1, s.size + 1)[last]
+    ax.plot(n / s.size, errors[last] / n, marker=".", label=label)
+    ax.set_xlabel("coverage (share of questions answered)")
+    ax.set_ylabel("selective risk (error among answered)")
+    ax.set_xlim(0, 1.02)
+    ax.set_ylim(bottom=0)
+    ax.set_title("risk-coverage")
+    if label is not None:
+        ax.legend(loc="upper left")
+    return ax
+
+
+def evidence_paths(graph: TypedGraph, result: GroundingResult, ax=None, *, candidate: int | None = None,
+                   seed: int = 0):  # fmt: skip
+    r"""The evidence subgraph spanned by one candidate's reported supporting walks (default:
+    the posterior's best), edges labelled with their relation, and each walk's edges drawn
+    with width proportional to its :math:`\nu^*` weight (Prop. 2; the weight is in the
+    legend). Needs ``ground(..., n_paths >= 1)``."""
+    ax = _axes(ax)
+    if result.paths is None:
+        raise ValueError("the result has no supporting paths: ground with n_paths >= 1")
+    c = int(result.best) if candidate is None else int(candidate)
+    if not 0 <= c < len(result.names):
+        raise ValueError(f"candidate must lie in [0, {len(result.names)}), got {candidate}")
+    p = result.paths
+    walks = [
+        (p.edges[c, k, : p.length[c, k]], float(p.weight[c, k]), float(p.cost[c, k]))
+        for k in range(p.length.shape[1])
+        if p.length[c, k] > 0
+    ]
+    ax.set_title(f"supporting walks of {result.names[c]}")
+    ax.set_axis_off()
+    if not walks:
+        ax.text(0.5, 0.5, "no supporting walk", ha="center", va="center", transform=ax.transAxes)
+        return ax
+    edges = sorted({int(e) for w, _, _ in walks for e in w})
+    head, rel, tail = (np.asarray(a) for a in (graph.head, graph.relation, graph.tail))
+    sub = nx.MultiDiGraph()
+    for e in edges:
+        sub.add_edge(
+            graph.entities[head[e]],
+            graph.entities[tail[e]],
+            key=e,
+            relation=graph.relations[rel[e]],
+        )
+    pos = nx.spring_layout(nx.Graph(sub), seed=seed)
+    nx.draw_networkx_nodes(
+        sub, pos, ax=ax, node_color="#e7f5ff", edgecolors="#1c7ed6", node_size=600
+    )
+    nx.draw_networkx_labels(sub, pos, ax=ax, font_size=8)
+    colors = plt.get_cmap("tab10")
+    for k, (w, weight, cost) in enumerate(walks):
+        pairs = [(graph.entities[head[e]], graph.entities[tail[e]]) for e in w]
+        nx.draw_networkx_edges(sub, pos, edgelist=pairs, ax=ax, width=1 + 6 * weight, edge_color=[colors(k)],
+                               arrows=True, arrowsize=14, connectionstyle=f"arc3,rad={0.08 * k}",
+                               node_size=600)  # fmt: skip
+        ax.plot([], [], color=colors(k), linewidth=1 + 6 * weight,
+                label=f"walk {k + 1}: E={cost:.3g}, nu*={weight:.3f}")  # fmt: skip
+    labels = {(u, v): d["relation"] for u, v, d in sub.edges(data=True)}
+    nx.draw_networkx_edge_labels(nx.DiGraph(sub), pos, edge_labels=labels, ax=ax, font_size=7,
+                                 bbox={"alpha": 0.7, "color": "white", "lw": 0})  # fmt: skip
+    ax.legend(loc="lower left", fontsize=8)
+    return ax
