@@ -515,3 +515,23 @@ def test_eq7_huge_lam_times_energy_does_not_empty_the_posterior_in_float32():
         np.testing.assert_array_equal(lpost, want)
     with pytest.raises(ValueError, match="Z_R"):
         g.gibbs_log_posterior(lp, np.asarray([np.inf, np.inf], np.float32), 1.0)
+
+
+def test_eq19_slack_on_scalars_and_without_slack():
+    """A scalar energy is one candidate; ``kappa = inf`` is 'no slack' (Eq. (19) leaves the
+    energies as they are, ``+inf`` included)."""
+    assert float(g.slack_energy(3.0, 1.0)) == 1.0 and float(g.slack_energy(0.5, 1.0)) == 0.5
+    np.testing.assert_array_equal(np.asarray(g.slack_energy([1.0, np.inf], np.inf)), [1.0, np.inf])
+
+
+def test_eq13_aggregation_bounds_per_row_of_a_batch():
+    """Each row of a ``[batch, paths]`` input gets its own bounds (a row's minimum is not the
+    batch's)."""
+    e = np.array([[1.0, 3.0], [5.0, 4.0]])
+    lw = np.log(np.array([[0.5, 0.5], [0.25, 0.75]]))
+    lo, hi = (np.asarray(v) for v in g.aggregation_bounds(e, lw, 2.0))
+    for r in range(2):
+        lo_r, hi_r = (float(v) for v in g.aggregation_bounds(e[r], lw[r], 2.0))
+        assert lo[r] == lo_r and hi[r] == hi_r
+    np.testing.assert_allclose(lo, [1.0, 4.0])
+    np.testing.assert_allclose(hi, [min(1 + 2 * np.log(2), 2.0), min(4 - 2 * np.log(0.75), 4.25)])
