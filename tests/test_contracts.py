@@ -535,3 +535,44 @@ def test_eq13_aggregation_bounds_per_row_of_a_batch():
         assert lo[r] == lo_r and hi[r] == hi_r
     np.testing.assert_allclose(lo, [1.0, 4.0])
     np.testing.assert_allclose(hi, [min(1 + 2 * np.log(2), 2.0), min(4 - 2 * np.log(0.75), 4.25)])
+
+
+def test_eqs11_13_prop2_every_row_of_a_batch_is_its_own_family():
+    """Eq. (11), Eq. (13) and nu* (Prop. 2) over ``[2, 3, P]`` path families with a per-row
+    ``tau`` (zeros included): every row equals the row alone."""
+    rng = np.random.default_rng(7)
+    e = rng.uniform(0.0, 3.0, (2, 3, 4))
+    e[0, 1, 2] = np.inf
+    e[1, 2] = np.inf  # a row without any admissible path
+    w = rng.uniform(0.1, 1.0, (2, 3, 4))
+    w[1, 0, 0] = 0.0
+    with np.errstate(divide="ignore"):
+        lw = np.log(w / w.sum(-1, keepdims=True))
+    tau = np.array([[0.0, 0.7, 5.0], [0.3, 0.0, 2.0]])
+    agg = np.asarray(g.aggregate_paths(e, lw, tau))
+    post = np.asarray(g.path_posterior(e, lw, tau))
+    best = np.asarray(g.best_path_energy(e))
+    for i in np.ndindex(2, 3):
+        assert agg[i] == float(g.aggregate_paths(e[i], lw[i], tau[i]))
+        np.testing.assert_array_equal(post[i], np.asarray(g.path_posterior(e[i], lw[i], tau[i])))
+        assert best[i] == float(g.best_path_energy(e[i]))
+    assert agg[1, 2] == np.inf and best[1, 2] == np.inf
+
+
+def test_prop2_tau_zero_limit_is_the_prior_on_the_least_energy_paths():
+    e = np.array([1.0, 1.0, 2.0, np.inf])
+    lw = np.log([0.1, 0.3, 0.2, 0.4])
+    np.testing.assert_allclose(np.exp(np.asarray(g.path_posterior(e, lw, 0.0))), [0.25, 0.75, 0, 0])
+
+
+def test_eq11_empty_path_axis_keeps_batch_shape_and_dtype():
+    out = g.best_path_energy(np.zeros((2, 0), np.float32))
+    assert out.shape == (2,) and out.dtype == np.float32 and np.all(np.isinf(np.asarray(out)))
+
+
+def test_eq13_small_tau_with_a_tiny_weight_on_the_best_path_is_exact():
+    """Where the log of Eq. (13) is far below log(1/2) the log-sum-exp form is used: log1p
+    there would cancel (1 + s with s ~ -1 + 1e-10)."""
+    e, w, tau = np.array([0.0, 10.0]), np.array([1e-10, 1 - 1e-10]), 0.1
+    want = -tau * np.log(w[0] + w[1] * np.exp(-e[1] / tau))  # exact in float64 here
+    assert float(g.aggregate_paths(e, np.log(w), tau)) == pytest.approx(want, rel=1e-12)
