@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -29,6 +30,20 @@ Triple = tuple[str, str, str]
 
 def _index(names: Sequence[str]) -> dict[str, int]:
     return {n: i for i, n in enumerate(names)}
+
+
+_BAD_IN_JOINED = re.compile(r"[\t\n\r]|(?:^|\x00)(?:\s|\x00|$)|\s(?:\x00|$)")
+
+
+def _all_good_names(names) -> bool:
+    """Fast check of :func:`_bad_name` over all ``names`` (joined by NUL); ``False`` means
+    'check one by one' (a bad name, a non-string, or a name holding a NUL)."""
+    try:
+        joined = "\x00".join(names)
+    except TypeError:
+        return False
+    no_nul = joined.count("\x00") == max(len(names) - 1, 0)
+    return no_nul and _BAD_IN_JOINED.search(joined) is None
 
 
 def _bad_name(name: str) -> bool:
@@ -88,6 +103,8 @@ class TypedGraph:
                 )
         check_reliability(self.reliability, "reliability")
         for kind, names in (("entity", self.entities), ("relation", self.relations)):
+            if _all_good_names(names):  # one regex pass: graphs are built per question
+                continue
             for i, name in enumerate(names):
                 if not isinstance(name, str) or _bad_name(name):
                     raise ValueError(
