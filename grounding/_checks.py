@@ -9,6 +9,8 @@ on the degenerate case instead of raising.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -35,6 +37,7 @@ __all__ = [
     "check_nodes",
     "check_edge_values",
     "check_tau",
+    "Tau",
 ]
 
 
@@ -304,11 +307,20 @@ def check_edge_values(
     return arr.T if arr.ndim == 2 else arr
 
 
-def check_tau(tau: ArrayLike) -> tuple[jax.Array, bool]:
-    """A scalar path temperature ``tau >= 0`` and whether the min-plus semiring applies
-    (``tau == 0``, which must then be concrete)."""
+class Tau(NamedTuple):
+    """A checked path temperature: its value, whether the min-plus semiring applies (a
+    concrete ``tau == 0``), and whether it is traced (the semiring is then chosen at run time,
+    :func:`grounding.semiring.recursion.by_temperature`)."""
+
+    value: jax.Array
+    tropical: bool
+    traced: bool
+
+
+def check_tau(tau: ArrayLike) -> Tau:
+    """A scalar path temperature ``tau >= 0`` (see :class:`Tau`)."""
     concrete = is_concrete(tau)  # decided on the argument: jnp.asarray stages it under jit
     t = check_nonnegative_scalar(tau, "tau")
     if t.ndim:
         raise ValueError(f"tau must be a scalar, got shape {t.shape}")
-    return t, bool(concrete and float(np.asarray(tau)) == 0.0)
+    return Tau(t, bool(concrete and float(np.asarray(tau)) == 0.0), not concrete)

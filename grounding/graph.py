@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -32,18 +31,11 @@ def _index(names: Sequence[str]) -> dict[str, int]:
     return {n: i for i, n in enumerate(names)}
 
 
-_BAD_IN_JOINED = re.compile(r"[\t\n\r]|(?:^|\x00)(?:\s|\x00|$)|\s(?:\x00|$)")
-
-
-def _all_good_names(names) -> bool:
-    """Fast check of :func:`_bad_name` over all ``names`` (joined by NUL); ``False`` means
-    'check one by one' (a bad name, a non-string, or a name holding a NUL)."""
-    try:
-        joined = "\x00".join(names)
-    except TypeError:
-        return False
-    no_nul = joined.count("\x00") == max(len(names) - 1, 0)
-    return no_nul and _BAD_IN_JOINED.search(joined) is None
+@functools.lru_cache(maxsize=16)
+def _first_bad_name(names: tuple) -> int | None:
+    """Index of the first name a TSV file cannot carry (see :func:`_bad_name`), or ``None``;
+    cached, because derived graphs share their vocabulary tuple."""
+    return next((i for i, n in enumerate(names) if not isinstance(n, str) or _bad_name(n)), None)
 
 
 def _bad_name(name: str) -> bool:
@@ -103,15 +95,13 @@ class TypedGraph:
                 )
         check_reliability(self.reliability, "reliability")
         for kind, names in (("entity", self.entities), ("relation", self.relations)):
-            if _all_good_names(names):  # one regex pass: graphs are built per question
-                continue
-            for i, name in enumerate(names):
-                if not isinstance(name, str) or _bad_name(name):
-                    raise ValueError(
-                        f"{kind} name {i} ({name!r}) must be a non-empty string without a tab, "
-                        "a line break or leading/trailing whitespace (it must round-trip through "
-                        "a TSV file)"
-                    )
+            i = _first_bad_name(tuple(names))
+            if i is not None:
+                raise ValueError(
+                    f"{kind} name {i} ({names[i]!r}) must be a non-empty string without a tab, "
+                    "a line break or leading/trailing whitespace (it must round-trip through "
+                    "a TSV file)"
+                )
         if len(set(self.entities)) != len(self.entities):
             raise ValueError("entities contains duplicate names")
         if len(set(self.relations)) != len(self.relations):

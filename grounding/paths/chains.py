@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from grounding._checks import check_tau, is_concrete
+from grounding._checks import check_tau
 from grounding._numerics import logsumexp, scaled_energy
 from grounding.energy import aggregate_paths
 from grounding.geometry import Metric
@@ -60,8 +60,7 @@ def chain_energy(
     with :math:`W_T` the number of ``T``-hop walks (the same recursion with zero costs).
     ``simple=True`` restricts to simple paths, which only enumeration can do.
     """
-    traced = not is_concrete(tau)
-    tau_arr, tropical = check_tau(tau)
+    tau_checked = check_tau(tau)
     if simple:
         _, e = chain_path_energies(
             graph,
@@ -77,16 +76,13 @@ def chain_energy(
         )
         if e.shape[0] == 0:
             return jnp.asarray(jnp.inf, e.dtype)
-        return aggregate_paths(e, jnp.full(e.shape, -jnp.log(e.shape[0])), tau_arr)
+        return aggregate_paths(e, jnp.full(e.shape, -jnp.log(e.shape[0])), tau_checked.value)
     node, step = chain_costs(
         graph, embeddings, relation_map, psi, claimed_relations, alpha, xi, mismatch_cost, metric
     )
     layout = as_graph(graph.head, graph.tail, graph.n_nodes)
     return by_temperature(
-        tau_arr,
-        tropical,
-        lambda t, trop: chain_energy_from_costs(layout, node, step, t, trop),
-        traced,
+        tau_checked, lambda t, trop: chain_energy_from_costs(layout, node, step, t, trop)
     )
 
 

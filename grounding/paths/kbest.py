@@ -212,7 +212,7 @@ def top_paths(
     h, t = (np.asarray(a, np.int64) for a in check_edges(head, tail, n_nodes))
     max_hops = check_positive_int(max_hops, "max_hops")
     k = check_positive_int(k, "k")
-    _, tropical = check_tau(tau)
+    tropical = check_tau(tau).tropical
     tau = float(np.asarray(tau, np.float64))  # not via a float32 JAX array
     for name, v in (("source", source), ("target", target)):
         check_nodes(np.asarray([v]), n_nodes, name)

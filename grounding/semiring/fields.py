@@ -59,8 +59,9 @@ def energy_field(
     :math:`c(w)` over walks of positive prior weight (Eq. (11)) at ``tau == 0``; ``+inf``
     where no walk exists. Walks have at least one edge, so a source's energy to itself is
     ``+inf`` unless a cycle leads back to it (entry ``[0, 0]`` in the example below).
-    Differentiable in ``edge_cost``, ``log_step_prior`` and ``tau``. The end node's entity-alignment cost (Eq. (9)) is additive: ``field + c_end[None, :]``;
-    per-hop claim and node costs of a claim chain are in :func:`grounding.chain_energy`.
+    Differentiable in ``edge_cost``, ``log_step_prior`` and ``tau``. The end node's
+    entity-alignment cost (Eq. (9)) is additive: ``field + c_end[None, :]``; per-hop claim
+    and node costs of a claim chain are in :func:`grounding.chain_energy`.
     {args}
     Returns:
         ``[S, n_nodes]`` energies.

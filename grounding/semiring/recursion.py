@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from grounding._checks import (
+    Tau,
     as_float_array,
     check_edge_values,
     check_nodes,
@@ -46,15 +47,15 @@ def edge_log_weights(cost: jax.Array, log_prior: jax.Array | None, tau, tropical
     return lw if log_prior is None else lw + log_prior
 
 
-def by_temperature(tau: jax.Array, tropical: bool, fn, traced: bool):
-    """``fn(tau, tropical)`` with the semiring chosen by the temperature: by the caller's
-    ``tropical`` (min-plus iff a concrete ``tau == 0``) unless ``tau`` is ``traced`` (under
-    ``jit``/``vmap``/``grad``), where it is chosen at run time, so that traced and concrete
-    calls agree: min-plus (Eq. (11)) at ``tau == 0``, the log semiring (Eq. (13)) above it."""
-    if not traced:
-        return fn(tau, tropical)
-    positive = tau > 0
-    safe = jnp.where(positive, tau, jnp.ones_like(tau))  # the log semiring never divides by 0
+def by_temperature(tau: Tau, fn):
+    """``fn(tau, tropical)`` with the semiring chosen by the checked temperature: min-plus
+    (Eq. (11)) iff a concrete ``tau == 0``; for a traced ``tau`` (under ``jit``/``vmap``/
+    ``grad``) at run time, so that traced and concrete calls agree: min-plus at ``tau == 0``,
+    the log semiring (Eq. (13)) above it."""
+    if not tau.traced:
+        return fn(tau.value, tau.tropical)
+    positive = tau.value > 0
+    safe = jnp.where(positive, tau.value, 1.0)  # the log semiring never divides by 0
     return jax.lax.cond(positive, lambda t: fn(t, False), lambda t: fn(t, True), safe)
 
 
@@ -110,10 +111,9 @@ def fields(graph, edge_cost, sources, max_hops, tau, log_step_prior, mesh, per_h
     ``max_hops=None`` (min-plus only, ``per_hop`` False): walks of any length, by relaxation
     to a fixed point (at most ``n_nodes`` hops).
     """
-    traced = not is_concrete(tau)
-    tau, tropical = check_tau(tau)
+    tau = check_tau(tau)
     if max_hops is None:
-        if not tropical or per_hop:
+        if not tau.tropical or per_hop:
             raise ValueError("max_hops=None (walks of any length) needs tau == 0 and a total")
     else:
         max_hops = check_positive_int(max_hops, "max_hops")
@@ -134,7 +134,7 @@ def fields(graph, edge_cost, sources, max_hops, tau, log_step_prior, mesh, per_h
             return run(graph, cost, prior, sources, t, *statics)
         return _sharded(mesh, statics, graph, cost, prior, sources, t)
 
-    return by_temperature(tau, tropical, go, traced)
+    return by_temperature(tau, go)
 
 
 _STATIC = ("max_hops", "tropical", "per_hop")
