@@ -29,6 +29,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
+from grounding import plot as gplot  # noqa: E402
 from grounding.io import atomic_write_bytes  # noqa: E402
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "write_json",
     "write_csv",
     "save_figure",
+    "styled",
     "progress",
     "plt",
 ]
@@ -153,12 +155,35 @@ def _fmt(v: Any) -> Any:
     return v
 
 
-def save_figure(fig: Any, path: str | os.PathLike, dpi: int = 150) -> Path:
-    """Render ``fig`` to PNG in memory, write it atomically, and close it."""
+def styled(plot: Callable) -> Callable:
+    """Draw inside :func:`grounding.plot.style` (the package's one figure style)."""
+
+    @functools.wraps(plot)
+    def wrapped(*args, **kwargs):
+        with gplot.style():
+            return plot(*args, **kwargs)
+
+    return wrapped
+
+
+def save_figure(fig: Any, path: str | os.PathLike, *, quick: bool, dpi: int = 150) -> list[Path]:
+    """Write ``fig`` as PNG and every panel's drawn numbers as ``<stem>.panels.json``
+    (:func:`grounding.plot.figure_data`), both atomically, and close it. A ``quick`` run's
+    figure says so in its corner."""
+    path = Path(path)
+    if quick:
+        gplot.mark_quick(fig)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    panels = gplot.figure_data(fig)
     plt.close(fig)
-    return atomic_write_bytes(path, buf.getvalue())
+    return [
+        atomic_write_bytes(path, buf.getvalue()),
+        write_json(
+            path.with_suffix(".panels.json"),
+            {"figure": path.name, "quick": quick, "panels": panels},
+        ),
+    ]
 
 
 def progress(iterable: Iterable, desc: str, total: int | None = None) -> Iterable:

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import networkx as nx
 import numpy as np
 
-from experiments._io import float64, parse_args, plt, save_figure, write_csv, write_json
+from experiments._io import float64, parse_args, plt, save_figure, styled, write_csv, write_json
 from grounding import gibbs_log_posterior, hard_feasible, hard_log_posterior
 from grounding.datasets import lou_seal_evidence
 from grounding.decision import decide
@@ -33,6 +33,9 @@ from grounding.examples import lou_seal_example
 from grounding.worlds import hard_rule_requirements, truth
 
 NAME = "fig2_two_worlds"
+NODE_SIZE = 380
+#: Edge labels sit on a translucent white box, so an edge crossing behind stays readable.
+EDGE_LABEL_BOX = dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.85)
 
 
 def _label(name: str) -> str:
@@ -49,12 +52,19 @@ def _draw_world(ax, graph, pos, title, highlight=(), hidden=(), highlight_color=
     route = {"lou_seal", "san_francisco_giants"} | {t for _, _, t in highlight}
     colors = ["#ffd27f" if n in route else "#dde6f0" for n in g.nodes]
     nx.draw_networkx_nodes(
-        g, pos, ax=ax, node_size=260, node_color=colors, edgecolors="#555555", linewidths=0.5
+        g, pos, ax=ax, node_size=NODE_SIZE, node_color=colors, edgecolors="#555555", linewidths=0.5
     )
-    nx.draw_networkx_labels(g, pos, ax=ax, labels={n: _label(n) for n in g.nodes}, font_size=5.6)
+    nx.draw_networkx_labels(g, pos, ax=ax, labels={n: _label(n) for n in g.nodes}, font_size=7)
     plain = [(h, t) for h, _, t in triples if (h, _, t) not in set(highlight)]
     nx.draw_networkx_edges(
-        g, pos, ax=ax, edgelist=plain, edge_color="#8a8a8a", width=0.7, arrowsize=6, node_size=260
+        g,
+        pos,
+        ax=ax,
+        edgelist=plain,
+        edge_color="#8a8a8a",
+        width=0.7,
+        arrowsize=6,
+        node_size=NODE_SIZE,
     )
     nx.draw_networkx_edge_labels(
         g,
@@ -63,10 +73,10 @@ def _draw_world(ax, graph, pos, title, highlight=(), hidden=(), highlight_color=
         edge_labels={
             (h, t): r.replace("_", " ") for h, r, t in triples if (h, r, t) not in set(highlight)
         },
-        font_size=4.6,
+        font_size=6,
         font_color="#555555",
         rotate=False,
-        bbox=dict(alpha=0.0),
+        bbox=EDGE_LABEL_BOX,
     )
     if highlight:
         hl = [(h, t) for h, _, t in highlight]
@@ -78,17 +88,17 @@ def _draw_world(ax, graph, pos, title, highlight=(), hidden=(), highlight_color=
             edge_color=highlight_color,
             width=2.2,
             arrowsize=10,
-            node_size=260,
+            node_size=NODE_SIZE,
         )
         nx.draw_networkx_edge_labels(
             g,
             pos,
             ax=ax,
             edge_labels={(h, t): "most recent WS win" for h, _, t in highlight},
-            font_size=5,
+            font_size=7,
             font_color=highlight_color,
             rotate=False,
-            bbox=dict(alpha=0.0),
+            bbox=EDGE_LABEL_BOX,
         )
     if hidden:
         hd = [(h, t) for h, _, t in hidden]
@@ -102,19 +112,19 @@ def _draw_world(ax, graph, pos, title, highlight=(), hidden=(), highlight_color=
             width=1.2,
             style="dotted",
             arrowsize=8,
-            node_size=260,
+            node_size=NODE_SIZE,
         )
         nx.draw_networkx_edge_labels(
             g,
             pos,
             ax=ax,
             edge_labels={(h, t): "not retrieved: ?" for h, _, t in hidden},
-            font_size=5,
+            font_size=7,
             font_color="tab:red",
             rotate=False,
-            bbox=dict(alpha=0.0),
+            bbox=EDGE_LABEL_BOX,
         )
-    ax.set_title(title, fontsize=8)
+    ax.set_title(title)
     ax.set_axis_off()
 
 
@@ -215,6 +225,7 @@ def run(full: bool = False) -> dict:
     )
 
 
+@styled
 def plot(res: dict):
     ex_graphs = res["graphs"]
     claim = tuple(res["claim"])
@@ -225,10 +236,14 @@ def plot(res: dict):
         union.add_edges_from((h, t) for h, _, t in g.triples())
     union.add_edge(claim[0], claim[2])
     union.add_edge(alt[0], alt[2])
-    pos = nx.kamada_kawai_layout(union)
+    # Edges at a hub are drawn longer, so their labels clear the hub's crowded neighbourhood.
+    deg = dict(union.degree)
+    for u, v in union.edges:
+        union.edges[u, v]["length"] = 1.0 + 0.25 * max(deg[u], deg[v])
+    pos = nx.kamada_kawai_layout(union, weight="length")
 
-    fig = plt.figure(figsize=(14, 9.5))
-    grid = fig.add_gridspec(2, 6, height_ratios=[1.5, 1.0], hspace=0.22, wspace=0.9)
+    fig = plt.figure(figsize=(18, 12), layout="constrained")
+    grid = fig.add_gridspec(2, 6, height_ratios=[1.7, 1.0])
     axes = [fig.add_subplot(grid[0, 2 * k : 2 * k + 2]) for k in range(3)]
     _draw_world(
         axes[0],
@@ -274,15 +289,15 @@ def plot(res: dict):
             label=f"{w}: claim {'true' if d['claim_true'] else 'false'}",
         )
         for b, v in zip(bars, vals, strict=True):
-            ax.text(b.get_x() + b.get_width() / 2, v + 0.01, f"{v:.2f}", ha="center", fontsize=6)
-    ax.set_xticks(x, labels, fontsize=7)
-    ax.set_ylabel("posterior mass of the 2014 trajectory", fontsize=8)
+            ax.text(b.get_x() + b.get_width() / 2, v + 0.01, f"{v:.2f}", ha="center", fontsize=8)
+    ax.set_xticks(x, labels)
+    ax.set_xlabel("grounding rule (hard: Eq. (6); soft with finite slack: Eq. (7) + Eq. (19))")
+    ax.set_ylabel("posterior mass of the 2014 trajectory")
     w1 = res["worlds"]["W1"]
     ax.set_title(
         "same $R$ ⇒ same decision in both worlds:\nhard rule rejects it (wrong in $W_1$); "
         f"finite slack keeps it, labelled {w1['status'][0].lower()} → "
         f"{w1['action_at_lambda_1'].lower()}",
-        fontsize=8,
     )
     for k in range(2):
         ax.text(
@@ -292,12 +307,11 @@ def plot(res: dict):
             rotation=90,
             ha="center",
             va="bottom",
-            fontsize=7,
+            fontsize=9,
             color="tab:red",
         )
     ax.set_ylim(0, max(0.5, 1.15 * float(np.max(w1["soft_mass_claim"]))))
-    ax.legend(fontsize=7, loc="upper right")
-    ax.tick_params(axis="y", labelsize=7)
+    ax.legend(loc="upper right")
 
     ax = fig.add_subplot(grid[1, 3:6])
     lc = res["lambda_curve"]
@@ -319,22 +333,20 @@ def plot(res: dict):
         ls=":",
         label="hard, $W_1$ fully observed",
     )
-    ax.set_xlabel("grounding strength $\\lambda$", fontsize=8)
-    ax.set_ylabel("mass of the 2014 trajectory", fontsize=8)
+    ax.set_xlabel("grounding strength $\\lambda$")
+    ax.set_ylabel("posterior mass of the 2014 trajectory")
     thm = res["thm1"]
     ax.set_title(
         "Thm. 1 check (hard rule): keeps true-unobserved = "
         f"{thm['hard_rule_F_R']['keeps_true_unobserved']},\nrejects false-unsupported = "
         f"{thm['hard_rule_F_R']['rejects_false_unsupported']} (no rule can do both)",
-        fontsize=8,
     )
     ax.set_ylim(-0.03, 1.05)
-    ax.legend(fontsize=7, loc="center right")
-    ax.tick_params(labelsize=7)
+    ax.legend(loc="center right")
     fig.suptitle(
         "Fig. 2 — Lou Seal non-identifiability: two latent worlds, one observed evidence "
         f"state (slack $\\kappa$={res['kappa']:g}; prior is a declared LLM stand-in)",
-        fontsize=10,
+        fontsize=13,
     )
     return fig
 
@@ -352,7 +364,7 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
         for lam, m in zip(res["lambdas"], d["soft_mass_claim"], strict=True):
             rows.append([w, d["claim_true"], "soft_slack", lam, 1, m])
     paths = [
-        save_figure(plot(res), out / f"{NAME}.png"),
+        *save_figure(plot(res), out / f"{NAME}.png", quick=not args.full),
         write_csv(
             out / f"{NAME}.csv",
             ["world", "claim_true", "rule", "lambda", "retained", "mass_2014_trajectory"],

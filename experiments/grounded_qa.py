@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from experiments._io import float64, parse_args, plt, save_figure, write_csv, write_json
+from experiments._io import float64, parse_args, plt, save_figure, styled, write_csv, write_json
 from grounding import EvidenceStatus, gibbs_log_posterior
 from grounding.datasets import kgqa_benchmark
 from grounding.learn import OneVsAllConfig, train_one_vs_all
@@ -323,25 +323,34 @@ def contradiction_effect(plain, with_neg, lam: float) -> dict:
     )
 
 
-def figure(reports: list[dict], out: Path, quick: bool) -> Path:
+@styled
+def figure(reports: list[dict]):
     """Risk-coverage (main dataset, 2 hops), Hits@1 against lambda, Hits@1 per dataset and hop."""
-    tag = " (quick run)" if quick else ""
     main = reports[0]
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.5), gridspec_kw=dict(width_ratios=[1, 1, 2]))
+    fig, axes = plt.subplots(1, 3, figsize=(17, 5), layout="constrained",
+                             gridspec_kw=dict(width_ratios=[1, 1, 2]))  # fmt: skip
     ax = axes[0]
     two = main["per_hop"][2]
     cov = np.arange(1, two["n_questions"] + 1) / two["n_questions"]
     for m in METHODS:
         ax.plot(cov, two["risk_coverage"][m], label=f"{m} (AURC {two[m]['aurc']:.2f})")
-    ax.set(xlabel="coverage", ylabel="selective risk (1 - Hits@1)", ylim=(0, 1))
+    ax.set(
+        xlabel="coverage (share of questions answered)",
+        ylabel="selective risk (1 - Hits@1)",
+        ylim=(0, 1),
+    )
     ax.set_title(f"Risk-coverage, {main['dataset']} 2-hop")
     ax.legend()
     ax = axes[1]
     for h in (1, 2, 3):
         ax.semilogx(LAMBDA_GRID, main["per_hop"][h]["lambda_sweep"], label=f"{h}-hop")
-    ax.axvline(main["lam"], color="k", ls=":", label=f"fitted lambda = {main['lam']:.2f}")
-    ax.set(xlabel="lambda (kappa = 1)", ylabel="soft grounding Hits@1", ylim=(0, 1))
-    ax.set_title(f"Hits@1 against lambda, {main['dataset']}")
+    ax.axvline(main["lam"], color="k", ls=":", label=f"fitted $\\lambda$ = {main['lam']:.2f}")
+    ax.set(
+        xlabel=r"grounding strength $\lambda$ ($\kappa$ = 1)",
+        ylabel="soft grounding Hits@1",
+        ylim=(0, 1),
+    )
+    ax.set_title(f"Hits@1 against $\\lambda$, {main['dataset']}")
     ax.legend()
     ax = axes[2]
     labels = [f"{r['dataset']}\n{h}-hop" for r in reports for h in (1, 2, 3)]
@@ -353,9 +362,8 @@ def figure(reports: list[dict], out: Path, quick: bool) -> Path:
     ax.set_xticklabels(labels)
     ax.set_title("Prior, hard (Eq. 6) and soft (Eq. 7) grounding per hop count")
     ax.legend()
-    fig.suptitle(f"Grounded multi-hop QA on real knowledge graphs{tag}")
-    fig.tight_layout()
-    return save_figure(fig, out / "grounded_qa.png")
+    fig.suptitle("Grounded multi-hop QA on real knowledge graphs", fontsize=13)
+    return fig
 
 
 @float64
@@ -387,7 +395,7 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
             rows,
         )
     )
-    paths.append(figure(reports, args.out, not args.full))
+    paths += save_figure(figure(reports), args.out / "grounded_qa.png", quick=not args.full)
     two = reports[0]["per_hop"][2]
     print(
         f"grounded_hits1={two['soft']['hits1']:.4f} prior_hits1={two['prior']['hits1']:.4f} "

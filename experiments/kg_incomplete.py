@@ -31,7 +31,11 @@ Problem construction (candidates, stand-in prior, energies, hard rules): see
    gradient of the validation log-likelihood through the posterior, vs the best fixed
    :math:`(\lambda, \kappa)` on a validation grid and a gradient-fitted global pair.
 
-Outputs: ``kg_incomplete.png``, ``.csv`` (per-lambda curves), ``.json`` (all numbers).
+Outputs: ``kg_incomplete.png`` (UMLS), ``.panels.json`` (each panel's plotted series),
+``.csv`` (per-lambda curves), ``.json`` (all numbers, per dataset: ``support_collapse``,
+``coverage`` with the per-query ``m_q``/``coverage``/``retention`` of the Prop. 4 panel,
+``two_worlds``, ``stability`` with the per-pair ``scatter`` of the Thm. 3 panel,
+``selective`` with its ``risk_coverage`` curve, ``calibration``).
 """
 
 from __future__ import annotations
@@ -46,7 +50,16 @@ import numpy as np
 import optax
 
 from experiments import _kg_problem as kp
-from experiments._io import float64, parse_args, plt, progress, save_figure, write_csv, write_json
+from experiments._io import (
+    float64,
+    parse_args,
+    plt,
+    progress,
+    save_figure,
+    styled,
+    write_csv,
+    write_json,
+)
 from grounding import (
     constraint_tradeoff,
     gibbs_log_posterior,
@@ -61,6 +74,7 @@ from grounding import (
 from grounding.datasets import load_kg
 from grounding.decision import IsotonicCalibrator
 from grounding.learn import evaluate_link_prediction
+from grounding.plot import tv_bound_curves
 from grounding.worlds import hard_rule_requirements, two_world_witness
 
 NAME = "kg_incomplete"
@@ -244,6 +258,7 @@ def stability(kg, p: kp.Problem, main, seed: int, n_rep: int) -> dict:
                     dict(
                         drop=drop,
                         jitter=jitter,
+                        lam_omega=LAM_SEL * omega,
                         tv=tv,
                         paper=np.asarray(jax.vmap(lambda o: tv_bound(LAM_SEL, o))(omega)),
                         sharp=np.asarray(jax.vmap(lambda o: tv_bound_sharp(LAM_SEL, o))(omega)),
@@ -273,7 +288,12 @@ def stability(kg, p: kp.Problem, main, seed: int, n_rep: int) -> dict:
             )
             for q in points
         ],
-        _scatter=(tv, sharp, paper),
+        scatter=dict(
+            lam_omega=np.concatenate([q["lam_omega"] for q in points]),
+            tv=tv,
+            sharp=sharp,
+            paper=paper,
+        ),
     )
 
 
@@ -431,68 +451,82 @@ def run_dataset(name: str, full: bool) -> dict:
     return res
 
 
-def _figure(res: dict, path: Path) -> Path:
-    fig, ax = plt.subplots(2, 3, figsize=(15, 8.5))
+@styled
+def _figure(res: dict):
+    fig, ax = plt.subplots(2, 3, figsize=(16, 9.5), layout="constrained")
     sc, lams = res["support_collapse"], LAMS[1:]
     cur = sc["curves"][1:]
     a = ax[0, 0]
-    a.loglog(lams, [c["mass_true"] for c in cur], label="soft: mass of true answer")
-    a.loglog(
-        lams, [c["floor_true"] for c in cur], "--", label=r"Prop. 11 floor $p_0e^{-\lambda B}$"
-    )
+    a.loglog(lams, [c["mass_true"] for c in cur], label="soft: mean mass of the true answer")
+    a.loglog(lams, [c["floor_true"] for c in cur], "--",
+             label=r"Prop. 11 floor $p_0e^{-\lambda B}$ (mean)")  # fmt: skip
     for name, st in (("adjacent", "-."), ("reach2", ":")):
-        a.axhline(sc["hard"][name]["mass_true"], ls=st, c="k", label=f"hard ({name})")
-    a.set(xlabel=r"$\lambda$", ylabel="mean posterior mass", title="Prop. 3/11: deletion vs floor")
-    a.legend(fontsize=7)
+        a.axhline(sc["hard"][name]["mass_true"], ls=st, c="k", label=f"hard rule '{name}'")
+    a.set(xlabel=r"grounding strength $\lambda$", ylabel="posterior mass of the true answer",
+          title="Prop. 3/11: hard deletion vs the soft floor")  # fmt: skip
+    a.legend(loc="lower left")
     a = ax[0, 1]
-    a.semilogx(lams, [c["soft_map_acc"] for c in cur], label="soft MAP accuracy")
-    a.axhline(sc["prior_acc"], c="gray", label="prior (stand-in LLM)")
+    a.semilogx(lams, [c["soft_map_acc"] for c in cur], label="soft grounding, MAP")
+    a.axhline(sc["prior_acc"], c="gray", label="prior alone (stand-in LLM)")
     for name, st in (("adjacent", "-."), ("reach2", ":")):
-        a.axhline(sc["hard"][name]["map_acc"], ls=st, c="k", label=f"hard ({name})")
-    a.set(xlabel=r"$\lambda$", ylabel="accuracy", title="Prop. 13: accuracy vs strength")
-    a.legend(fontsize=7)
+        a.axhline(sc["hard"][name]["map_acc"], ls=st, c="k", label=f"hard rule '{name}'")
+    a.set(xlabel=r"grounding strength $\lambda$", ylabel="accuracy of the top answer (test)",
+          title="Prop. 13: accuracy vs strength")  # fmt: skip
+    a.legend(loc="upper left")
     a = ax[0, 2]
     cov = res["coverage"]
-    mq = np.asarray(cov["m_q"])
+    mq, c_all, r_all = (np.asarray(cov[k]) for k in ("m_q", "coverage", "retention"))
+    crowded = []  # the points at coverage ~1 share one label
     for m in np.unique(mq):
         sel = mq == m
-        a.scatter(
-            np.asarray(cov["coverage"])[sel].mean(),
-            np.asarray(cov["retention"])[sel].mean(),
-            s=10 + 5 * sel.sum() ** 0.5,
-            c="C0",
-        )
-    a.plot([0, 1], [0, 1], "k--", lw=0.8)
-    a.set(
-        xlabel=r"Cov$(q)$, Eq. (15)",
-        ylabel=r"MC retention $\Pr[\rho^\dagger\in F_R]$",
-        title="Prop. 4: retention <= coverage",
-    )
+        x, y = c_all[sel].mean(), r_all[sel].mean()
+        a.scatter(x, y, s=15 + 6 * sel.sum() ** 0.5, c="C0")
+        if x < 0.99:
+            a.annotate(f"$m_q$={m} ({sel.sum()} queries)", (x, y), xytext=(-8, 0),
+                       textcoords="offset points", ha="right", va="center", fontsize=8)  # fmt: skip
+        else:
+            crowded.append(int(sel.sum()))
+    if crowded:
+        a.annotate(f"$m_q\\geq${int(mq[c_all >= 0.99].min())} ({sum(crowded)} queries)", (1, 1),
+                   xytext=(-8, 8), textcoords="offset points", ha="right", va="bottom",
+                   fontsize=8)  # fmt: skip
+    a.set_ylim(0, 1.1)
+    a.text(0.02, 0.88, "marker area grows with the number of queries", transform=a.transAxes,
+           fontsize=8, color="#495057")  # fmt: skip
+    a.plot([0, 1], [0, 1], "k--", lw=0.8, label="retention = coverage")
+    a.set(xlabel=r"predicted coverage Cov$(q)=1-(1-c)^{m_q}$, Eq. (15)",
+          ylabel=r"Monte-Carlo retention $\Pr[\rho^\dagger\in F_R]$",
+          title=r"Prop. 4: retention $\leq$ coverage (mean per $m_q$)")  # fmt: skip
+    a.legend(loc="upper left")
     a = ax[1, 0]
-    tv, sharp, paper = res["stability"]["_scatter"]
-    a.scatter(sharp, tv, s=3, alpha=0.4, label=r"vs sharp $\tanh(\lambda\omega/4)$")
-    a.scatter(paper, tv, s=3, alpha=0.4, label=r"vs paper $\tanh(\lambda\omega/2)$")
-    a.plot([0, 1], [0, 1], "k--", lw=0.8)
-    a.set(xlabel="certificate", ylabel="measured TV", title="Thm. 3: stability under perturbed R")
-    a.legend(fontsize=7)
+    st = res["stability"]["scatter"]
+    curve = np.linspace(0.0, max(1e-3, float(np.max(st["lam_omega"]))), 200)
+    tv_bound_curves(curve, a, measured=(st["lam_omega"], st["tv"]))  # grounding.plot
+    a.set_title(f"Thm. 3: posterior shift when 1-10 % of $R$ is dropped ({st['tv'].size} pairs)")
     a = ax[1, 1]
     tab = [r for r in res["selective"]["table"] if r["error_emitted"] is not None]
     for kind, m in (("calibrated", "o-"), ("raw", "s--")):
         rows = [r for r in tab if r["score"] == kind]
-        a.plot([r["theta"] for r in rows], [r["error_emitted"] for r in rows], m, ms=3, label=kind)
+        a.plot([r["theta"] for r in rows], [r["error_emitted"] for r in rows], m, ms=3,
+               label=f"{kind} confidence")  # fmt: skip
     th = np.linspace(0.1, 0.95)
-    a.plot(th, 1 - th, "k:", label=r"$1-\theta$ (Prop. 9)")
-    a.set(xlabel=r"$\theta$", ylabel="error among emitted", title="Prop. 9: selective risk")
-    a.legend(fontsize=7)
+    a.plot(th, 1 - th, "k:", label=r"bound $1-\theta$ (Prop. 9)")
+    a.set(xlabel=r"confidence threshold $\theta$ (answer when score $\geq\theta$)",
+          ylabel="error among the emitted answers", title="Prop. 9: selective risk")  # fmt: skip
+    a.legend(loc="upper right")
     a = ax[1, 2]
     cal = res["calibration"]
     names = ["fixed_grid", "global_gradient", "coverage_aware"]
-    a.bar(range(3), [cal[n]["test"]["nll"] for n in names])
-    a.set_xticks(range(3), ["best fixed", "gradient", "coverage-aware"])
-    a.set(ylabel="test NLL of true answer", title="Axiom 6: calibrating lambda, kappa")
-    fig.suptitle(f"{res['dataset'].upper()}: held-out triples as true-but-unobserved answers")
-    fig.tight_layout()
-    return save_figure(fig, path)
+    bars = a.bar(range(3), [cal[n]["test"]["nll"] for n in names], color="#4dabf7")
+    a.bar_label(bars, fmt="%.3f")
+    a.set_xticks(range(3), [r"best fixed $(\lambda,\kappa)$", "gradient-fitted\nglobal pair",
+                            "coverage-aware\n$\\lambda(c),\\kappa(c)$"])  # fmt: skip
+    a.set(xlabel="how $(\\lambda, \\kappa)$ were chosen (on validation queries)",
+          ylabel="test negative log-likelihood of the true answer",
+          title=r"Axiom 6: calibrating $\lambda$, $\kappa$ (lower is better)")  # fmt: skip
+    fig.suptitle(f"{res['dataset'].upper()}: held-out triples as true-but-unobserved answers",
+                 fontsize=13)  # fmt: skip
+    return fig
 
 
 def run(full: bool = False) -> dict:
@@ -508,7 +542,7 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
     args = parse_args(argv, __doc__.splitlines()[0])
     res = run(args.full)
     first = res["datasets"]["umls"]
-    png = _figure(first, args.out / f"{NAME}.png")
+    figure = save_figure(_figure(first), args.out / f"{NAME}.png", quick=not args.full)
     cols = [
         "lam",
         "soft_map_acc",
@@ -524,12 +558,8 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
         for c in r["support_collapse"]["curves"]
     ]
     csv = write_csv(args.out / f"{NAME}.csv", ["dataset", *cols], rows)
-    for r in res["datasets"].values():
-        r["stability"].pop("_scatter")
-        r["coverage"] = {k: v for k, v in r["coverage"].items() if not isinstance(v, list)}
-        r["selective"].pop("risk_coverage")
     js = write_json(args.out / f"{NAME}.json", res)
-    return [png, csv, js]
+    return [*figure, csv, js]
 
 
 if __name__ == "__main__":

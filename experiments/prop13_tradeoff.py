@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments._io import float64, parse_args, plt, save_figure, write_csv, write_json
+from experiments._io import float64, parse_args, plt, save_figure, styled, write_csv, write_json
 from grounding import constraint_tradeoff, gibbs_log_posterior
 from grounding.datasets import lou_seal_evidence
 from grounding.examples import lou_seal_example
@@ -100,74 +100,71 @@ def run(full: bool = False) -> dict:
     )
 
 
+@styled
 def plot(res: dict):
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6))
+    fig = plt.figure(figsize=(15, 5.4), layout="constrained")
+    grid = fig.add_gridspec(2, 3, height_ratios=[4, 1])
     lams = res["lambdas"]
     lou = res["lou_seal"]
     styles = (
-        ("observed_R", "tab:blue", "Lou Seal in $R$ (edge missing)"),
-        ("W1_fully_observed", "tab:green", "Lou Seal, $W_1$ fully observed"),
+        ("observed_R", "#1c7ed6", "Lou Seal in $R$ (edge missing)"),
+        ("W1_fully_observed", "#2b8a3e", "Lou Seal, $W_1$ fully observed"),
     )
 
-    ax = axes[0]
+    ax = fig.add_subplot(grid[:, 0])
     rnd = res["random"]
     for k in range(len(rnd["F"])):
-        ax.plot(
-            rnd["F"][k],
-            rnd["G"][k],
-            color="tab:gray",
-            lw=0.6,
-            alpha=0.5,
-            label="random instances" if k == 0 else None,
-        )
+        ax.plot(rnd["F"][k], rnd["G"][k], color="#adb5bd", lw=0.6,
+                label="random instances" if k == 0 else None)  # fmt: skip
     for key, color, label in styles:
         ax.plot(lou[key]["F"], lou[key]["G"], color=color, lw=2, label=label)
-        ax.plot(lou[key]["F"][0], lou[key]["G"][0], "o", color=color, ms=4)
-    ax.set_xlabel("$F(\\lambda)=\\mathrm{KL}(P_\\lambda\\|P_0)$")
+        ax.plot(lou[key]["F"][0], lou[key]["G"][0], "o", color=color, ms=5)
+    ax.set_xlabel("$F(\\lambda)=\\mathrm{KL}(P_\\lambda\\|P_0)$ (nats)")
     ax.set_ylabel("$G(\\lambda)=\\mathbb{E}_{P_\\lambda}[E_R]$")
-    ax.set_title("trade-off curves ($\\lambda$: 0 at the dot → $\\infty$)", fontsize=10)
-    ax.legend(fontsize=7)
+    ax.set_title("trade-off curves ($\\lambda = 0$ at the dot, $\\to\\infty$ along the curve)")
+    ax.legend(loc="upper right")
 
-    ax = axes[1]
+    ax = fig.add_subplot(grid[:, 1])
     x = lams[1:]
-    for key, color, label in styles:
-        ax.semilogx(x, lou[key]["F"][1:], color=color, lw=2, label=f"F, {label}")
-        ax.semilogx(x, lou[key]["G"][1:], color=color, lw=2, ls="--", label=f"G, {label}")
+    for (key, color, _), short in zip(styles, ("in $R$", "$W_1$ observed"), strict=True):
+        ax.semilogx(x, lou[key]["F"][1:], color=color, lw=2, label=f"$F$ (KL), {short}")
+        ax.semilogx(x, lou[key]["G"][1:], color=color, lw=2, ls="--", label=f"$G$, {short}")
     ax.set_xlabel("$\\lambda$")
+    ax.set_ylabel("$F(\\lambda)$ (nats) and $G(\\lambda)$ (energy)")
     ax.set_title(
-        "F non-decreasing, G non-increasing "
-        f"(max violations {res['max_F_decrease']:.0e}, {res['max_G_increase']:.0e})",
-        fontsize=10,
+        "$F$ non-decreasing, $G$ non-increasing\n"
+        f"(largest violations {res['max_F_decrease']:.0e}, {res['max_G_increase']:.0e})"
     )
-    ax.legend(fontsize=7)
+    ax.legend(loc="center left", bbox_to_anchor=(0.0, 0.55))
 
-    ax = axes[2]
-    names = res["candidates"]
+    ax = fig.add_subplot(grid[0, 2])
     for key, color, label in styles:
         ax.semilogx(x, lou[key]["mass_correct"][1:], color=color, lw=2, label=label)
+    ax.set_ylabel("posterior mass of\nthe correct 2014 trajectory")
+    ax.set_ylim(0, 1.03)
+    ax.set_title("mass on the correct trajectory and the MAP vs $\\lambda$")
+    ax.legend(loc="upper left")
+    ax.set_xlabel("$\\lambda$")
+
+    strip = fig.add_subplot(grid[1, 2], sharex=ax)
+    names = res["candidates"]
+    drawn = set()
+    for row, (key, _, _) in enumerate(styles):
         maps = lou[key]["map"][1:]
-        y = -0.06 if key == "observed_R" else -0.12
         for j, name in enumerate(names):
             sel = np.array([m == name for m in maps])
             if sel.any():
-                ax.scatter(
-                    x[sel],
-                    np.full(sel.sum(), y),
-                    s=6,
-                    marker="s",
-                    color=plt.cm.tab10(j + 5),
-                    label=f"MAP: {name}"
-                    if key == "observed_R" or name not in set(lou["observed_R"]["map"])
-                    else None,
-                )
-    ax.set_xlabel("$\\lambda$")
-    ax.set_ylabel("posterior mass of the correct 2014 trajectory")
-    ax.set_ylim(-0.17, 1.03)
-    ax.text(x[0], -0.045, "MAP in $R$", fontsize=6, va="bottom")
-    ax.text(x[0], -0.105, "MAP, $W_1$ observed", fontsize=6, va="bottom")
-    ax.set_title("mass on the correct trajectory and the MAP vs $\\lambda$", fontsize=10)
-    ax.legend(fontsize=7, loc="center left")
-    fig.tight_layout()
+                strip.scatter(x[sel], np.full(sel.sum(), row), s=10, marker="s",
+                              color=plt.cm.tab10(j), label=None if name in drawn else name)  # fmt: skip
+                drawn.add(name)
+    strip.set_yticks([0, 1], ["MAP in $R$", "MAP, $W_1$ obs."])
+    strip.set_ylim(-0.6, 1.6)
+    strip.set_xlabel("$\\lambda$")
+    strip.set_ylabel("MAP")
+    strip.set_title("MAP candidate", fontsize=10)
+    strip.grid(False)
+    strip.legend(loc="upper left", bbox_to_anchor=(1.0, 1.2), fontsize=8, title="MAP candidate")
+    fig.suptitle("Prop. 13: the constraint-strength trade-off on the Gibbs family")
     return fig
 
 
@@ -191,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
                 ]
             )
     return [
-        save_figure(plot(res), out / f"{NAME}.png"),
+        *save_figure(plot(res), out / f"{NAME}.png", quick=not args.full),
         write_csv(
             out / f"{NAME}.csv",
             ["state", "lambda", "F_kl", "G_expected_energy", "map", "mass_correct_2014"],

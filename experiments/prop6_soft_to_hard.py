@@ -25,12 +25,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments._io import float64, parse_args, plt, save_figure, write_csv, write_json
+from experiments._io import float64, parse_args, plt, save_figure, styled, write_csv, write_json
 from grounding import gibbs_log_posterior, hard_limit_tv, hard_log_posterior, tv_distance
 from grounding.datasets import lou_seal_evidence
 from grounding.examples import lou_seal_example
 
 NAME = "prop6_soft_to_hard"
+#: The two Lou Seal settings as drawn (kappa: the slack of a missing edge; eps_s: the support
+#: threshold, so S_R = {E <= eps_s} keeps only the supported route).
+LOU_SEAL_LABELS = (
+    "Lou Seal in observed $R$, $S_R=\\{E_R\\leq\\kappa\\}$ (slack $\\kappa$: not contradicted)",
+    "Lou Seal, $W_1$ observed, $S_R=\\{E_R\\leq\\epsilon_s\\}$ (supported only)",
+)
 SEED = 6
 LAMBDAS = (0.5, 2.0)
 
@@ -115,71 +121,49 @@ def run(full: bool = False) -> dict:
     )
 
 
+@styled
 def plot(res: dict):
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6), gridspec_kw=dict(width_ratios=[1.4, 1.0]))
+    fig, axes = plt.subplots(1, 2, figsize=(12.5, 5.2), layout="constrained",
+                             gridspec_kw=dict(width_ratios=[1.4, 1.0]))  # fmt: skip
     x = res["lam_m"]
     ax = axes[0]
     exact = res["exact"]
     for k in range(2, min(len(exact), 22)):
-        ax.loglog(
-            x,
-            exact[k],
-            color="tab:gray",
-            lw=0.7,
-            alpha=0.6,
-            label="random instances: exact $u/(1+u)$" if k == 2 else None,
-        )
-        ax.loglog(
-            x[::3],
-            res["tv"][LAMBDAS[0]][k, ::3],
-            ".",
-            color="tab:gray",
-            ms=3,
-            alpha=0.8,
-            label="random instances: measured" if k == 2 else None,
-        )
-    for k, color in ((0, "tab:blue"), (1, "tab:green")):
-        ax.loglog(x, exact[k], color=color, lw=2, label=res["names"][k] + ": exact")
+        first = k == 2
+        ax.loglog(x, exact[k], color="#adb5bd", lw=0.7,
+                  label="random instances: exact $u/(1+u)$" if first else None)  # fmt: skip
+        ax.loglog(x[::3], res["tv"][LAMBDAS[0]][k, ::3], ".", color="#868e96", ms=3,
+                  label="random instances: measured" if first else None)  # fmt: skip
+    for k, color in ((0, "#1c7ed6"), (1, "#2b8a3e")):
+        ax.loglog(x, exact[k], color=color, lw=2, label=LOU_SEAL_LABELS[k] + ": exact")
         for lam, mk in zip(LAMBDAS, ("o", "x"), strict=True):
-            ax.loglog(
-                x[::2],
-                res["tv"][lam][k, ::2],
-                mk,
-                color=color,
-                ms=4,
-                mfc="none",
-                label=f"measured, $\\lambda$={lam:g}" if k == 0 else None,
-            )
+            ax.loglog(x[::2], res["tv"][lam][k, ::2], mk, color=color, ms=5, mfc="none",
+                      label=f"measured, $\\lambda$={lam:g}" if k == 0 else None)  # fmt: skip
     ax.set_xlabel("$\\lambda M$")
     ax.set_ylabel("TV$(P^R_{\\lambda,M},\\ P_0(\\cdot\\mid S_R))$")
-    ax.set_title(
-        "Prop. 6: soft → hard as $\\lambda M\\to\\infty$ (points measured, lines exact)",
-        fontsize=10,
-    )
-    ax.legend(fontsize=7, loc="lower left")
-    ax.set_ylim(1e-18, 1.5)
+    ax.set_title("Prop. 6: soft → hard as $\\lambda M\\to\\infty$ (points measured, lines exact)")
+    ax.legend(loc="lower left", fontsize=8)
+    ax.text(0.99, 0.98, "exact: TV $= u/(1+u)$,  $u = \\frac{P_0(S_R^c)}{P_0(S_R)}\\,e^{-\\lambda M}$",
+            transform=ax.transAxes, ha="right", va="top")  # fmt: skip
+    ax.set_ylim(1e-18, 1e3)  # headroom for the formula
 
     ax = axes[1]
-    for lam, color, lw in zip(LAMBDAS, ("tab:purple", "tab:orange"), (3.0, 1.2), strict=True):
-        ax.loglog(
-            x,
-            np.maximum(np.max(np.abs(res["tv"][lam] - exact), axis=0), 1e-20),
-            color=color,
-            lw=lw,
-            alpha=0.8,
-            label=f"$\\lambda$={lam:g}",
-        )
-    ax.axhline(np.finfo(float).eps, color="gray", ls="--", lw=0.8, label="float64 eps")
+    floor = 1e-20
+    for lam, color, style in zip(LAMBDAS, ("#7048e8", "#e8590c"), ("-", "none"), strict=True):
+        err = np.max(np.abs(res["tv"][lam] - exact), axis=0)
+        ax.loglog(x, np.maximum(err, floor), color=color, ls=style, marker="o" if style == "-" else "x",
+                  ms=4, mfc="none", label=f"$\\lambda$={lam:g}")  # fmt: skip
+    ax.axhline(np.finfo(float).eps, color="gray", ls="--", lw=0.8, label="float64 machine epsilon")
     ax.set_xlabel("$\\lambda M$")
     ax.set_ylabel("max |measured − exact| over instances")
     ax.set_title(
-        f"all {len(exact)} instances; max rel. error {res['max_rel_error_resolved']:.1e}"
-        "\n(where exact TV > 1e-12)",
-        fontsize=10,
+        f"error, all {len(exact)} instances (max rel. error {res['max_rel_error_resolved']:.1e}\n"
+        "where exact TV > 1e-12); both $\\lambda$ splits give the same points"
     )
-    ax.set_ylim(1e-20, 1e-12)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    ax.text(0.02, 0.02, f"an error of exactly 0 is drawn at {floor:g}", transform=ax.transAxes,
+            fontsize=8, color="#495057")  # fmt: skip
+    ax.set_ylim(floor / 3, 1e-12)
+    ax.legend(loc="upper right")
     return fig
 
 
@@ -197,7 +181,7 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
         exact=res["exact"][:2], measured={str(lam): res["tv"][lam][:2] for lam in LAMBDAS}
     )
     return [
-        save_figure(plot(res), out / f"{NAME}.png"),
+        *save_figure(plot(res), out / f"{NAME}.png", quick=not args.full),
         write_csv(
             out / f"{NAME}.csv",
             ["instance", "lambda_M", "exact_tv"]

@@ -23,7 +23,16 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from experiments._io import float64, parse_args, plt, progress, save_figure, write_csv, write_json
+from experiments._io import (
+    float64,
+    parse_args,
+    plt,
+    progress,
+    save_figure,
+    styled,
+    write_csv,
+    write_json,
+)
 from grounding.datasets import generate_pathrag6, kg_retrieval_benchmark, load_pathrag6
 from grounding.retrieval import (
     PCR,
@@ -222,51 +231,51 @@ def run(full: bool = False) -> dict:
     )
 
 
-def _figure(res: dict, path: Path) -> Path:
-    fig, ax = plt.subplots(1, 4, figsize=(18, 4))
+@styled
+def _figure(res: dict):
+    fig, ax = plt.subplots(2, 2, figsize=(12, 9), layout="constrained")
     t = res["pathrag6"]["all"]
-    names = list(t)
-    a = ax[0]
-    for n in names:
-        a.scatter(t[n]["consistency"], t[n]["relevance@10"], s=40)
-        xy = (t[n]["consistency"], t[n]["relevance@10"])
-        a.annotate(n, xy, xytext=(4, 4), textcoords="offset points", fontsize=8)
-    a.scatter([1.0], [PAPER["relevance@10"]["pcr_overall"]], marker="x", c="k")
-    xy = (1.0, PAPER["relevance@10"]["pcr_overall"])
-    a.annotate("paper PCR", xy, xytext=(-40, -12), textcoords="offset points", fontsize=8)
-    a.set(xlabel="structural consistency", ylabel="Relevance@10", title="PathRAG-6 (released data)")
-    a = ax[1]
+    a = ax[0, 0]
+    for k, (n, v) in enumerate(t.items()):
+        a.scatter(v["consistency"], v["relevance@10"], s=50, color=f"C{k}", label=n)
+    a.scatter([1.0], [PAPER["relevance@10"]["pcr_overall"]], marker="x", s=60, c="k",
+              label="PCR as published (Relevance@10 only)")  # fmt: skip
+    a.set(xlabel="structural consistency of the top 10 (ours)", ylabel="Relevance@10",
+          title="PathRAG-6 (released data): retrievers")  # fmt: skip
+    a.legend(loc="lower left")
+    a = ax[0, 1]
     d = res["depth_ablation"]
-    keys = list(d)
-    a.plot(keys, [d[k]["relevance@10"] for k in keys], "o-", label="Relevance@10")
-    a.plot(keys, [d[k]["distance"] for k in keys], "s-", label="distance penalty")
-    a.set(xlabel="d_max", title="PCR depth ablation (PathRAG-6)")
-    a.legend(fontsize=8)
-    a = ax[2]
+    keys = [str(k) for k in d]
+    a.plot(keys, [d[k]["relevance@10"] for k in d], "o-", label="Relevance@10")
+    a.plot(keys, [d[k]["distance"] for k in d], "s-", label="distance penalty")
+    a.set(xlabel="PCR depth limit $d_{max}$", ylabel="score",
+          title="PCR depth ablation (PathRAG-6)")  # fmt: skip
+    a.legend(loc="center right")
+    a = ax[1, 0]
     s = res["anchor_sensitivity"]
-    a.bar(list(s), [s[m]["relevance@10"] for m in s])
-    a.set(ylabel="Relevance@10", title="PCR anchor sensitivity (PathRAG-6)")
-    a = ax[3]
-    for key, dd in res["umls"]["depths"].items():
+    bars = a.bar([f"{m} anchor" for m in s], [s[m]["relevance@10"] for m in s], color="#4dabf7")
+    a.bar_label(bars, fmt="%.3f")
+    a.set(xlabel="anchor given to PCR", ylabel="Relevance@10",
+          title="PCR anchor sensitivity (PathRAG-6)")  # fmt: skip
+    a = ax[1, 1]
+    for k, (key, dd) in enumerate(res["umls"]["depths"].items()):
         lams = [c["lam"] for c in dd["soft_curve"]]
-        line = a.semilogx(np.maximum(lams, 0.1), [c["recall"] for c in dd["soft_curve"]], "o-")
-        a.axhline(dd["hard_recall"], ls="--", c=line[0].get_color(), label=f"hard, d_max={key}")
-    a.set(
-        xlabel=r"$\lambda\kappa$ (0 plotted at 0.1)",
-        ylabel="recall@10",
-        title="UMLS held-out triples: soft PCR -> hard PCR",
-    )
-    a.legend(fontsize=7)
-    fig.suptitle(f"Path-Constrained Retrieval, encoder: {res['encoder'].split(' ')[0]}")
-    fig.tight_layout()
-    return save_figure(fig, path)
+        a.semilogx(np.maximum(lams, 0.1), [c["recall"] for c in dd["soft_curve"]], "o-",
+                   color=f"C{k}", label=f"soft PCR, $d_{{max}}$={key}")  # fmt: skip
+        a.axhline(dd["hard_recall"], ls="--", color=f"C{k}", label=f"hard PCR, $d_{{max}}$={key}")
+    a.set(xlabel=r"$\lambda\kappa$ (0 drawn at 0.1)", ylabel="recall@10 of the held-out tail",
+          title="UMLS held-out triples: soft PCR → hard PCR")  # fmt: skip
+    a.legend(loc="lower right", ncols=2, fontsize=8)
+    fig.suptitle(f"Path-Constrained Retrieval (sentence encoder: {res['encoder'].split(' ')[0]})",
+                 fontsize=13)  # fmt: skip
+    return fig
 
 
 @float64
 def main(argv: Sequence[str] | None = None) -> list[Path]:
     args = parse_args(argv, __doc__.splitlines()[0])
     res = run(args.full)
-    png = _figure(res, args.out / f"{NAME}.png")
+    figure = save_figure(_figure(res), args.out / f"{NAME}.png", quick=not args.full)
     rows = []
     for section, tab in (
         ("pathrag6", res["pathrag6"]),
@@ -277,7 +286,7 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
                 rows += [[section, dom, r] + [v[m] for m in METRICS] for r, v in per.items()]
     csv = write_csv(args.out / f"{NAME}.csv", ["data", "domain", "retriever", *METRICS], rows)
     js = write_json(args.out / f"{NAME}.json", res)
-    return [png, csv, js]
+    return [*figure, csv, js]
 
 
 if __name__ == "__main__":

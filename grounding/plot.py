@@ -6,7 +6,9 @@ total-variation bounds against :math:`\lambda\omega`, risk-coverage curves of a 
 
 Every function draws on a given ``ax`` (or a new figure), labels its axes, and returns the
 ``Axes``; the numbers drawn are the artists' data (``ax.patches``, ``ax.lines``), so a figure
-can be checked without comparing pixels. :func:`style` is the package's ``rcParams``.
+can be checked without comparing pixels. :func:`style` is the package's ``rcParams``;
+:func:`figure_data` reads every panel's drawn numbers back out of a figure (the experiments
+write them next to each PNG), and :func:`mark_quick` labels a figure drawn from a small run.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
+import matplotlib
+import matplotlib.collections
+import matplotlib.container
 import matplotlib.pyplot as plt
 import networkx as nx
 import numpy as np
@@ -24,7 +29,17 @@ from grounding.evidence import EvidenceStatus
 from grounding.graph import TypedGraph
 from grounding.result import GroundingResult
 
-__all__ = ["STYLE", "style", "posterior_bars", "tv_bound_curves", "risk_coverage", "evidence_paths"]
+__all__ = [
+    "STYLE",
+    "STATUS_COLORS",
+    "style",
+    "posterior_bars",
+    "tv_bound_curves",
+    "risk_coverage",
+    "evidence_paths",
+    "mark_quick",
+    "figure_data",
+]
 
 #: The package's figure style (readable at print size, a light grid, no top/right spines).
 STYLE = {
@@ -110,12 +125,14 @@ def tv_bound_curves(
         mx, my = (np.asarray(a, float) for a in measured)
         if mx.shape != my.shape:
             raise ValueError(f"measured: {mx.shape} lam*omega values but {my.shape} TVs")
-        ax.scatter(mx, my, s=12, color="#212529", label="measured TV", zorder=3)
+        ax.scatter(mx, my, s=8, alpha=0.35, lw=0, color="#212529", label="measured TV", zorder=3,
+                   rasterized=mx.size > 500)  # fmt: skip
     ax.set_xlabel(r"$\lambda\,\omega$ (strength $\times$ energy oscillation)")
     ax.set_ylabel("total variation")
     ax.set_ylim(0, 1.02)
     ax.set_title("Thm. 3: stability of the grounded posterior")
-    ax.legend(loc="lower right")
+    for handle in ax.legend(loc="lower right").legend_handles:
+        handle.set_alpha(1.0)  # the translucent points' marker, legible in the legend
     return ax
 
 
@@ -198,3 +215,64 @@ def evidence_paths(graph: TypedGraph, result: GroundingResult, ax=None, *, candi
                                  bbox={"alpha": 0.7, "color": "white", "lw": 0})  # fmt: skip
     ax.legend(loc="lower left", fontsize=8)
     return ax
+
+
+def mark_quick(fig, note: str = "quick run: small sample, not the paper-quality figure") -> None:
+    """Write ``note`` below the figure's bottom-right corner (for figures of a reduced run;
+    saving with ``bbox_inches="tight"`` keeps it)."""
+    fig.text(1.0, -0.01, note, ha="right", va="top", fontsize=9, color="#c92a2a",
+             style="italic")  # fmt: skip
+
+
+def _floats(values) -> list:
+    """JSON-ready floats (NaN and masked values become ``None``); categorical data (the
+    strings of a categorical axis) stays strings."""
+    try:
+        a = np.ma.filled(np.ma.masked_invalid(np.asarray(values, dtype=float)), np.nan).ravel()
+    except ValueError:
+        return [str(v) for v in np.asarray(values).ravel()]
+    return [None if np.isnan(v) else float(v) for v in a]
+
+
+def figure_data(fig) -> list[dict]:
+    """Every panel's drawn numbers, read back from the artists: per axes its title, axis
+    labels and scales, and one entry per labelled or unlabelled series: ``line`` (``x``,
+    ``y``; ``x_axes_fraction`` when x is in axes coordinates, as for ``axhline``),
+    ``scatter`` (``x``, ``y``) and ``bar`` (``x`` centres, ``height``, the tick labels).
+    Panels drawn with the axis off (graph drawings) are listed with their title only.
+
+    This is what the experiments write to ``<figure>.panels.json``: the numbers behind each
+    panel, exactly as plotted."""
+    panels = []
+    for ax in fig.axes:
+        panel = {"title": ax.get_title(), "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel()}
+        if not ax.axison:
+            panels.append(panel | {"series": []})
+            continue
+        panel |= {"xscale": ax.get_xscale(), "yscale": ax.get_yscale()}
+        series = []
+        for c in ax.containers:
+            if isinstance(c, matplotlib.container.BarContainer):
+                series.append({
+                    "kind": "bar",
+                    "label": c.get_label(),
+                    "x": _floats([p.get_x() + p.get_width() / 2 for p in c.patches]),
+                    "height": _floats([p.get_height() for p in c.patches]),
+                })  # fmt: skip
+        ticks = [t.get_text() for t in ax.get_xticklabels()]
+        if series and any(ticks):
+            panel["xticklabels"] = ticks
+        for line in ax.lines:
+            entry = {"kind": "line", "label": line.get_label()}
+            entry |= {"x": _floats(line.get_xdata()), "y": _floats(line.get_ydata())}
+            if line.get_transform() == ax.get_yaxis_transform():
+                entry["x_axes_fraction"] = True
+            series.append(entry)
+        for col in ax.collections:
+            if isinstance(col, matplotlib.collections.PathCollection):
+                xy = np.asarray(col.get_offsets(), float).reshape(-1, 2)
+                series.append({"kind": "scatter", "label": col.get_label(),
+                               "x": _floats(xy[:, 0]), "y": _floats(xy[:, 1])})  # fmt: skip
+        panel["series"] = series
+        panels.append(panel)
+    return panels

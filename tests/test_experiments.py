@@ -31,7 +31,7 @@ def results(runs):
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_outputs_exist_and_are_complete(runs, name):
     out, paths = runs[name]
-    expected = sorted(f"{name}.{ext}" for ext in ("png", "csv", "json"))
+    expected = sorted(f"{name}.{ext}" for ext in ("png", "panels.json", "csv", "json"))
     assert sorted(p.name for p in paths) == expected
     for p in paths:
         assert p.exists() and p.stat().st_size > 0
@@ -41,6 +41,28 @@ def test_outputs_exist_and_are_complete(runs, name):
     assert len(rows) > 1 and all(len(r) == len(rows[0]) for r in rows)
     json.loads((out / f"{name}.json").read_text())  # valid strict JSON
     assert not [f for f in out.iterdir() if f.name.endswith(".tmp")]  # atomic writes cleaned up
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_every_panel_is_labelled_and_its_numbers_are_written(runs, name):
+    """``<figure>.panels.json``: each plotted panel has a title and both axis labels, every
+    series drawn on it is there with its numbers, probabilities are drawn inside [0, 1], and
+    a quick run says so."""
+    out, _ = runs[name]
+    figure = json.loads((out / f"{name}.panels.json").read_text())
+    assert figure["figure"] == f"{name}.png" and figure["quick"] is True
+    plotted = [p for p in figure["panels"] if "xscale" in p]  # graph drawings have no axes
+    assert plotted
+    for panel in plotted:
+        assert panel["title"] and panel["xlabel"] and panel["ylabel"], panel["title"]
+        assert panel["series"], panel["title"]
+        for series in panel["series"]:
+            values = series.get("y", series.get("height"))
+            assert any(v is not None for v in values), (panel["title"], series["label"])
+        label = panel["ylabel"].lower()
+        if "mass" in label or "probability" in label or "accuracy" in label:
+            ys = [v for s in panel["series"] for v in s.get("y", s.get("height")) if v is not None]
+            assert min(ys) >= 0 and max(ys) <= 1 + 1e-9, panel["title"]
 
 
 def _stub_experiments(monkeypatch, tmp_path, calls):
@@ -197,6 +219,12 @@ def test_kg_incomplete(results):
     assert st["violations_paper"] == 0 and st["violations_sharp"] == 0  # Thm. 3
     assert st["max_sup_dE"] <= st["kappa"] + 1e-12  # slack caps the energy change
     assert r["coverage"]["max_excess_in_se"] < 4.0  # Prop. 4 (MC noise only)
+    # the numbers behind the Thm. 3 and Prop. 4 panels are in the JSON, one entry per point
+    assert {len(v) for v in st["scatter"].values()} == {st["n_pairs"]}
+    assert set(st["scatter"]) == {"lam_omega", "tv", "sharp", "paper"}
+    cov = r["coverage"]
+    assert len(cov["m_q"]) == len(cov["coverage"]) == len(cov["retention"]) > 0
+    assert len(r["selective"]["risk_coverage"]["risk"]) > 0
     lam_c = r["calibration"]["coverage_aware"]["lam_of_c"]
     assert np.all(np.diff(lam_c) >= 0)  # Axiom 6: lambda'(c) >= 0
 

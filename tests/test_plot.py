@@ -99,3 +99,34 @@ def test_style_is_a_context():
     with plot.style():
         assert plt.rcParams["axes.spines.top"] is False
     assert plt.rcParams["axes.spines.top"] == before
+
+
+def test_figure_data_reads_back_every_series_as_drawn():
+    fig, (a, b, c) = plt.subplots(1, 3)
+    a.plot([1.0, 2.0, 3.0], [0.5, np.nan, 0.25], label="curve")
+    a.axhline(0.7, label="level")
+    a.scatter([1.0, 2.0], [3.0, 4.0], label="points")
+    a.set(title="A", xlabel="x", ylabel="y", yscale="log")
+    b.bar(["one", "two"], [0.2, 0.8], label="bars")
+    b.plot(["one", "two"], [0.1, 0.9], label="cat")
+    c.set_title("graph")
+    c.set_axis_off()
+    panels = plot.figure_data(fig)
+    assert [p["title"] for p in panels] == ["A", "", "graph"]
+    first = panels[0]
+    assert (first["xlabel"], first["ylabel"], first["yscale"]) == ("x", "y", "log")
+    line, level, points = first["series"]
+    assert line == {"kind": "line", "label": "curve", "x": [1.0, 2.0, 3.0], "y": [0.5, None, 0.25]}
+    assert level["x_axes_fraction"] and level["y"] == [0.7, 0.7] and "x_axes_fraction" not in line
+    assert points == {"kind": "scatter", "label": "points", "x": [1.0, 2.0], "y": [3.0, 4.0]}
+    bars, cat = panels[1]["series"]
+    assert bars == {"kind": "bar", "label": "bars", "x": [0.0, 1.0], "height": [0.2, 0.8]}
+    assert panels[1]["xticklabels"] == ["one", "two"] and cat["y"] == [0.1, 0.9]
+    assert panels[2]["series"] == [] and "xscale" not in panels[2]
+
+
+def test_mark_quick_writes_the_note_on_the_figure():
+    fig, _ = plt.subplots()
+    plot.mark_quick(fig)
+    assert [t.get_text() for t in fig.texts] == [
+        "quick run: small sample, not the paper-quality figure"]  # fmt: skip

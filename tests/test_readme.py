@@ -1,5 +1,7 @@
-"""Every Python block of README.md runs as written, each in a fresh interpreter with JAX's
-default settings (as a reader would paste it), so the README cannot go stale."""
+"""Every Python block of README.md and of the documentation pages (docs/*.md) runs as
+written, each in a fresh interpreter with JAX's default settings (as a reader would paste
+it), so neither can go stale. User-facing text speaks of the software, not of how it was
+made."""
 
 from __future__ import annotations
 
@@ -11,7 +13,18 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+USER_DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 BLOCKS = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
+DOC_BLOCKS = [
+    (f"{page.stem}{i}", code)
+    for page in USER_DOCS[1:]
+    for i, code in enumerate(re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S))
+]
+#: Words about how the work was organised, which user documentation must not use.
+PROCESS_WORDS = re.compile(
+    r"\bgoals?\b|\breview|\bissues?\b|literature helper|\bseed 0\d\d|shared/|\bsession",
+    flags=re.I,
+)
 
 
 def test_the_readme_has_python_blocks():
@@ -24,3 +37,18 @@ def test_readme_block_runs_as_written(code, tmp_path):
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=600
     )
     assert out.returncode == 0, f"README block failed:\n{code}\n{out.stderr[-3000:]}"
+
+
+@pytest.mark.parametrize("name, code", DOC_BLOCKS, ids=[n for n, _ in DOC_BLOCKS])
+def test_docs_block_runs_as_written(name, code, tmp_path):
+    test_readme_block_runs_as_written(code, tmp_path)
+
+
+@pytest.mark.parametrize("page", USER_DOCS, ids=[p.name for p in USER_DOCS])
+def test_user_docs_speak_of_the_software(page):
+    hits = [
+        f"{page.name}:{n}: {line.strip()}"
+        for n, line in enumerate(page.read_text().splitlines(), 1)
+        if PROCESS_WORDS.search(line)
+    ]
+    assert not hits, "\n".join(hits)
