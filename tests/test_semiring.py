@@ -244,6 +244,15 @@ def test_min_plus_without_a_hop_limit_is_the_shortest_walk_of_at_least_one_edge(
         assert_energies_equal(got[i], want)
 
 
+def test_min_plus_without_a_hop_limit_relaxes_through_a_long_cycle():
+    """A directed cycle of n nodes: the walk to node v costs v, back to the source n. The
+    relaxation needs n - 1 hops to reach the far end (a hop budget below that stops short)."""
+    n = 12
+    head, tail = np.arange(n), (np.arange(n) + 1) % n
+    got = g.energy_field(head, tail, np.ones(n), np.array([0]), n_nodes=n, max_hops=None, tau=0.0)
+    np.testing.assert_array_equal(np.asarray(got), [[n, *range(1, n)]])
+
+
 def test_unlimited_hops_need_min_plus_and_non_negative_costs():
     h, t = np.array([0, 1]), np.array([1, 0])
     with pytest.raises(ValueError, match="tau == 0"):
@@ -419,6 +428,7 @@ def test_hop_distances_equal_networkx_bfs(gr, d_max, anchors):
         for v, d in nx.single_source_shortest_path_length(G, a, cutoff=d_max).items():
             want[v] = d
         np.testing.assert_array_equal(got[i], want)
+    assert got.dtype == np.int32  # hop counts, with UNREACHABLE = -1
 
 
 # ------------------------------------------------------------------ claim chains, Eq. (10)
@@ -529,6 +539,7 @@ def test_index_methods_and_typed_graph_index_match_the_array_api():
                           tau=0.3)  # fmt: skip
     assert_energies_equal(index.energy_field(cost, np.array([0]), max_hops=4, tau=0.3), want)
     np.testing.assert_array_equal(index.hop_distances(np.array([1])), [[2, 0, 1]])
+    np.testing.assert_array_equal(index.hop_distances(np.array([1]), max_hops=1), [[-1, 0, 1]])
 
 
 # ------------------------------------------------------------------------------ sharding
