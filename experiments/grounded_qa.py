@@ -358,7 +358,7 @@ def figure(reports: list[dict]):
     for j, m in enumerate(METHODS):
         vals = [r["per_hop"][h][m]["hits1"] for r in reports for h in (1, 2, 3)]
         ax.bar(x + (j - 1) * 0.27, vals, 0.27, label=m)
-    ax.set(xticks=x, ylabel="Hits@1 (test questions)", ylim=(0, 1))
+    ax.set(xticks=x, xlabel="dataset and hop count", ylabel="Hits@1 (test questions)", ylim=(0, 1))
     ax.set_xticklabels(labels)
     ax.set_title("Prior, hard (Eq. 6) and soft (Eq. 7) grounding per hop count")
     ax.legend()
