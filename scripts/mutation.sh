@@ -11,6 +11,9 @@ cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || ./scripts/setup_env.sh
 [ -x .venv/bin/mutmut ] || .venv/bin/python -m pip install --quiet -e ".[mutation]"
 export HYPOTHESIS_PROFILE=mutation
+# Eight host devices, so that the in-process sharding test pads source batches that do not
+# divide over the devices (the default test run has one device).
+export XLA_FLAGS="${XLA_FLAGS:-} --xla_force_host_platform_device_count=8"
 # Every mutant runs in a fresh process: JAX's persistent compilation cache lets it reuse the
 # executables of every function the mutant did not change (about 3x faster per mutant).
 export JAX_COMPILATION_CACHE_DIR="${JAX_COMPILATION_CACHE_DIR:-$PWD/mutants/.jax-cache}"

@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 from collections import defaultdict
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -23,11 +24,12 @@ import scipy.sparse as sp
 from _tol import F32, F64
 from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
+from jax.sharding import Mesh, NamedSharding
 from scipy.sparse.csgraph import shortest_path
 
 import grounding as g
 from grounding import semiring
-from grounding.semiring import recursion
+from grounding.semiring import layout, recursion
 from grounding.semiring.kernels import SegmentEdges
 from grounding.testing.strategies import seeds, typed_graphs, weighted_digraphs
 
@@ -542,7 +544,87 @@ def test_index_methods_and_typed_graph_index_match_the_array_api():
     np.testing.assert_array_equal(index.hop_distances(np.array([1]), max_hops=1), [[-1, 0, 1]])
 
 
+def test_index_takes_per_source_costs_and_priors_keeps_float32_and_int32_indices():
+    """The prebuilt index equals the array API (segment layout) with ``[S, E]`` costs and step
+    priors, for fields, per-hop fields and edge usage; float32 costs give float32 energies on
+    both layouts even with a float64 prior; the index stores int32 indices under x64."""
+    head, tail, cost, src = _small()
+    rng = np.random.default_rng(1)
+    per_source = cost[None] + rng.uniform(0, 1, (3, 30))
+    prior = np.log(rng.uniform(0.2, 1.0, (3, 30)))
+    index = semiring.EdgeIndex.from_edges(head, tail, 8)
+    arrays = dict(head=head, tail=tail, n_nodes=8)
+    for tau in (0.0, 0.6):
+        kw = dict(max_hops=3, tau=tau, log_step_prior=prior)
+        for fn in ("energy_field", "hop_energy_fields"):
+            want = getattr(g, fn)(edge_cost=per_source, sources=src, **arrays, **kw)
+            assert_energies_equal(getattr(index, fn)(per_source, src, **kw), want)
+        usage = index.edge_usage(per_source, src, np.array([1, 2, 4]), **kw)
+        want = g.edge_usage(head, tail, per_source, src, np.array([1, 2, 4]), n_nodes=8, **kw)
+        np.testing.assert_allclose(np.asarray(usage), np.asarray(want), **F64)
+    for c in (cost, per_source):
+        c32 = c.astype(np.float32)
+        kw = dict(max_hops=3, tau=0.6, log_step_prior=prior)
+        assert index.energy_field(c32, src, **kw).dtype == jnp.float32
+        assert g.energy_field(head, tail, c32, src, n_nodes=8, **kw).dtype == jnp.float32
+    leaves = [index.head, index.tail, index.final_row, *index.slots]
+    assert all(a.dtype == jnp.int32 for a in leaves + [s for lv in index.srcs for s in lv])
+
+
+@pytest.mark.parametrize("tau", [0.0, 0.5])
+def test_large_concrete_graphs_take_the_ell_layout_and_agree_with_traced_edges(tau):
+    """From ``ELL_MIN_EDGES`` edges on, concrete edge arrays are laid out as an ``EdgeIndex``
+    (below, and when traced, as segment reductions); both give the same field."""
+    rng = np.random.default_rng(5)
+    n, m = 4000, layout.ELL_MIN_EDGES
+    head, tail = rng.integers(0, n, m).astype(np.int32), rng.integers(0, n, m).astype(np.int32)
+    cost, src = rng.uniform(0, 2, m), np.array([0, 17, 250], np.int32)
+    assert isinstance(layout.as_graph(head, tail, n), semiring.EdgeIndex)
+    assert isinstance(layout.as_graph(head[:-1], tail[:-1], n), SegmentEdges)
+    kw = dict(n_nodes=n, max_hops=2, tau=tau)
+    eager = g.energy_field(head, tail, cost, src, **kw)
+    traced = jax.jit(lambda h, t: g.energy_field(h, t, cost, src, **kw))(head, tail)
+    assert np.isfinite(np.asarray(eager)).sum() > 100
+    assert_energies_equal(traced, eager)
+
+
+def test_unlimited_hops_take_zero_costs_and_traced_costs():
+    """``max_hops=None`` accepts zero-cost edges (no negative cycle) and a cost traced by
+    ``jit`` (the sign check needs concrete costs; a traced one is the caller's promise); it
+    equals a hop limit of ``n_nodes`` on non-negative costs."""
+    head, tail, cost, src = _small()
+    cost = np.where(np.arange(30) < 6, 0.0, cost)
+    kw = dict(n_nodes=8, tau=0.0)
+    eager = g.energy_field(head, tail, cost, src, max_hops=None, **kw)
+    traced = jax.jit(lambda c: g.energy_field(head, tail, c, src, max_hops=None, **kw))(cost)
+    assert_energies_equal(traced, eager)
+    assert_energies_equal(eager, g.energy_field(head, tail, cost, src, max_hops=8, **kw))
+
+
 # ------------------------------------------------------------------------------ sharding
+def test_a_mesh_in_process_gives_the_unsharded_field_laid_out_on_the_mesh():
+    """Every local device in one mesh axis (one device in the default run; the mutation run
+    forces eight host devices, so source batches that do not divide are padded): the sharded
+    field, per-hop fields and index method equal the unsharded ones and live on the mesh."""
+    head, tail, cost, src = _small()
+    mesh = Mesh(np.array(jax.devices()), ("devices",))
+    index = semiring.EdgeIndex.from_edges(head, tail, 8)
+    prior = np.log(np.full(30, 0.5))
+    # with one device no batch is padded: one batch size suffices
+    for sources in (src[:1], src, np.tile(src, 3)[:8]) if mesh.size > 1 else (src,):
+        per_source = cost[None] + np.arange(len(sources))[:, None] / 7
+        calls = (
+            partial(g.energy_field, head, tail, per_source, sources, n_nodes=8),
+            partial(g.hop_energy_fields, head, tail, cost, sources, n_nodes=8),
+            partial(index.energy_field, cost, sources, log_step_prior=prior),
+            partial(index.hop_energy_fields, per_source, sources),
+        )
+        for call, tau in zip(calls, (0.0, 0.6, 0.6, 0.0)):  # both semirings, each layout
+            want, got = call(max_hops=3, tau=tau), call(max_hops=3, tau=tau, mesh=mesh)
+            assert_energies_equal(got, want)
+            assert isinstance(got.sharding, NamedSharding) and got.sharding.mesh == mesh
+
+
 SHARDING_SCRIPT = r"""
 import numpy as np, jax
 jax.config.update("jax_enable_x64", True)
@@ -584,26 +666,65 @@ def test_sharded_over_eight_host_devices_equals_unsharded():
 # ---------------------------------------------------------------------------- bad input
 H, T_, C = np.array([0, 1]), np.array([1, 2]), np.array([1.0, 1.0])
 BAD = [
-    (lambda: g.energy_field(H, T_, C, [0], n_nodes=0, max_hops=2, tau=1.0), "n_nodes"),
-    (lambda: g.energy_field(H, T_[:1], C, [0], n_nodes=3, max_hops=2, tau=1.0), "same length"),
-    (lambda: g.energy_field(H, T_ + 5, C, [0], n_nodes=3, max_hops=2, tau=1.0), "endpoints"),
-    (lambda: g.energy_field(H * 1.0, T_, C, [0], n_nodes=3, max_hops=2, tau=1.0), "integer"),
-    (lambda: g.energy_field(H, T_, C, [7], n_nodes=3, max_hops=2, tau=1.0), "sources"),
-    (lambda: g.energy_field(H, T_, [1.0, np.nan], [0], n_nodes=3, max_hops=2, tau=1.0), "NaN"),
-    (lambda: g.energy_field(H, T_, [1.0, -np.inf], [0], n_nodes=3, max_hops=2, tau=1.0), "-inf"),
-    (lambda: g.energy_field(H, T_, [1.0], [0], n_nodes=3, max_hops=2, tau=1.0), "shape"),
-    (lambda: g.energy_field(H, T_, C, [0], n_nodes=3, max_hops=0, tau=1.0), "max_hops"),
-    (lambda: g.energy_field(H, T_, C, [0], n_nodes=3, max_hops=2, tau=-1.0), "tau"),
+    (
+        lambda: g.energy_field(H, T_, C, [0], n_nodes=0, max_hops=2, tau=1.0),
+        "^n_nodes must be an int >= 1",
+    ),
+    (
+        lambda: g.energy_field(H, T_[:1], C, [0], n_nodes=3, max_hops=2, tau=1.0),
+        "^head and tail must have the same length",
+    ),
+    (
+        lambda: g.energy_field(H, T_ + 5, C, [0], n_nodes=3, max_hops=2, tau=1.0),
+        "^edge endpoints must lie in",
+    ),
+    (
+        lambda: g.energy_field(H * 1.0, T_, C, [0], n_nodes=3, max_hops=2, tau=1.0),
+        "^head must be a 1-D integer array",
+    ),
+    (lambda: g.energy_field(H, T_, C, [7], n_nodes=3, max_hops=2, tau=1.0), "^sources must lie in"),
+    (
+        lambda: g.energy_field(H, T_, [1.0, np.nan], [0], n_nodes=3, max_hops=2, tau=1.0),
+        "^edge_cost contains NaN",
+    ),
+    (
+        lambda: g.energy_field(H, T_, [1.0, -np.inf], [0], n_nodes=3, max_hops=2, tau=1.0),
+        "^edge_cost contains -inf",
+    ),
+    (
+        lambda: g.energy_field(H, T_, [1.0], [0], n_nodes=3, max_hops=2, tau=1.0),
+        r"^edge_cost must have shape \[2\] or \[1, 2\]",
+    ),
+    (
+        lambda: g.energy_field(H, T_, C, [0], n_nodes=3, max_hops=0, tau=1.0),
+        "^max_hops must be an int >= 1",
+    ),
+    (lambda: g.energy_field(H, T_, C, [0], n_nodes=3, max_hops=2, tau=-1.0), "^tau must be >= 0"),
     (
         lambda: g.energy_field(
             H, T_, C, [0], n_nodes=3, max_hops=2, tau=1.0, log_step_prior=[0.0, np.inf]
         ),  # fmt: skip
-        "inf",
+        "^log_step_prior contains inf",
     ),
-    (lambda: g.edge_usage(H, T_, C, [0, 1], [2], n_nodes=3, max_hops=2, tau=1.0), "targets"),
-    (lambda: g.hop_distances(H, T_, [[0]], n_nodes=3), "anchors"),
-    (lambda: g.top_paths(H, T_, C, 0, 2, n_nodes=3, max_hops=2, k=0), "k must"),
-    (lambda: g.top_paths(H, T_, C, 0, 9, n_nodes=3, max_hops=2), "target"),
+    (
+        lambda: g.edge_usage(H, T_, C, [0, 1], [2], n_nodes=3, max_hops=2, tau=1.0),
+        "^targets must match",
+    ),
+    (lambda: g.hop_distances(H, T_, [[0]], n_nodes=3), "^anchors must be a 1-D integer array"),
+    (lambda: g.edge_usage(H, T_, C, [0], [9], n_nodes=3, max_hops=2, tau=1.0), "^targets must lie"),
+    (
+        lambda: g.edge_usage(H, T_, [[1.0], [1.0, 2.0]], [0], [2], n_nodes=3, max_hops=2, tau=1.0),
+        "^edge_cost must be a rectangular array",
+    ),
+    (
+        lambda: g.energy_field(
+            H, T_, C, [0], n_nodes=3, max_hops=2, tau=1.0, log_step_prior=np.zeros((2, 2))
+        ),
+        r"^log_step_prior must have shape \[2\] or \[1, 2\]",
+    ),
+    (lambda: g.hop_distances(H, T_, [0], n_nodes=3, max_hops=0), "^max_hops must be an int >= 1"),
+    (lambda: g.top_paths(H, T_, C, 0, 2, n_nodes=3, max_hops=2, k=0), "^k must be an int >= 1"),
+    (lambda: g.top_paths(H, T_, C, 0, 9, n_nodes=3, max_hops=2), "^target must lie in"),
 ]
 
 
