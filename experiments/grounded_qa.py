@@ -9,7 +9,10 @@ question's hop count) builds the evidence state; :func:`grounding.ground` re-wei
 prior. ``lambda`` is fitted on validation questions by gradient (``kappa = 1``). Reports, per
 dataset and hop count, Hits@1 and answer-set F1 of the prior, hard grounding (Eq. (6)) and
 soft grounding (Eq. (7)); what happens to true answers the evidence does not state; selective
-prediction (risk-coverage, AURC); calibration (ECE); coverage of the Thm. 3 certificate.
+prediction (risk-coverage, AURC); calibration (ECE); coverage of the Thm. 3 certificate; and
+one 2-hop test question through the loop (posterior bars with evidence statuses, the
+supporting walks of the grounded answer with their ``nu*`` weights, the decision and the
+certificate, under ``example`` in the JSON).
 
 Final line: ``grounded_hits1=<x> prior_hits1=<y> hard_hits1=<z> aurc=<w>`` (CoDEx-M, 2 hops,
 soft grounding).
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import textwrap
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,13 +33,16 @@ import numpy as np
 import optax
 
 from experiments._io import float64, parse_args, plt, save_figure, styled, write_csv, write_json
-from grounding import EvidenceStatus, gibbs_log_posterior
+from grounding import EvidenceStatus, GroundingResult, TypedGraph, gibbs_log_posterior, ground
+from grounding import plot as gplot
 from grounding.datasets import kgqa_benchmark
 from grounding.learn import OneVsAllConfig, train_one_vs_all
 from grounding.qa import (
     GroundedQA,
     KGEAnswerer,
+    compact_evidence,
     expected_calibration_error,
+    grounding_problem,
     risk_coverage,
     score_probabilities,
 )
@@ -235,7 +242,28 @@ def lambda_sweep(outcomes) -> list[float]:
     return hits
 
 
-def run_setting(setting: Setting, log) -> dict:
+Example = tuple[TypedGraph, GroundingResult, list[str]]
+
+
+def worked_example(qa: GroundedQA, outcomes) -> Example:
+    """One test question grounded again with its three best supporting walks
+    (``n_paths=3``), on the compacted evidence the loop grounded it on, with its candidate
+    answer entities: the first question
+    whose prior's top candidate is wrong and whose grounded top is right, else the first the
+    grounded posterior gets right, else the first answered; among each, questions whose
+    grounded top has a walk in the evidence come first."""
+    live = [o for o in outcomes if o.result is not None]
+    live.sort(key=lambda o: not np.isfinite(float(o.result.raw_energy[int(o.result.best)])))
+    flipped = [o for o in live if score(o, "soft")["hit"] > score(o, "prior")["hit"]]
+    o = (flipped or [o for o in live if score(o, "soft")["hit"]] or live)[0]
+    problem = grounding_problem(o.question, o.candidates)
+    state = compact_evidence(o.evidence, problem.entities())
+    result = ground(problem, state, n_paths=3, **qa.ground_kwargs)
+    return state.graph, result, list(o.candidates.entities)
+
+
+def run_setting(setting: Setting, log) -> tuple[dict, Example]:
+    """The setting's report, and its worked 2-hop example (evidence graph, result)."""
     t0 = time.perf_counter()
     bench, answerer, (pcr, soft), fit = build(setting)
     negative = counter_evidence(bench) if setting.negatives else frozenset()
@@ -266,6 +294,16 @@ def run_setting(setting: Setting, log) -> dict:
             for m in METHODS
         }
         row["risk_coverage"] = {m: rc[m]["risk"].tolist() for m in METHODS}
+        row["selective"] = {
+            m: dict(
+                confidence=[score(o, m)["confidence"] for o in outcomes],
+                hit=[score(o, m)["hit"] for o in outcomes],
+            )
+            for m in METHODS
+        }
+        if h == 2:
+            example = worked_example(qa, outcomes)
+            report["example"] = example[1].to_dict()
         if setting.name == "codex-m":  # the same loop with soft PCR as the retriever
             qa_soft = GroundedQA(answerer, lambda q: soft[q.hops], lam=lam, kappa=KAPPA)
             via_soft = evaluate(qa_soft.answer_batch(test), lam)
@@ -281,7 +319,7 @@ def run_setting(setting: Setting, log) -> dict:
             qa.answer_batch(qs), qa_neg.answer_batch(qs), lam
         ) | dict(n_questions=len(qs))
     report["seconds"] = time.perf_counter() - t0
-    return report
+    return report, example
 
 
 def negative_questions(bench, limit: int) -> list:
@@ -324,24 +362,25 @@ def contradiction_effect(plain, with_neg, lam: float) -> dict:
 
 
 @styled
-def figure(reports: list[dict]):
-    """Risk-coverage (main dataset, 2 hops), Hits@1 against lambda, Hits@1 per dataset and hop."""
+def figure(reports: list[dict], example: Example):
+    """Top: risk-coverage (main dataset, 2 hops), Hits@1 against lambda, Hits@1 per dataset
+    and hop. Bottom: one 2-hop test question through the loop, its posterior bars with the
+    candidates' evidence statuses and the supporting walks of its grounded answer."""
     main = reports[0]
-    fig, axes = plt.subplots(1, 3, figsize=(17, 5), layout="constrained",
-                             gridspec_kw=dict(width_ratios=[1, 1, 2]))  # fmt: skip
-    ax = axes[0]
-    two = main["per_hop"][2]
-    cov = np.arange(1, two["n_questions"] + 1) / two["n_questions"]
-    for m in METHODS:
-        ax.plot(cov, two["risk_coverage"][m], label=f"{m} (AURC {two[m]['aurc']:.2f})")
-    ax.set(
-        xlabel="coverage (share of questions answered)",
-        ylabel="selective risk (1 - Hits@1)",
-        ylim=(0, 1),
+    fig, axes = plt.subplot_mosaic(
+        [["rc", "lam", "hops", "hops"], ["post", "post", "walks", "walks"]],
+        figsize=(17, 11),
+        layout="constrained",
     )
+    ax = axes["rc"]
+    two = main["per_hop"][2]
+    for m in METHODS:
+        sel = two["selective"][m]
+        gplot.risk_coverage(sel["confidence"], sel["hit"], ax,
+                            label=f"{m} (AURC {two[m]['aurc']:.2f})")  # fmt: skip
+    ax.set(ylabel="selective risk (1 - Hits@1)", ylim=(0, 1))
     ax.set_title(f"Risk-coverage, {main['dataset']} 2-hop")
-    ax.legend()
-    ax = axes[1]
+    ax = axes["lam"]
     for h in (1, 2, 3):
         ax.semilogx(LAMBDA_GRID, main["per_hop"][h]["lambda_sweep"], label=f"{h}-hop")
     ax.axvline(main["lam"], color="k", ls=":", label=f"fitted $\\lambda$ = {main['lam']:.2f}")
@@ -352,7 +391,7 @@ def figure(reports: list[dict]):
     )
     ax.set_title(f"Hits@1 against $\\lambda$, {main['dataset']}")
     ax.legend()
-    ax = axes[2]
+    ax = axes["hops"]
     labels = [f"{r['dataset']}\n{h}-hop" for r in reports for h in (1, 2, 3)]
     x = np.arange(len(labels))
     for j, m in enumerate(METHODS):
@@ -362,6 +401,21 @@ def figure(reports: list[dict]):
     ax.set_xticklabels(labels)
     ax.set_title("Prior, hard (Eq. 6) and soft (Eq. 7) grounding per hop count")
     ax.legend()
+    graph, result, answers = example
+    ax = gplot.posterior_bars(result, axes["post"], max_candidates=8, labels=answers)
+    ax.set_xlabel("candidate answer (label colour: evidence status)")
+    ax.set_title(
+        textwrap.fill(f"One {main['dataset']} 2-hop test question: {result.question}", 90)
+        + f"\nAxiom 8 decision: {result.decision.name.lower()}; grounded top candidate: "
+        + answers[int(result.best)],
+        fontsize=10,
+    )
+    gplot.evidence_paths(graph, result, axes["walks"])
+    axes["walks"].set_title(
+        f"Supporting walks of {answers[int(result.best)]} in the retrieved evidence "
+        r"(width: posterior weight $\nu^*$, Prop. 2)",
+        fontsize=10,
+    )
     fig.suptitle("Grounded multi-hop QA on real knowledge graphs", fontsize=13)
     return fig
 
@@ -375,7 +429,8 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
         lines.append(s)
         print(s, file=sys.stderr, flush=True)
 
-    reports = [run_setting(s, log) for s in settings(args.full)]
+    runs = [run_setting(s, log) for s in settings(args.full)]
+    reports, example = [r for r, _ in runs], runs[0][1]
     paths = [write_json(args.out / "grounded_qa.json", dict(full=args.full, reports=reports))]
     rows = [
         (
@@ -395,7 +450,9 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
             rows,
         )
     )
-    paths += save_figure(figure(reports), args.out / "grounded_qa.png", quick=not args.full)
+    paths += save_figure(
+        figure(reports, example), args.out / "grounded_qa.png", quick=not args.full
+    )
     two = reports[0]["per_hop"][2]
     print(
         f"grounded_hits1={two['soft']['hits1']:.4f} prior_hits1={two['prior']['hits1']:.4f} "

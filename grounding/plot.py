@@ -14,7 +14,7 @@ write them next to each PNG), and :func:`mark_quick` labels a figure drawn from 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import matplotlib
 import matplotlib.collections
@@ -78,11 +78,16 @@ def _axes(ax):
         return plt.subplots(figsize=(6.0, 3.6), layout="constrained")[1]
 
 
-def posterior_bars(result: GroundingResult, ax=None, *, max_candidates: int = 12):
+def posterior_bars(result: GroundingResult, ax=None, *, max_candidates: int = 12,
+                   labels: Sequence[str] | None = None):  # fmt: skip
     """Prior, soft posterior (Eq. (7)) and, when computed, hard posterior (Eq. (6)) of each
-    candidate as grouped bars; each candidate's label carries its evidence status, coloured
-    as :data:`STATUS_COLORS`. Shows the ``max_candidates`` of largest soft posterior."""
+    candidate as grouped bars; each candidate's label (``labels``, one per candidate, default
+    its name) carries its evidence status, coloured as :data:`STATUS_COLORS`. Shows the
+    ``max_candidates`` of largest soft posterior."""
     ax = _axes(ax)
+    names = list(result.names if labels is None else labels)
+    if len(names) != len(result.names):
+        raise ValueError(f"labels must name the {len(result.names)} candidates, got {len(names)}")
     post = np.exp(np.asarray(result.log_posterior, float))
     order = np.argsort(-post, kind="stable")[:max_candidates]
     series = [("prior", np.exp(np.asarray(result.log_prior, float)), "#adb5bd")]
@@ -98,7 +103,7 @@ def posterior_bars(result: GroundingResult, ax=None, *, max_candidates: int = 12
             x + (j - (len(series) - 1) / 2) * width, values[order], width, label=label, color=color
         )
     statuses = [EvidenceStatus(int(s)) for s in np.asarray(result.status)[order]]
-    ax.set_xticks(x, [f"{result.names[i]}\n{s}" for i, s in zip(order, statuses)], fontsize=8)
+    ax.set_xticks(x, [f"{names[i]}\n{s}" for i, s in zip(order, statuses)], fontsize=8)
     for tick, s in zip(ax.get_xticklabels(), statuses):
         tick.set_color(STATUS_COLORS[s])
     ax.set_ylim(0, 1.05)

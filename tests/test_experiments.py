@@ -269,6 +269,15 @@ def test_grounded_qa(results):
             # Thm. 3 on the real world: a certified answer is the world's answer
             assert row["certificate"]["certified_world_sound"] == 1.0
             assert len(row["lambda_sweep"]) == 33
+    # the worked example: one 2-hop question through the loop, with its supporting walks
+    ex = r["reports"][0]["example"]
+    names = [c["name"] for c in ex["candidates"]]
+    assert ex["best"] in names and ex["action"] in ("ANSWER", "ABSTAIN", "RETRIEVE", "VERIFY")
+    assert abs(sum(c["posterior"] for c in ex["candidates"]) - 1) < 1e-6
+    best = ex["candidates"][names.index(ex["best"])]
+    if best["raw_energy"] < float("inf"):  # a walk supports it: the best walks are reported
+        assert best["paths"] and 0 < sum(p["weight"] for p in best["paths"]) <= 1 + 1e-9
+    assert all(len(t) == 3 for p in best["paths"] for t in p["triples"])
     neg = r["reports"][2]["counter_evidence"]
     assert neg["n_questions"] > 0 and neg["contradicted_candidates"] > 0
     # Axiom 4: a contradicted candidate never stays on top when the counter-evidence is added

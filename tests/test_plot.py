@@ -48,6 +48,13 @@ def test_posterior_bars_draw_prior_soft_and_hard_with_statuses():
     assert ax.get_ylabel() == "probability" and ax.get_title() == "Where was Curie born?"
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [
         "prior", "soft posterior", "hard posterior"]  # fmt: skip
+    ax = plot.posterior_bars(r, labels=["Poland", "France"])
+    assert [t.get_text() for t in ax.get_xticklabels()] == [
+        "Poland\nSUPPORTED",
+        "France\nUNSUPPORTED",
+    ]
+    with pytest.raises(ValueError, match="^labels must name the 2 candidates"):
+        plot.posterior_bars(r, labels=["Poland"])
 
 
 def test_tv_bound_curves_are_the_paper_and_sharp_bounds():
