@@ -14,7 +14,7 @@ import networkx as nx
 import numpy as np
 import pytest
 from _tol import F64
-from hypothesis import given, note
+from hypothesis import event, given, note
 from hypothesis import strategies as st
 
 from grounding import TypedGraph
@@ -90,6 +90,33 @@ def test_reachability_matches_networkx_bfs(gt, data):
     if g.n_edges and hops != 0:  # the engine's batched BFS agrees (it needs >= 1 hop)
         bfs = hop_distances(g.head, g.tail, np.array([a]), n_nodes=g.n_nodes, max_hops=hops)
         np.testing.assert_array_equal(np.asarray(bfs)[0], dist)
+
+
+@given(graphs(), st.data())
+def test_reachability_from_several_anchors_is_the_union(gt, data):
+    """``C(a_1) u ... u C(a_k)`` and one distance row per anchor, for zero, one or several
+    anchors (repeats allowed), at every depth; a negative or fractional depth is refused."""
+    g, _ = gt
+    anchors = data.draw(st.lists(st.integers(0, g.n_nodes - 1), max_size=4))
+    hops = data.draw(st.sampled_from([None, 0, 1, 2]))
+    event(f"anchors: {min(len(anchors), 2)}")
+    G = _nx(g)
+    refs = [nx.single_source_shortest_path_length(G, a, cutoff=hops) for a in anchors]
+    assert g.reachable(anchors, hops).tolist() == sorted(set().union(*refs))
+    dist = g.distances(anchors, hops)
+    assert dist.shape == (len(anchors), g.n_nodes) and dist.dtype == np.int64
+    for row, ref in zip(dist, refs):
+        assert {v: int(d) for v, d in enumerate(row) if d >= 0} == ref
+    for bad in (-1, 1.5, True):
+        for method in (g.reachable, g.distances):
+            with pytest.raises(ValueError, match="^max_hops must be a non-negative integer"):
+                method(anchors, bad)
+
+
+def test_reachability_on_a_single_edge():
+    g = TypedGraph.from_edges(["a", "b"], [("a", "b")])
+    assert g.reachable([0]).tolist() == [0, 1] and g.reachable([1]).tolist() == [1]
+    np.testing.assert_array_equal(g.distances([0, 1], 1), [[0, 1], [-1, 0]])
 
 
 @given(graphs(), st.data())
