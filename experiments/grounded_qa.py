@@ -248,10 +248,10 @@ Example = tuple[TypedGraph, GroundingResult, list[str]]
 def worked_example(qa: GroundedQA, outcomes) -> Example:
     """One test question grounded again with its three best supporting walks
     (``n_paths=3``), on the compacted evidence the loop grounded it on, with its candidate
-    answer entities: the first question
-    whose prior's top candidate is wrong and whose grounded top is right, else the first the
-    grounded posterior gets right, else the first answered; among each, questions whose
-    grounded top has a walk in the evidence come first."""
+    answer entities: the first question whose prior's top candidate is wrong and whose
+    grounded top is right, else the first the grounded posterior gets right, else the first
+    answered; among each, questions whose grounded top has a walk in the evidence come
+    first."""
     live = [o for o in outcomes if o.result is not None]
     live.sort(key=lambda o: not np.isfinite(float(o.result.raw_energy[int(o.result.best)])))
     flipped = [o for o in live if score(o, "soft")["hit"] > score(o, "prior")["hit"]]
@@ -286,20 +286,13 @@ def run_setting(setting: Setting, log) -> tuple[dict, Example]:
         seconds = time.perf_counter() - t
         row = evaluate(outcomes, lam) | dict(questions_per_second=len(test) / seconds)
         row["lambda_sweep"] = lambda_sweep(outcomes)
-        rc = {
-            m: risk_coverage(
-                np.array([score(o, m)["confidence"] for o in outcomes]),
-                np.array([score(o, m)["hit"] for o in outcomes]),
-            )
-            for m in METHODS
-        }
-        row["risk_coverage"] = {m: rc[m]["risk"].tolist() for m in METHODS}
+        scores = {m: [score(o, m) for o in outcomes] for m in METHODS}
         row["selective"] = {
-            m: dict(
-                confidence=[score(o, m)["confidence"] for o in outcomes],
-                hit=[score(o, m)["hit"] for o in outcomes],
-            )
-            for m in METHODS
+            m: {k: [sc[k] for sc in scores[m]] for k in ("confidence", "hit")} for m in METHODS
+        }
+        row["risk_coverage"] = {
+            m: risk_coverage(np.array(sel["confidence"]), np.array(sel["hit"]))["risk"].tolist()
+            for m, sel in row["selective"].items()
         }
         if h == 2:
             example = worked_example(qa, outcomes)
