@@ -117,6 +117,12 @@ def test_reachability_on_a_single_edge():
     g = TypedGraph.from_edges(["a", "b"], [("a", "b")])
     assert g.reachable([0]).tolist() == [0, 1] and g.reachable([1]).tolist() == [1]
     np.testing.assert_array_equal(g.distances([0, 1], 1), [[0, 1], [-1, 0]])
+    none = g.reachable([])  # no anchor: the empty index set, still an index array
+    assert none.shape == (0,) and none.dtype == np.int64
+    for bad in (-1, 2):  # one past the last node is out of range too
+        for method in (g.reachable, g.distances):
+            with pytest.raises(ValueError, match=r"^anchor indices must lie in \[0, 2\)"):
+                method([bad])
 
 
 @given(graphs(), st.data())
