@@ -21,5 +21,13 @@ export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 JAX_PERSISTENT_CACHE_MIN_ENT
 if [ "${1:-}" = report ]; then
     exec .venv/bin/python scripts/mutation_report.py
 fi
+# A mutant that breaks a loop's exit can allocate without bound long before mutmut's CPU-time
+# limit stops it; stop it at MUTATION_MAX_RSS_GB (default 8) resident, as that limit would.
+max_kb=$(( ${MUTATION_MAX_RSS_GB:-8} * 1024 * 1024 ))
+( while sleep 5; do
+    ps -eo pid=,rss=,args= | awk -v m="$max_kb" '$2 > m && /mutmut run/ {print $1}' | xargs -r kill -9 2>/dev/null || true
+  done ) &
+watchdog=$!
+trap 'kill $watchdog 2>/dev/null' EXIT
 .venv/bin/mutmut run --max-children "${MUTATION_JOBS:-$(nproc)}" "$@"
 .venv/bin/python scripts/mutation_report.py

@@ -29,7 +29,9 @@ ROOT = Path(__file__).resolve().parents[1]
 EQUIVALENTS = ROOT / "scripts" / "mutation_equivalents.toml"
 LABEL_HELPER = re.compile(r"^(check_\w+|as_float_array|_no_nan|_scalar)$")
 LABEL_KEYWORDS = {"name", "name_a", "name_b"}
-KILLED = {1, 3, 36, 37, 24, -24, 152, 255}  # failed test, pytest error, timeout, type check
+# failed test, pytest error, timeout, type check; -9: SIGKILL, from mutmut's CPU-time limit or
+# from the memory watchdog of scripts/mutation.sh (a mutant whose loop never ends)
+KILLED = {1, 3, 36, 37, 24, -24, 152, 255, -9}
 
 
 def _differences(a, b, parent=None):
