@@ -415,6 +415,68 @@ def test_top_paths_weights_are_probabilities_at_small_tau_or_refused(x64):
                 g.top_paths(h, t, cost, 0, 2, n_nodes=3, max_hops=3, k=10, tau=tau)
 
 
+def test_top_paths_precision_threshold_is_the_documented_one():
+    """``top_paths`` refuses ``tau`` exactly when ``4 (T + 1) eps T max|score| > 1e-6`` (the
+    relative weight error its docstring states), on either side of the threshold."""
+    h, t, cost = np.array([0]), np.array([1]), np.array([2.0])
+    eps = np.finfo(np.float64).eps
+    for hops in (1, 2, 3):
+        tau_star = 4 * (hops + 1) * eps * hops * 2.0 / 1e-6  # where the bound equals 1e-6
+        tp = g.top_paths(h, t, cost, 0, 1, n_nodes=2, max_hops=hops, tau=tau_star * 1.01)
+        np.testing.assert_allclose(tp.weight, [1.0], **F64)  # the only walk carries all mass
+        with pytest.raises(FloatingPointError, match="too small for float64"):
+            g.top_paths(h, t, cost, 0, 1, n_nodes=2, max_hops=hops, tau=tau_star * 0.99)
+
+
+def test_top_paths_defaults_dtypes_and_no_finite_walk():
+    """Defaults ``k = 5`` and ``tau = 0`` (costs, no weights); edges and nodes are int64
+    index arrays; with every cost infinite there is no walk, at any ``tau``."""
+    # six walks 0 -> 1 of one or two edges: three parallel edges, and 0 -> 2 -> 1 in 1 x 3 ways
+    h, t = np.array([0, 0, 0, 0, 2, 2, 2]), np.array([1, 1, 1, 2, 1, 1, 1])
+    cost = np.array([1.0, 2.0, 3.0, 0.5, 1.0, 2.0, 4.0])
+    tp = g.top_paths(jnp.asarray(h, jnp.int32), jnp.asarray(t, jnp.int32), cost, 0, 1,
+                     n_nodes=3, max_hops=2)  # fmt: skip
+    assert tp.weight is None and len(tp.edges) == 5
+    np.testing.assert_allclose(tp.cost, [1.0, 1.5, 2.0, 2.5, 3.0])
+    assert all(w.dtype == np.int64 and n.dtype == np.int64 for w, n in zip(tp.edges, tp.nodes))
+    for tau in (0.0, 0.5):
+        none = g.top_paths(h, t, np.full(7, np.inf), 0, 1, n_nodes=3, max_hops=2, tau=tau)
+        assert none.edges == [] and none.nodes == [] and len(none.cost) == 0
+        assert (none.weight is None) if tau == 0 else (none.weight.shape == (0,))
+
+
+@given(typed_graphs(), st.integers(1, 3), st.data())
+def test_enumerated_walks_and_simple_paths_are_the_brute_force_families(graph, n_hops, data):
+    """``enumerate_walks`` lists every walk of exactly ``n_hops`` edges (from ``sources`` when
+    given), ``walk_nodes`` their node sequences, ``simple_paths`` those visiting no node
+    twice, and ``chain_path_energies(simple=True)`` is the unrestricted result on them."""
+    head, tail = np.asarray(graph.head), np.asarray(graph.tail)
+    sources = data.draw(st.one_of(st.none(), st.lists(st.integers(0, graph.n_nodes - 1))))
+    starts = range(graph.n_nodes) if sources is None else sorted(set(sources))
+    want = sorted(w for s in starts for w in walks(head, tail, s, n_hops))
+    got = g.enumerate_walks(graph, n_hops, sources)
+    assert got.dtype == np.int64 and got.shape == (len(want), n_hops)
+    assert sorted(map(tuple, got.tolist())) == want
+    nodes = g.walk_nodes(graph, got)
+    assert nodes.shape == (len(want), n_hops + 1)
+    for w, row in zip(got, nodes):
+        assert row.tolist() == [head[w[0]], *tail[w].tolist()]
+    simple = g.simple_paths(graph, got)
+    keep = [tuple(w) for w, row in zip(got.tolist(), nodes.tolist()) if len(set(row)) == len(row)]
+    event(f"some walk revisits a node: {len(keep) < len(want)}")
+    assert simple.shape == (len(keep), n_hops) and [tuple(w) for w in simple.tolist()] == keep
+    emb = np.random.default_rng(0).normal(size=(graph.n_nodes, 2))
+    psi = np.random.default_rng(1).normal(size=(n_hops + 1, 2))
+    claim = -np.ones(n_hops, int)
+    args = (graph, emb, g.translation_map(np.zeros((len(graph.relations), 2))), psi, claim)
+    w_all, e_all = g.chain_path_energies(*args)  # walks from every node
+    w_simple, e_simple = g.chain_path_energies(*args, simple=True)
+    assert w_simple.tolist() == g.simple_paths(graph, w_all).tolist()
+    index = {tuple(w): i for i, w in enumerate(w_all.tolist())}
+    rows = [index[tuple(w)] for w in w_simple.tolist()]
+    np.testing.assert_allclose(e_simple, np.asarray(e_all)[rows].reshape(-1), **F64)
+
+
 # ------------------------------------------------------------------- reachability (BFS)
 @oracle
 @given(weighted_digraphs(), st.one_of(st.none(), st.integers(1, 4)), sources_of)
