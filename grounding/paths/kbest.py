@@ -161,8 +161,8 @@ class TopPaths(NamedTuple):
     r"""Best supporting walks of a ``(source, target)`` pair, best first.
 
     Attributes:
-        edges: one int array of edge indices per walk.
-        nodes: one int array of node indices per walk (``len(edges) + 1``).
+        edges: one int64 array of edge indices per walk.
+        nodes: one int64 array of node indices per walk (``len(edges) + 1``).
         cost: ``[k]`` summed edge costs :math:`c(w)`.
         weight: ``[k]`` posterior weights :math:`\nu^*(w)` of Prop. 2 among all walks of
             ``1..max_hops`` edges (``tau > 0``), or ``None`` at ``tau == 0``.
