@@ -445,6 +445,41 @@ def test_top_paths_defaults_dtypes_and_no_finite_walk():
         assert (none.weight is None) if tau == 0 else (none.weight.shape == (0,))
 
 
+def test_top_paths_input_contract():
+    """One source's costs as ``[E]`` or ``[1, E]``; costs and log-priors of another shape,
+    a ``-inf`` cost, a ``+inf`` log-prior, or an endpoint out of range are refused by name;
+    a ``-inf`` log-prior removes the edge at ``tau = 0`` too; float32 costs are read in
+    float64 (the weights are those of the float64 values of the float32 numbers)."""
+    h, t = np.array([0, 1, 0]), np.array([1, 2, 2])
+    cost, kw = np.array([1.0, 1.0, 3.0]), dict(n_nodes=3, max_hops=2, k=3)
+    for tau in (0.0, 0.5):
+        ref = g.top_paths(h, t, cost, 0, 2, tau=tau, **kw)
+        row = g.top_paths(h, t, cost[None], 0, 2, tau=tau, log_step_prior=np.zeros((1, 3)), **kw)
+        assert [w.tolist() for w in row.edges] == [w.tolist() for w in ref.edges] == [[0, 1], [2]]
+        assert row.cost.shape == (2,) and (tau == 0 or row.weight.shape == (2,))
+        np.testing.assert_array_equal(row.weight, ref.weight)
+    for name, bad, match in (
+        ("edge_cost", np.ones((2, 3)), r"^edge_cost must have shape \[3\] or \[1, 3\]"),
+        ("edge_cost", np.array([1.0, -np.inf, 1.0]), "^edge_cost contains -inf"),
+        ("log_step_prior", np.zeros((2, 3)), r"^log_step_prior must have shape \[3\] or \[1, 3\]"),
+        ("log_step_prior", np.array([0.0, np.inf, 0.0]), "^log_step_prior contains inf"),
+    ):  # fmt: skip
+        args = {"edge_cost": cost, "log_step_prior": None, name: bad}
+        with pytest.raises(ValueError, match=match):
+            g.top_paths(h, t, args["edge_cost"], 0, 2, log_step_prior=args["log_step_prior"], **kw)
+    for source, target, name in ((3, 2, "source"), (0, 3, "target")):
+        with pytest.raises(ValueError, match=f"^{name} must lie in \\[0, 3\\)"):
+            g.top_paths(h, t, cost, source, target, **kw)
+    banned = g.top_paths(h, t, cost, 0, 2, log_step_prior=np.array([0.0, -np.inf, 0.0]), **kw)
+    assert [w.tolist() for w in banned.edges] == [[2]] and banned.cost.tolist() == [3.0]
+    c32 = np.array([0.1, 0.2, 0.33], np.float32)
+    tp = g.top_paths(h, t, jnp.asarray(c32), 0, 2, tau=0.01, **kw)
+    c64 = c32.astype(np.float64)
+    scores = np.array([-(c64[0] + c64[1]), -c64[2]]) / 0.01
+    np.testing.assert_allclose(tp.weight, np.exp(scores - np.logaddexp.reduce(scores)), rtol=1e-12)
+    assert tp.cost.dtype == np.float64
+
+
 @given(typed_graphs(), st.integers(1, 3), st.data())
 def test_enumerated_walks_and_simple_paths_are_the_brute_force_families(graph, n_hops, data):
     """``enumerate_walks`` lists every walk of exactly ``n_hops`` edges (from ``sources`` when

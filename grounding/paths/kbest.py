@@ -196,7 +196,20 @@ def top_paths(
     :func:`grounding.energy_field`, in float64 whatever JAX's precision), so ``weight.sum()``
     is the share of the posterior the reported walks carry.
 
+    Args:
+        head, tail: ``[E]`` integer edge endpoints.
+        edge_cost: ``[E]`` (or ``[1, E]``) edge costs :math:`c(e)` in ``(-inf, +inf]``.
+        source, target: node indices.
+        n_nodes: number of nodes.
+        max_hops: longest walk, in edges.
+        k: number of walks returned.
+        tau: path temperature ``>= 0``.
+        log_step_prior: optional ``[E]`` (or ``[1, E]``) step log-priors
+            :math:`\log\omega(e)` in ``[-inf, +inf)`` (``-inf``: the edge is never taken).
+
     Raises:
+        ValueError: on malformed input (shapes, NaN, a ``-inf`` cost, a ``+inf`` log-prior,
+            node indices out of range).
         FloatingPointError: when ``tau > 0`` is so small against the costs that float64
             cannot resolve the weights to a relative 1e-6 (use ``tau = 0`` for the limit).
 
@@ -216,16 +229,15 @@ def top_paths(
     tau = float(np.asarray(tau, np.float64))  # not via a float32 JAX array
     for name, v in (("source", source), ("target", target)):
         check_nodes(np.asarray([v]), n_nodes, name)
+    # one source: [E] or [1, E]; host arithmetic in float64 whatever JAX's mode
     check_edge_values(edge_cost, "edge_cost", len(h), 1, bad=-np.inf)
-    cost = np.asarray(edge_cost, np.float64)  # host arithmetic in float64 whatever JAX's mode
-    if cost.ndim != 1:
-        raise ValueError(f"edge_cost must have shape [{len(h)}] here, got {cost.shape}")
+    cost = np.asarray(edge_cost, np.float64).reshape(len(h))
     prior = np.zeros_like(cost)
     if log_step_prior is not None:
         check_edge_values(log_step_prior, "log_step_prior", len(h), 1, bad=np.inf)
-        prior = np.asarray(log_step_prior, np.float64).reshape(cost.shape)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        score = np.where(prior == -np.inf, -np.inf, -cost) if tropical else prior - cost / tau
+        prior = np.asarray(log_step_prior, np.float64).reshape(len(h))
+    # costs in (-inf, +inf], log-priors in [-inf, +inf), tau > 0: no NaN and no warning
+    score = np.where(prior == -np.inf, -np.inf, -cost) if tropical else prior - cost / tau
     start = np.full(n_nodes, -np.inf)
     start[int(source)] = 0.0  # hop 0: the empty walk at the source
     walks = kbest_walks(
