@@ -480,6 +480,52 @@ def test_top_paths_input_contract():
     assert tp.cost.dtype == np.float64
 
 
+@given(st.integers(1, 4), st.integers(1, 3), st.booleans(), st.booleans(), seeds)
+def test_count_optimal_walks_is_the_enumerated_count_of_best_walks(n, T, to_target, nodes, seed):
+    """``(best score, number of walks attaining it)`` by enumeration, on integer scores (so
+    that ties are exact): walks of exactly ``T`` edges from any start, or of ``1..T`` edges
+    ending at ``target``; ``-inf`` hop scores and starts exclude walks; ``(-inf, 0)`` if none."""
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(1, 8))
+    head, tail = rng.integers(0, n, m), rng.integers(0, n, m)
+
+    def ints(shape):  # small integers, a quarter of them -inf
+        x = rng.integers(-2, 1, shape).astype(float)
+        return np.where(rng.random(shape) < 0.25, -np.inf, x)
+
+    hop, start = ints((T, m)), ints(n)
+    node_score = ints((T, n)) if nodes else None
+    target = int(rng.integers(n)) if to_target else None
+    scores = []
+    for s in range(n):
+        for k in range(1, T + 1) if to_target else [T]:
+            for w in walks(head, tail, s, k):
+                if to_target and tail[w[-1]] != target:
+                    continue
+                x = start[s] + sum(hop[i, e] for i, e in enumerate(w))
+                x += sum(node_score[i, tail[e]] for i, e in enumerate(w)) if nodes else 0.0
+                scores.append(x)
+    finite = [x for x in scores if x > -np.inf]
+    want = (max(finite), finite.count(max(finite))) if finite else (-np.inf, 0)
+    event(f"optimal walks: {min(want[1], 2)}")
+    got = g.count_optimal_walks(head, tail, hop, start, node_score=node_score, target=target)
+    assert got == want
+
+
+def test_chain_path_energies_without_walks_keeps_the_cost_dtype():
+    """No walk of ``T`` edges: an empty ``[0, T]`` walk array and ``[0]`` energies in the
+    precision of the costs, as when there are walks (float32 inputs under x64 included)."""
+    graph = g.TypedGraph.from_triples([("a", "r", "b")])
+    emb = np.zeros((2, 2), np.float32)
+    with jax.enable_x64(True):
+        for dtype in (np.float32, np.float64):
+            args = (graph, emb.astype(dtype), g.identity_map())
+            _, e1 = g.chain_path_energies(*args, np.zeros((2, 2), dtype), np.array([0]))
+            w, e = g.chain_path_energies(*args, np.zeros((3, 2), dtype), np.array([0, 0]))
+            assert w.shape == (0, 2) and w.dtype == np.int64 and e.shape == (0,)
+            assert e1.shape == (1,) and e.dtype == e1.dtype == dtype
+
+
 @given(typed_graphs(), st.integers(1, 3), st.data())
 def test_enumerated_walks_and_simple_paths_are_the_brute_force_families(graph, n_hops, data):
     """``enumerate_walks`` lists every walk of exactly ``n_hops`` edges (from ``sources`` when
