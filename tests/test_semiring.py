@@ -29,6 +29,7 @@ from scipy.sparse.csgraph import shortest_path
 
 import grounding as g
 from grounding import semiring
+from grounding.paths import kbest
 from grounding.semiring import layout, recursion
 from grounding.semiring.kernels import SegmentEdges
 from grounding.testing.strategies import seeds, typed_graphs, weighted_digraphs
@@ -510,6 +511,39 @@ def test_count_optimal_walks_is_the_enumerated_count_of_best_walks(n, T, to_targ
     event(f"optimal walks: {min(want[1], 2)}")
     got = g.count_optimal_walks(head, tail, hop, start, node_score=node_score, target=target)
     assert got == want
+
+
+@given(st.integers(1, 4), st.integers(1, 3), st.integers(1, 6), st.booleans(), st.booleans(),
+       seeds)  # fmt: skip
+def test_kbest_walks_are_the_k_best_enumerated_walks(n, T, k, to_target, nodes, seed):
+    """The ``k`` best walks (exactly ``T`` edges from any start, or ``1..T`` edges ending at
+    ``target``) by enumeration: the best ``k`` scores, each returned walk a real walk of the
+    family with that score, fewer than ``k`` when fewer are finite."""
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(1, 8))
+    head, tail = rng.integers(0, n, m), rng.integers(0, n, m)
+
+    def scores(shape):  # a quarter -inf
+        return np.where(rng.random(shape) < 0.25, -np.inf, rng.normal(size=shape))
+
+    hop, start = scores((T, m)), scores(n)
+    node_score = scores((T, n)) if nodes else None
+    target = int(rng.integers(n)) if to_target else None
+
+    def score(w):
+        x = start[head[w[0]]] + sum(hop[i, e] for i, e in enumerate(w))
+        return x + (sum(node_score[i, tail[e]] for i, e in enumerate(w)) if nodes else 0.0)
+
+    family = [w for s in range(n) for j in (range(1, T + 1) if to_target else [T])
+              for w in walks(head, tail, s, j) if not to_target or tail[w[-1]] == target]  # fmt: skip
+    want = sorted((x for x in map(score, family) if x > -np.inf), reverse=True)[:k]
+    event(f"fewer finite walks than k: {len(want) < k}")
+    got = kbest.kbest_walks(head, tail, hop, start, k, node_score=node_score, target=target)
+    np.testing.assert_allclose(got.score, want, **F64)
+    assert len(got.edges) == len(want) and got.score.dtype == np.float64
+    for w, x in zip(got.edges, got.score):
+        assert w.dtype == np.int64 and tuple(w.tolist()) in set(family)
+        np.testing.assert_allclose(score(w.tolist()), x, **F64)
 
 
 def test_chain_path_energies_without_walks_keeps_the_cost_dtype():
