@@ -573,7 +573,7 @@ def test_enumerated_walks_and_simple_paths_are_the_brute_force_families(graph, n
     assert got.dtype == np.int64 and got.shape == (len(want), n_hops)
     assert sorted(map(tuple, got.tolist())) == want
     nodes = g.walk_nodes(graph, got)
-    assert nodes.shape == (len(want), n_hops + 1)
+    assert nodes.shape == (len(want), n_hops + 1) and nodes.dtype == np.int64
     for w, row in zip(got, nodes):
         assert row.tolist() == [head[w[0]], *tail[w].tolist()]
     simple = g.simple_paths(graph, got)
@@ -629,6 +629,35 @@ def test_chain_energy_by_dp_equals_enumeration(graph, T, tau, mismatch, seed):
         want = float(g.aggregate_paths(e, np.full(e.shape, -np.log(e.size)), tau))
     got = float(g.chain_energy(graph, emb, tmap, psi, rels, tau=tau, **kw))
     assert_energies_equal(np.array([got]), np.array([want]))
+
+
+@oracle
+@given(typed_graphs(n_max=5, e_max=10), st.integers(1, 3), st.sampled_from([0.0, 0.4]), seeds)
+def test_chain_energy_over_simple_paths_and_its_defaults(graph, T, tau, seed):
+    """``simple=True``: Eq. (11) / Eq. (13) over the enumerated simple paths (uniform prior),
+    ``+inf`` with none; the defaults are ``tau = 0``, ``alpha = xi = 1``, typed claims exact."""
+    rng = np.random.default_rng(seed)
+    emb = rng.normal(size=(graph.n_nodes, 2))
+    tmap = g.Translation(jnp.asarray(rng.normal(size=(len(graph.relations), 2))))
+    psi = rng.normal(size=(T + 1, 2))
+    rels = rng.integers(-1, len(graph.relations), T)
+
+    def aggregate(e, t):  # min at t = 0, else -t log(mean exp(-e / t)); +inf without paths
+        e = np.asarray(e, float)
+        if e.size == 0:
+            return np.inf
+        return e.min() if t == 0 else -t * (np.logaddexp.reduce(-e / t) - np.log(e.size))
+
+    _, e_simple = g.chain_path_energies(graph, emb, tmap, psi, rels, alpha=0.8, xi=0.5,
+                                        mismatch_cost=0.7, simple=True)  # fmt: skip
+    got = g.chain_energy(graph, emb, tmap, psi, rels, tau=tau, alpha=0.8, xi=0.5,
+                         mismatch_cost=0.7, simple=True)  # fmt: skip
+    event(f"a simple path exists: {e_simple.size > 0}")
+    assert_energies_equal(np.array([float(got)]), np.array([aggregate(e_simple, tau)]))
+    _, e_all = g.chain_path_energies(graph, emb, tmap, psi, rels, alpha=1.0, xi=1.0,
+                                     mismatch_cost=np.inf)  # fmt: skip
+    default = g.chain_energy(graph, emb, tmap, psi, rels)
+    assert_energies_equal(np.array([float(default)]), np.array([aggregate(e_all, 0.0)]))
 
 
 # ---------------------------------------------------------------- transforms and dtypes

@@ -45,10 +45,9 @@ def enumerate_walks(graph: TypedGraph, n_hops: int, sources: ArrayLike | None = 
 
 
 def walk_nodes(graph: TypedGraph, walks: np.ndarray) -> np.ndarray:
-    """Node sequences ``[n_walks, n_hops + 1]`` of edge-index walks."""
-    head, tail = np.asarray(graph.head), np.asarray(graph.tail)
-    if walks.shape[0] == 0:
-        return np.zeros((0, walks.shape[1] + 1), dtype=np.int64)
+    """Node sequences ``[n_walks, n_hops + 1]`` (int64) of ``[n_walks, n_hops]`` edge-index
+    walks."""
+    head, tail = np.asarray(graph.head, np.int64), np.asarray(graph.tail, np.int64)
     return np.column_stack([head[walks[:, 0]], tail[walks]])
 
 
