@@ -29,7 +29,7 @@ from scipy.sparse.csgraph import shortest_path
 
 import grounding as g
 from grounding import semiring
-from grounding.paths import kbest
+from grounding.paths import costs, kbest
 from grounding.semiring import layout, recursion
 from grounding.semiring.kernels import SegmentEdges
 from grounding.testing.strategies import seeds, typed_graphs, weighted_digraphs
@@ -658,6 +658,45 @@ def test_chain_energy_over_simple_paths_and_its_defaults(graph, T, tau, seed):
                                      mismatch_cost=np.inf)  # fmt: skip
     default = g.chain_energy(graph, emb, tmap, psi, rels)
     assert_energies_equal(np.array([float(default)]), np.array([aggregate(e_all, 0.0)]))
+
+
+@pytest.mark.parametrize("tau", [0.0, 0.4])
+def test_chain_energy_from_costs_with_absent_edges_is_the_subgraph_energy(tau):
+    """``edge_exists`` (a padded edge list) removes edges from the walk count of the uniform
+    prior as well as from the walks: the energy is that of the graph without them."""
+    rng = np.random.default_rng(5)
+    graph = g.TypedGraph.from_triples(
+        [(f"v{a}", "r0", f"v{b}") for a, b in rng.integers(0, 4, (9, 2))],
+        entities=[f"v{i}" for i in range(4)],
+    )
+    keep = np.array([True, False, True, True, False, True, True, True, False])
+    sub = g.TypedGraph(graph.head[keep], graph.relation[keep], graph.tail[keep],
+                       graph.reliability[keep], graph.entities, graph.relations)  # fmt: skip
+    emb, psi = rng.normal(size=(4, 2)), rng.normal(size=(3, 2))
+    tmap, claim = g.identity_map(), np.array([0, -1])
+    node, step = costs.chain_costs(graph, emb, tmap, psi, claim, 1.0, 1.0, np.inf, "euclidean")
+    step = jnp.where(keep, step, jnp.inf)
+    t = jnp.asarray(tau)
+    full = layout.as_graph(graph.head, graph.tail, 4)
+    got = g.chain_energy_from_costs(full, node, step, t, tau == 0, edge_exists=jnp.asarray(keep))
+    want = g.chain_energy(sub, emb, tmap, psi, claim, tau=tau)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    if tau > 0:  # without the mask the extra edges would count in W_T: a different energy
+        other = g.chain_energy_from_costs(full, node, step, t, False)
+        assert abs(float(other) - float(want)) > 1e-3
+
+
+def test_chain_costs_reads_a_scalar_claim_and_refuses_a_flat_psi():
+    graph = g.TypedGraph.from_triples([("a", "r", "b"), ("b", "r", "a")])
+    emb = np.eye(2)
+    one = costs.chain_costs(graph, emb, g.identity_map(), np.ones((2, 2)), 0, 1, 1, np.inf,
+                             "euclidean")  # fmt: skip
+    ref = costs.chain_costs(graph, emb, g.identity_map(), np.ones((2, 2)), [0], 1, 1, np.inf,
+                             "euclidean")  # fmt: skip
+    for a, b in zip(one, ref):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="^psi must have at least 2 dimension"):
+        costs.chain_costs(graph, emb, g.identity_map(), np.ones(2), [0], 1, 1, np.inf, "euclidean")
 
 
 # ---------------------------------------------------------------- transforms and dtypes
