@@ -558,6 +558,8 @@ def test_chain_path_energies_without_walks_keeps_the_cost_dtype():
             w, e = g.chain_path_energies(*args, np.zeros((3, 2), dtype), np.array([0, 0]))
             assert w.shape == (0, 2) and w.dtype == np.int64 and e.shape == (0,)
             assert e1.shape == (1,) and e.dtype == e1.dtype == dtype
+            none = g.chain_energy(*args, np.zeros((3, 2), dtype), np.array([0, 0]), simple=True)
+            assert none == np.inf and none.dtype == dtype
 
 
 @given(typed_graphs(), st.integers(1, 3), st.data())
@@ -648,10 +650,9 @@ def test_chain_energy_over_simple_paths_and_its_defaults(graph, T, tau, seed):
             return np.inf
         return e.min() if t == 0 else -t * (np.logaddexp.reduce(-e / t) - np.log(e.size))
 
-    _, e_simple = g.chain_path_energies(graph, emb, tmap, psi, rels, alpha=0.8, xi=0.5,
-                                        mismatch_cost=0.7, simple=True)  # fmt: skip
-    got = g.chain_energy(graph, emb, tmap, psi, rels, tau=tau, alpha=0.8, xi=0.5,
-                         mismatch_cost=0.7, simple=True)  # fmt: skip
+    kw = dict(alpha=0.8, xi=0.5, mismatch_cost=0.7, metric="manhattan")
+    _, e_simple = g.chain_path_energies(graph, emb, tmap, psi, rels, **kw, simple=True)
+    got = g.chain_energy(graph, emb, tmap, psi, rels, tau=tau, **kw, simple=True)
     event(f"a simple path exists: {e_simple.size > 0}")
     assert_energies_equal(np.array([float(got)]), np.array([aggregate(e_simple, tau)]))
     _, e_all = g.chain_path_energies(graph, emb, tmap, psi, rels, alpha=1.0, xi=1.0,
@@ -695,6 +696,17 @@ def test_chain_costs_reads_a_scalar_claim_and_refuses_a_flat_psi():
                              "euclidean")  # fmt: skip
     for a, b in zip(one, ref):
         np.testing.assert_array_equal(a, b)
+    rng = np.random.default_rng(0)  # the metric reaches both the node and the edge costs
+    emb, psi, tmap = (
+        rng.normal(size=(2, 2)),
+        rng.normal(size=(2, 2)),
+        g.translation_map(np.ones((1, 2))),
+    )
+    node, step = costs.chain_costs(graph, emb, tmap, psi, [-1], 0.5, 0.8, np.inf, "manhattan")
+    np.testing.assert_allclose(node, np.abs(psi[:, None] - emb[None]).sum(-1), rtol=1e-6)
+    want = 0.5 * np.asarray(g.edge_residuals(graph, emb, tmap, 0.8, "manhattan"))
+    np.testing.assert_allclose(step[0], want, rtol=1e-6)
+    assert not np.allclose(want, 0.5 * np.asarray(g.edge_residuals(graph, emb, tmap, 0.8)))
     with pytest.raises(ValueError, match="^psi must have at least 2 dimension"):
         costs.chain_costs(graph, emb, g.identity_map(), np.ones(2), [0], 1, 1, np.inf, "euclidean")
 

@@ -55,7 +55,7 @@ def simple_paths(graph: TypedGraph, walks: np.ndarray) -> np.ndarray:
     """The walks that visit no node twice (simple paths)."""
     nodes = walk_nodes(graph, walks)
     distinct = np.array([len(set(row)) == len(row) for row in nodes], dtype=bool)
-    return walks[distinct] if len(walks) else walks
+    return walks[distinct]
 
 
 def chain_path_energies(
