@@ -546,7 +546,7 @@ def test_kbest_walks_are_the_k_best_enumerated_walks(n, T, k, to_target, nodes, 
         np.testing.assert_allclose(score(w.tolist()), x, **F64)
 
 
-def test_chain_path_energies_without_walks_keeps_the_cost_dtype():
+def test_chain_energies_without_walks_keep_the_cost_dtype():
     """No walk of ``T`` edges: an empty ``[0, T]`` walk array and ``[0]`` energies in the
     precision of the costs, as when there are walks (float32 inputs under x64 included)."""
     graph = g.TypedGraph.from_triples([("a", "r", "b")])
