@@ -66,6 +66,29 @@ def walk_scores(gr, source, hops, tau, prior):
     return out
 
 
+def scored_walk_family(rng, n, T, to_target, nodes, draw):
+    """A random multigraph on ``n`` nodes with per-hop edge scores ``hop`` ``[T, E]``, start
+    scores ``[n]`` and optional node scores ``[T, n]`` drawn by ``draw(shape)``, a target when
+    ``to_target``, and its walk family: walks of exactly ``T`` edges from any node, or of
+    ``1..T`` edges ending at the target. Returns ``(kwargs of the k-best / counting
+    functions, the family, a walk's score)``."""
+    m = int(rng.integers(1, 8))
+    head, tail = rng.integers(0, n, m), rng.integers(0, n, m)
+    hop, start = draw((T, m)), draw(n)
+    node_score = draw((T, n)) if nodes else None
+    target = int(rng.integers(n)) if to_target else None
+    family = [w for s in range(n) for j in (range(1, T + 1) if to_target else [T])
+              for w in walks(head, tail, s, j) if not to_target or tail[w[-1]] == target]  # fmt: skip
+
+    def score(w):
+        x = start[head[w[0]]] + sum(hop[i, e] for i, e in enumerate(w))
+        return x + (sum(node_score[i, tail[e]] for i, e in enumerate(w)) if nodes else 0.0)
+
+    kw = dict(head=head, tail=tail, hop_score=hop, start=start, node_score=node_score,
+              target=target)  # fmt: skip
+    return kw, family, score
+
+
 def walk_source(gr, rng):
     """The head of a finite-cost edge (4 draws in 5, when there is one), else any node."""
     heads = gr.head[np.isfinite(gr.cost)]
@@ -487,30 +510,16 @@ def test_count_optimal_walks_is_the_enumerated_count_of_best_walks(n, T, to_targ
     that ties are exact): walks of exactly ``T`` edges from any start, or of ``1..T`` edges
     ending at ``target``; ``-inf`` hop scores and starts exclude walks; ``(-inf, 0)`` if none."""
     rng = np.random.default_rng(seed)
-    m = int(rng.integers(1, 8))
-    head, tail = rng.integers(0, n, m), rng.integers(0, n, m)
 
     def ints(shape):  # small integers, a quarter of them -inf
         x = rng.integers(-2, 1, shape).astype(float)
         return np.where(rng.random(shape) < 0.25, -np.inf, x)
 
-    hop, start = ints((T, m)), ints(n)
-    node_score = ints((T, n)) if nodes else None
-    target = int(rng.integers(n)) if to_target else None
-    scores = []
-    for s in range(n):
-        for k in range(1, T + 1) if to_target else [T]:
-            for w in walks(head, tail, s, k):
-                if to_target and tail[w[-1]] != target:
-                    continue
-                x = start[s] + sum(hop[i, e] for i, e in enumerate(w))
-                x += sum(node_score[i, tail[e]] for i, e in enumerate(w)) if nodes else 0.0
-                scores.append(x)
-    finite = [x for x in scores if x > -np.inf]
+    kw, family, score = scored_walk_family(rng, n, T, to_target, nodes, ints)
+    finite = [x for x in map(score, family) if x > -np.inf]
     want = (max(finite), finite.count(max(finite))) if finite else (-np.inf, 0)
     event(f"optimal walks: {min(want[1], 2)}")
-    got = g.count_optimal_walks(head, tail, hop, start, node_score=node_score, target=target)
-    assert got == want
+    assert g.count_optimal_walks(**kw) == want
 
 
 @given(st.integers(1, 4), st.integers(1, 3), st.integers(1, 6), st.booleans(), st.booleans(),
@@ -520,29 +529,19 @@ def test_kbest_walks_are_the_k_best_enumerated_walks(n, T, k, to_target, nodes, 
     ``target``) by enumeration: the best ``k`` scores, each returned walk a real walk of the
     family with that score, fewer than ``k`` when fewer are finite."""
     rng = np.random.default_rng(seed)
-    m = int(rng.integers(1, 8))
-    head, tail = rng.integers(0, n, m), rng.integers(0, n, m)
 
     def scores(shape):  # a quarter -inf
         return np.where(rng.random(shape) < 0.25, -np.inf, rng.normal(size=shape))
 
-    hop, start = scores((T, m)), scores(n)
-    node_score = scores((T, n)) if nodes else None
-    target = int(rng.integers(n)) if to_target else None
-
-    def score(w):
-        x = start[head[w[0]]] + sum(hop[i, e] for i, e in enumerate(w))
-        return x + (sum(node_score[i, tail[e]] for i, e in enumerate(w)) if nodes else 0.0)
-
-    family = [w for s in range(n) for j in (range(1, T + 1) if to_target else [T])
-              for w in walks(head, tail, s, j) if not to_target or tail[w[-1]] == target]  # fmt: skip
+    kw, family, score = scored_walk_family(rng, n, T, to_target, nodes, scores)
     want = sorted((x for x in map(score, family) if x > -np.inf), reverse=True)[:k]
     event(f"fewer finite walks than k: {len(want) < k}")
-    got = kbest.kbest_walks(head, tail, hop, start, k, node_score=node_score, target=target)
+    got = kbest.kbest_walks(k=k, **kw)
     np.testing.assert_allclose(got.score, want, **F64)
     assert len(got.edges) == len(want) and got.score.dtype == np.float64
+    members = set(family)
     for w, x in zip(got.edges, got.score):
-        assert w.dtype == np.int64 and tuple(w.tolist()) in set(family)
+        assert w.dtype == np.int64 and tuple(w.tolist()) in members
         np.testing.assert_allclose(score(w.tolist()), x, **F64)
 
 
