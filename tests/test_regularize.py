@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import doctest
+import os
 
 import jax
 import jax.numpy as jnp
@@ -484,6 +485,101 @@ def test_grad_wrt_relation_vectors_and_map_as_jit_argument():
     close(f(T, H), omega(t))
 
 
+# ----------------------------------------------------------------------------- descent, exactly
+def np_descent(H0, head, rel, tail, w, t, fixed, steps, lr):
+    """Gradient descent on Eq. (24) with translations, by hand: the gradient of
+    0.5 w ||h_v - h_u - t_r||^2 is w res at v and -w res at u; fixed rows do not move."""
+    H = np.array(H0, float)
+    for _ in range(steps):
+        g = np.zeros_like(H)
+        for u, r, v, wi in zip(head, rel, tail, w, strict=True):
+            res = H[v] - H[u] - t[r]
+            g[v] += wi * res
+            g[u] -= wi * res
+        H -= lr * np.where(np.asarray(fixed)[:, None], 0.0, 1.0) * g
+    return H
+
+
+# a 3-node chain with 2 arcs: the arc axis differs from the node axis and from 1
+CH, CR, CT, CW = [0, 1], [0, 1], [1, 2], [1.0, 2.0]
+CT_VEC = np.array([[0.5, -1.0], [2.0, 0.25]])
+CH0 = np.array([[1.0, 0.0], [-2.0, 3.0], [0.5, 0.5]])
+
+
+def test_descent_takes_exactly_the_steps_asked_with_the_stated_defaults():
+    """minimize / fit_typed / fit_untyped are `steps` plain gradient steps of size `lr` on
+    the free rows (compared with the descent written out by hand, before convergence), and
+    the defaults are steps = 1000, lr = 0.1."""
+    x = minimize(lambda x: -jnp.sum(x), jnp.zeros(2), steps=3, lr=0.5)  # gradient -1
+    close(x, [1.5, 1.5])
+    close(minimize(lambda x: -jnp.sum(x), jnp.zeros(2)), [100.0, 100.0])  # 1000 * 0.1
+    close(minimize(lambda x: -jnp.sum(x), jnp.ones(2), steps=0), [1.0, 1.0])
+    x16 = minimize(lambda x: -jnp.sum(x), jnp.zeros(2, jnp.float16), steps=2, mask=[1.0, 0.0])
+    assert x16.dtype == jnp.float16  # the mask is read in x0's dtype
+    close(x16, [0.2, 0.0], F32)
+
+    T = translation_map(CT_VEC)
+    for fixed in ([False] * 3, [True, False, False], [False, True, False]):
+        got = fit_typed(CH0, CH, CR, CT, CW, T, fixed=fixed, steps=7, lr=0.05)
+        close(got, np_descent(CH0, CH, CR, CT, CW, CT_VEC, fixed, 7, 0.05))
+        got = fit_untyped(CH0, CH, CT, CW, fixed=fixed, steps=7, lr=0.05)
+        close(got, np_descent(CH0, CH, CR, CT, CW, np.zeros((2, 2)), fixed, 7, 0.05))
+    slow = dict(fixed=[True, False, False])  # small steps: 1000 and 1001 steps differ
+    close(
+        fit_typed(CH0 * 100, CH, CR, CT, CW, T, **slow, lr=1e-4),
+        np_descent(CH0 * 100, CH, CR, CT, CW, CT_VEC, slow["fixed"], 1000, 1e-4),
+    )
+    close(
+        fit_untyped(CH0 * 100, CH, CT, CW, **slow, lr=1e-4),
+        np_descent(CH0 * 100, CH, CR, CT, CW, np.zeros((2, 2)), slow["fixed"], 1000, 1e-4),
+    )
+    close(
+        fit_typed(CH0, CH, CR, CT, CW, T, steps=5),
+        np_descent(CH0, CH, CR, CT, CW, CT_VEC, [False] * 3, 5, 0.1),
+    )
+
+
+def test_fit_is_differentiable_and_takes_traced_anchors():
+    """The number of steps stays static inside the compiled fit (reverse-mode through the
+    descent needs a fixed trip count); a traced `fixed` mask works under jit."""
+    T = translation_map(CT_VEC)
+
+    def loss(H0):
+        return jnp.sum(fit_typed(H0, CH, CR, CT, CW, T, steps=4, lr=0.05) ** 2)
+
+    g = jax.grad(loss)(CH0)
+    eps, e = 1e-6, np.zeros_like(CH0)
+    e[1, 0] = eps
+    fd = (loss(CH0 + e) - loss(CH0 - e)) / (2 * eps)
+    close(g[1, 0], fd, dict(rtol=1e-6, atol=1e-8))
+    fixed = np.array([True, False, False])
+    f = jax.jit(lambda fx: fit_typed(CH0, CH, CR, CT, CW, T, fixed=fx, steps=7, lr=0.05))
+    close(f(fixed), np_descent(CH0, CH, CR, CT, CW, CT_VEC, fixed, 7, 0.05))
+
+
+class PlainShift:
+    """A user's map with an ``apply`` method that is not a pytree: it runs op by op."""
+
+    def __init__(self, vectors):
+        self.vectors = np.asarray(vectors)
+
+    def apply(self, r, x):
+        return x + self.vectors[r]
+
+
+def test_a_map_object_that_is_not_a_pytree_runs_op_by_op():
+    T, ref = PlainShift(CT_VEC), translation_map(CT_VEC)
+    close(
+        typed_residual_regularizer(CH0, CH, CR, CT, CW, T),
+        typed_residual_regularizer(CH0, CH, CR, CT, CW, ref),
+    )
+    close(reversal_residual(CH0, CH, CT, CR, T), reversal_residual(CH0, CH, CT, CR, ref))
+    close(
+        fit_typed(CH0, CH, CR, CT, CW, T, steps=7, lr=0.05),
+        np_descent(CH0, CH, CR, CT, CW, CT_VEC, [False] * 3, 7, 0.05),
+    )
+
+
 # ----------------------------------------------------------------------------- bad input
 H2 = np.zeros((2, 2))
 IDM = identity_map()
@@ -510,6 +606,10 @@ IDM = identity_map()
         (lambda: pairwise_smoothness(H2, np.eye(3)), ValueError, "A"),
         (lambda: laplacian_spectrum(np.array([[0.0, 1.0], [0.0, 0.0]])), ValueError, "L"),
         (lambda: spectral_energy(H2, np.ones((2, 3))), ValueError, "L"),
+        (lambda: spectral_energy(np.zeros((3, 1)), np.eye(2)), ValueError, "H has 3 rows"),
+        (lambda: spectral_energy(H2, [[0.0, 1.0], [0.0, 0.0]]), ValueError, "symmetric"),
+        (lambda: adjacency([0], [0], [1.0], True), ValueError, "n_nodes"),
+        (lambda: adjacency([0], [0], [1.0], 1.0), ValueError, "n_nodes"),
         (lambda: typed_residual_regularizer(H2, [0], [0], [2], [1.0], IDM), ValueError, "tail"),
         (
             lambda: typed_residual_regularizer(H2, [0], [-1], [1], [1.0], IDM),
@@ -538,6 +638,15 @@ IDM = identity_map()
         (lambda: rotation_map(np.zeros(2)), ValueError, "theta"),
         (lambda: rotation_map(np.zeros((1, 2)))(0, np.zeros(3)), ValueError, "theta"),
         (lambda: reversal_residual(H2, 0, 2, 0, IDM), ValueError, "v"),
+        (lambda: reversal_residual(H2, 2, 0, 0, IDM), ValueError, "^u indices"),
+        (lambda: typed_residual_regularizer(H2, [0], [0], [1], [1.0], 3), TypeError, "got int$"),
+        (lambda: minimize(jnp.sum, np.zeros(2), steps=True), ValueError, "steps"),
+        (lambda: fit_typed(H2, [2], [0], [1], [1.0], IDM), ValueError, "^head"),
+        (
+            lambda: fit_typed(H2, [0], [1], [1], [1.0], translation_map(H2[:1])),
+            ValueError,
+            "^relation",
+        ),
         (lambda: reversal_residual(H2, 0, 1, -1, IDM), ValueError, "^r indices"),
         (lambda: reversal_residual(H2, 0, 1, 1, translation_map(H2[:1])), ValueError, "^r indices"),
         (lambda: identity_map()(0, "x"), TypeError, "x"),
@@ -561,13 +670,20 @@ def test_docstring_examples():
     assert sum(r.attempted for r in results) > 10 and not any(r.failed for r in results)
 
 
-def test_deprecated_names_warn_and_still_work():
-    """``grounding.regularize.BuiltinMap`` / ``RelationMap`` warn once per access with the
-    replacement named, and return the working objects. (The caller's line is not checked
-    here: under mutation testing a trampoline frame sits between the caller and the shim.)"""
+def _blamed_file():
+    """The file a shim's warning must name: this one; under mutation testing, mutmut's
+    trampoline (one frame between the caller and the shim), so a wrong stacklevel still
+    shows up there."""
+    return "trampoline.py" if "MUTANT_UNDER_TEST" in os.environ else os.path.basename(__file__)
+
+
+def test_deprecated_names_warn_at_the_caller_and_still_work():
+    """``grounding.regularize.BuiltinMap`` / ``RelationMap`` warn once per access, at the
+    caller's line, with the replacement named, and return the working objects."""
     with pytest.warns(DeprecationWarning) as rec:
         builtin = reg.BuiltinMap
     (w,) = rec
+    assert os.path.basename(w.filename) == _blamed_file()
     assert str(w.message) == (
         "grounding.regularize.BuiltinMap is deprecated and will be removed in the next release; "
         "use grounding.geometry.translation_map / linear_map / rotation_map / identity_map"
@@ -585,6 +701,7 @@ def test_deprecated_names_warn_and_still_work():
     with pytest.warns(DeprecationWarning) as rec:
         assert reg.RelationMap is geometry.RelationMap
     (w,) = rec
+    assert os.path.basename(w.filename) == _blamed_file()
     assert str(w.message) == (
         "grounding.regularize.RelationMap is deprecated; use grounding.geometry.RelationMap"
     )

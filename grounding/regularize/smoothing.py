@@ -16,6 +16,7 @@ from jax.typing import ArrayLike
 from grounding._checks import (
     check_arcs,
     check_features,
+    check_positive_int,
     check_square_matrix,
     host_value,
 )
@@ -52,10 +53,9 @@ def adjacency(
         >>> adjacency([0, 0], [1, 1], [1.0, 2.0], 2).tolist()
         [[0.0, 3.0], [0.0, 0.0]]
     """
-    if not isinstance(n_nodes, (int, np.integer)) or isinstance(n_nodes, bool) or n_nodes < 1:
-        raise ValueError(f"n_nodes must be a positive int, got {n_nodes!r}")
-    head, tail, weight = check_arcs(int(n_nodes), head, tail, weight)
-    return _adjacency(head, tail, weight, int(n_nodes), bool(symmetrize))
+    n_nodes = check_positive_int(n_nodes, "n_nodes")
+    head, tail, weight = check_arcs(n_nodes, head, tail, weight)
+    return _adjacency(head, tail, weight, n_nodes, bool(symmetrize))
 
 
 def _adjacency(head, tail, weight, n, symmetrize):
