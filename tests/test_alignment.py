@@ -16,6 +16,7 @@ import pytest
 from _tol import F32, F64
 from hypothesis import example, given, note, settings
 from hypothesis import strategies as st
+from scipy.spatial.distance import cdist
 from scipy.special import logsumexp as np_logsumexp
 
 from grounding.alignment import (
@@ -102,6 +103,17 @@ def test_eq2_product_distance_metric_axioms(xyz, data):
     assert d_xz <= d_xy + d_yz + F64["atol"]
 
 
+@given(sequence_tuples(2, min_len=0))
+def test_eq3_ground_cost_matches_scipy_cdist(xy):
+    """The ground cost c(z_i, z'_j) of Eq. (3) against scipy's cdist, empty sequences too."""
+    x, y = xy
+    for metric in ("euclidean", "sqeuclidean"):
+        got = np.asarray(pairwise_cost(x, y, metric))
+        assert got.shape == (x.shape[0], y.shape[0])
+        assert close(got, cdist(x, y, metric))
+    assert close(pairwise_cost(x, y), pairwise_cost(x, y, metric="euclidean"))
+
+
 # ------------------------------------------------------------------- Eq. (3): oracles
 @given(cost_matrices())
 def test_eq3_dtw_equals_brute_force(c):
@@ -129,6 +141,43 @@ def test_eq3_frechet_equals_brute_force(c):
     assert close(discrete_frechet(c), brute_frechet(c))
 
 
+def table_dp(c: np.ndarray, kind: str, param: float = 0.0) -> float:
+    """The four recursions of Eq. (3) as a plain row-by-row table with a +inf border."""
+    n, m = c.shape
+    D = np.full((n + 1, m + 1), np.inf)
+    if kind == "edit":
+        D[0, :] = param * np.arange(m + 1)
+        D[:, 0] = param * np.arange(n + 1)
+    else:
+        D[0, 0] = -np.inf if kind == "frechet" else 0.0
+    for i in range(n):
+        for j in range(m):
+            prev = np.array([D[i, j + 1], D[i + 1, j], D[i, j]])  # up, left, diagonal
+            if kind == "dtw":
+                D[i + 1, j + 1] = c[i, j] + prev.min()
+            elif kind == "soft":
+                D[i + 1, j + 1] = c[i, j] - param * np_logsumexp(-prev / param)
+            elif kind == "frechet":
+                D[i + 1, j + 1] = max(c[i, j], prev.min())
+            else:
+                D[i + 1, j + 1] = min(D[i, j] + c[i, j], prev[0] + param, prev[1] + param)
+    return float(D[n, m])
+
+
+@pytest.mark.parametrize("shape", [(8, 8), (1, 8), (8, 1), (2, 8), (7, 7), (16, 3), (9, 16)])
+def test_eq3_alignment_costs_at_the_padding_buckets(shape):
+    """Grids that fill their padding bucket (8, 16; 7 + the edit distance's empty prefix) read
+    the last row, column and anti-diagonal: against the textbook table, and the defaults
+    gamma = 0.1 (soft-DTW) and gap = 1 (edit distance)."""
+    c = np.random.default_rng(sum(shape)).uniform(0.0, 3.0, size=shape)
+    assert close(dtw(c), table_dp(c, "dtw"))
+    assert close(discrete_frechet(c), table_dp(c, "frechet"))
+    assert close(soft_dtw(c, 0.5), table_dp(c, "soft", 0.5))
+    assert close(soft_dtw(c), table_dp(c, "soft", 0.1))
+    assert close(edit_distance(c, 0.7), table_dp(c, "edit", 0.7))
+    assert close(edit_distance(c), table_dp(c, "edit", 1.0))
+
+
 @given(cost_matrices(square=True))
 def test_eq3_ot_equals_brute_force(c):
     """Exact OT = min over permutations; entropic OT within its stated bound of it.
@@ -147,6 +196,125 @@ def test_eq3_ot_equals_brute_force(c):
         assert r.plan.shape == c.shape and close(r.plan.sum(0), np.full(n, 1 / n))
         assert float(r.objective) <= float(r.cost) + F64["atol"]  # H(P) >= 0
         assert exact - slack <= float(r.cost) <= exact + eps * np.log(n) + slack
+
+
+def np_sinkhorn(c, a, b, eps, n_iter):
+    """Sinkhorn in its scaling form (u = a / K v, v = b / K^T u, K = exp(-C / eps)), the
+    textbook iteration the log-domain kernel restates; returns (cost, plan, objective,
+    marginal error) after exactly ``n_iter`` sweeps."""
+    K = np.exp(-c / eps)
+    v = np.ones(c.shape[1])
+    for _ in range(n_iter):
+        u = a / (K @ v)
+        v = b / (K.T @ u)
+    P = u[:, None] * K * v[None, :]
+    logP = np.log(np.where(P > 0, P, 1.0))
+    cost = float(np.sum(P * c))
+    return cost, P, cost + eps * float(np.sum(P * logP)), float(np.abs(P.sum(1) - a).sum())
+
+
+C_SLOW = np.random.default_rng(0).integers(0, 10, size=(6, 6)).astype(float)  # tied costs
+A3, B5 = np.array([0.5, 0.0, 0.5]), np.array([0.1, 0.2, 0.3, 0.0, 0.4])  # zero masses too
+C35 = np.random.default_rng(3).uniform(0.0, 2.0, size=(3, 5))
+
+
+@pytest.mark.parametrize(
+    ("c", "a", "b", "eps", "n_iter"),
+    [
+        (C35, A3, B5, 0.3, 1),
+        (C35, A3, B5, 0.3, 3),
+        (C35, A3, B5, 0.05, 200),
+        (C35, None, B5, 0.3, 5),
+        (C35, A3, None, 0.3, 5),
+        (C_SLOW, None, None, 0.1, 1000),  # the defaults, on an instance still moving at 1000
+    ],
+)
+def test_eq3_sinkhorn_matches_the_scaling_iteration(c, a, b, eps, n_iter):
+    """Every field of SinkhornResult after exactly n_iter sweeps, weighted marginals
+    (zeros included), against the scaling-form iteration."""
+    n, m = c.shape
+    wa = np.full(n, 1 / n) if a is None else a
+    wb = np.full(m, 1 / m) if b is None else b
+    cost, P, objective, err = np_sinkhorn(c, wa, wb, eps, n_iter)
+    r = sinkhorn(c, a, b, epsilon=eps, n_iter=n_iter)
+    assert r.plan.shape == (n, m)
+    assert close(r.plan, P) and close(r.cost, cost)
+    assert close(r.objective, objective) and close(r.marginal_error, err)
+    assert close(r.plan.sum(0), wb)  # the last sweep fits the columns exactly
+    assert close(entropic_ot(c, a, b, epsilon=eps, n_iter=n_iter), cost)
+    if a is None and b is None and (eps, n_iter) == (0.1, 1000):
+        assert close(sinkhorn(c).plan, P) and close(entropic_ot(c), cost)
+        assert not close(np_sinkhorn(c, wa, wb, eps, 1001)[0], cost)  # the check has power
+
+
+def test_sinkhorn_under_jit_with_traced_marginals_and_its_gradient_in_them():
+    """Marginals may be traced (no host checks then), the plan is cropped to [n, m] under
+    jit, and d/da of the entropic cost is finite through the zero-mass padding."""
+    f = jax.jit(lambda c, a, b: sinkhorn(c, a, b, epsilon=0.3, n_iter=50))
+    r, ref = f(C35, A3, B5), sinkhorn(C35, A3, B5, epsilon=0.3, n_iter=50)
+    assert r.plan.shape == (3, 5) and close(r.plan, ref.plan) and close(r.cost, ref.cost)
+    a = np.array([0.5, 0.2, 0.3])
+
+    def g(a):
+        return entropic_ot(C35, a, B5, epsilon=0.3, n_iter=50)
+
+    d = np.array([1.0, -1.0, 0.0])  # keeps sum(a) = 1
+    ad = float(jax.grad(g)(a) @ d)
+    h = 1e-6
+    fd = (float(g(a + h * d)) - float(g(a - h * d))) / (2 * h)
+    assert np.isfinite(ad) and np.isclose(ad, fd, rtol=1e-6, atol=1e-8)
+    assert np.all(np.isfinite(jax.grad(g)(A3)))  # a zero-mass point of a itself
+
+
+def test_marginals_are_read_in_the_working_precision():
+    """float32 weights normalised in float32 are accepted by a float64 cost (and by the
+    exact LP); float64 weights a float32 rounding off are not; the plan keeps the cost's
+    dtype whatever the marginals' dtype."""
+    c = np.random.default_rng(0).uniform(size=(7, 3))
+    a32 = np.full(7, 1 / 7, np.float32)  # sums to 1 + 4.5e-8 in float64
+    assert close(ot_exact(c, a32), ot_exact(c)) and close(entropic_ot(c, a32), entropic_ot(c))
+    with pytest.raises(ValueError, match="^a must be non-negative weights summing to one"):
+        entropic_ot(c, np.full(7, 1 / 7) * (1 + 1e-6))
+    r = sinkhorn(c.astype(np.float32), np.full(7, 1 / 7), n_iter=5)
+    assert r.plan.dtype == np.float32 and r.cost.dtype == np.float32
+
+
+def expanded(c, counts_a, counts_b):
+    """The cost between point multisets: row i repeated counts_a[i] times, column j
+    counts_b[j] times (equal totals N: a uniform assignment problem of size N)."""
+    return np.repeat(np.repeat(c, counts_a, axis=0), counts_b, axis=1)
+
+
+@pytest.mark.parametrize(
+    ("counts_a", "counts_b"),
+    [([2, 0, 4], [1, 1, 3, 0, 1]), ([2, 2, 2], [3, 0, 1, 1, 1]), ([1, 5, 0], [2, 1, 1, 1, 1])],
+)
+def test_eq3_ot_exact_with_weighted_marginals_equals_the_expanded_assignment(counts_a, counts_b):
+    """Rational marginals k_i / N are N equal-mass points: OT(a, b) is the mean cost of the
+    best permutation of the expanded N x N problem (Birkhoff), found by enumeration here.
+    Also with only one marginal given on a square cost (the LP path, not the assignment)."""
+    a, b = np.array(counts_a) / 6, np.array(counts_b) / 6
+    assert close(ot_exact(C35, a, b), brute_assignment(expanded(C35, counts_a, counts_b)))
+    sq = C35[:, :3]
+    assert close(ot_exact(sq, a), brute_assignment(expanded(sq, counts_a, [2, 2, 2])))
+    assert close(ot_exact(sq, None, a), brute_assignment(expanded(sq, [2, 2, 2], counts_a)))
+    big = np.array([[2.0**24, 9e9], [9e9, 1.0]], np.float32)  # mean in float64: 2**23 + 0.5
+    assert ot_exact(big) == 2.0**23 + 0.5
+
+
+@pytest.mark.parametrize("traced", ["cost", "a", "b"])
+def test_ot_exact_refuses_traced_input_by_name(traced):
+    args = {"cost": C35, "a": A3, "b": B5}
+    f = jax.jit(lambda x: ot_exact(**{**args, traced: x}))
+    with pytest.raises(TypeError, match="^ot_exact is a numpy reference"):
+        f(args[traced])
+
+
+def test_padding_buckets_are_powers_of_two_from_8():
+    """Sizes share a compiled kernel per bucket: 8 up to 8, then the next power of two."""
+    from grounding.alignment._common import bucket
+
+    assert [bucket(k) for k in (1, 7, 8, 9, 16, 17, 33)] == [8, 8, 8, 16, 16, 32, 64]
 
 
 @given(cost_matrices(min_n=2, min_m=2))

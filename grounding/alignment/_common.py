@@ -47,14 +47,17 @@ def check_param(x: ArrayLike, name: str, *, strict: bool) -> jax.Array:
 def check_marginal(w: ArrayLike | None, size: int, name: str, dtype) -> jax.Array:
     if w is None:
         return jnp.asarray(np.full(size, 1.0 / size, dtype))
-    arr = check_array(w, name, 1).astype(dtype)
+    arr = check_array(w, name, 1)
     if arr.shape != (size,):
         raise ValueError(f"{name} must have shape ({size},), got {arr.shape}")
     if is_concrete(arr):
-        v = np.asarray(arr)
-        if (v < 0).any() or abs(v.sum() - 1.0) > normalization_tolerance(v.dtype):
+        # normalised in the coarser of the given and the working precision: weights
+        # normalised in float32 are accepted by a float64 computation
+        v = np.asarray(arr, np.float64)
+        tol = max(normalization_tolerance(arr.dtype), normalization_tolerance(np.dtype(dtype)))
+        if (v < 0).any() or abs(v.sum() - 1.0) > tol:
             raise ValueError(f"{name} must be non-negative weights summing to one")
-    return arr
+    return arr.astype(dtype)
 
 
 def bucket(k: int) -> int:

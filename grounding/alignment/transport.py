@@ -84,12 +84,20 @@ def _sinkhorn(cost, a, b, epsilon, n_iter) -> SinkhornResult:
     (n, m), dt = cost.shape, cost.dtype
     a, b = check_marginal(a, n, "a", dt), check_marginal(b, m, "b", dt)
     pn, pm = bucket(n) - n, bucket(m) - m  # padded points carry zero mass
+    # v starts at 0 (scaling 1) on the m columns and at -inf on the padding, so that the
+    # padded columns never enter an update: the iterates are those of the unpadded problem.
+    v0 = jnp.asarray(np.concatenate([np.zeros(m), np.full(pm, -np.inf)]).astype(dt))
     return _sinkhorn_kernel(
-        pad_to(cost, [(0, pn), (0, pm)]), pad_to(a, [(0, pn)]), pad_to(b, [(0, pm)]), eps, n_iter
+        pad_to(cost, [(0, pn), (0, pm)]),
+        pad_to(a, [(0, pn)]),
+        pad_to(b, [(0, pm)]),
+        v0,
+        eps,
+        n_iter,
     )
 
 
-def _sinkhorn_kernel(cost, a, b, eps, n_iter: int) -> SinkhornResult:
+def _sinkhorn_kernel(cost, a, b, v0, eps, n_iter: int) -> SinkhornResult:
     def safe_log(w):
         return jnp.where(w > 0, jnp.log(jnp.where(w > 0, w, 1.0)), -jnp.inf)
 
@@ -101,7 +109,7 @@ def _sinkhorn_kernel(cost, a, b, eps, n_iter: int) -> SinkhornResult:
         v = log_b - logsumexp(u[:, None] + k, axis=0)
         return u, v
 
-    u, v = jax.lax.fori_loop(0, n_iter, body, (jnp.zeros_like(a), jnp.zeros_like(b)))
+    u, v = jax.lax.fori_loop(0, n_iter, body, (jnp.zeros_like(a), v0))
     log_p = u[:, None] + v[None, :] + k
     plan = jnp.exp(log_p)
     transport = jnp.sum(plan * cost)  # Eq. (3): <P, C>
