@@ -10,7 +10,10 @@ A surviving mutant is classified as
   ``as_float_array``) prints in its error message (a string literal replaced, emptied or
   dropped); the computation is unchanged, so no test of the mathematics can kill it;
 - ``equivalent``: listed, with the reason, in ``scripts/mutation_equivalents.toml``;
-- ``survived``: a test gap. The score is killed / (generated - label - equivalent).
+- ``unobservable``: listed under ``[unobservable]`` there: the mutant differs from the original
+  only in what ``mutmut``'s own trampoline frames hide (a warning's ``stacklevel``); a named
+  test checks the behaviour outside mutation runs. Not counted, and reported beside the score;
+- ``survived``: a test gap. The score is killed / (generated - label - equivalent - unobservable).
 """
 
 from __future__ import annotations
@@ -112,9 +115,8 @@ def _sources(name: str, path: Path) -> tuple[str, str]:
 
 
 def collect():
-    equivalents = (
-        tomllib.loads(EQUIVALENTS.read_text())["equivalent"] if EQUIVALENTS.exists() else {}
-    )
+    tables = tomllib.loads(EQUIVALENTS.read_text()) if EQUIVALENTS.exists() else {}
+    equivalents, unobservable = tables.get("equivalent", {}), tables.get("unobservable", {})
     rows, gaps = [], []
     for meta in sorted((ROOT / "mutants" / "grounding").rglob("*.py.meta")):
         codes = json.loads(meta.read_text())["exit_code_by_key"]
@@ -134,6 +136,8 @@ def collect():
                     c["label"] += 1
                 elif name in equivalents:
                     c["equivalent"] += 1
+                elif name in unobservable:
+                    c["unobservable"] += 1
                 else:
                     c["survived"] += 1
                     gaps.append((name, path))
@@ -153,9 +157,12 @@ def main() -> int:
     print(head)
     print("|" + "---|" * 7)
     for path, c in rows:
-        denom = c["generated"] - c["label"] - c["equivalent"] - c["not run"] - c["other"]
+        denom = c["generated"] - c["label"] - c["equivalent"] - c["unobservable"]
+        denom -= c["not run"] + c["other"]
         score = f"{100 * c['killed'] / denom:.1f} %" if denom else "n/a"
         extra = f" ({c['not run']} not run)" if c["not run"] else ""
+        if c["unobservable"]:
+            extra += f" ({c['unobservable']} unobservable under mutmut)"
         print(
             f"| `{path}` | {c['generated']} | {c['killed']} | {c['survived']} | "
             f"{c['equivalent']} | {c['label']} | {score}{extra} |"

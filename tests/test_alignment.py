@@ -273,6 +273,9 @@ def test_marginals_are_read_in_the_working_precision():
     c = np.random.default_rng(0).uniform(size=(7, 3))
     a32 = np.full(7, 1 / 7, np.float32)  # sums to 1 + 4.5e-8 in float64
     assert close(ot_exact(c, a32), ot_exact(c)) and close(entropic_ot(c, a32), entropic_ot(c))
+    assert close(ot_exact(c.T, None, a32), ot_exact(c.T))
+    a64 = np.full(7, 1 / 7) * (1 + 1e-6)  # within float32's tolerance, not float64's
+    assert close(entropic_ot(c.astype(np.float32), a64), entropic_ot(c.astype(np.float32)), F32)
     with pytest.raises(ValueError, match="^a must be non-negative weights summing to one"):
         entropic_ot(c, np.full(7, 1 / 7) * (1 + 1e-6))
     r = sinkhorn(c.astype(np.float32), np.full(7, 1 / 7), n_iter=5)

@@ -672,8 +672,8 @@ def test_docstring_examples():
 
 def _blamed_file():
     """The file a shim's warning must name: this one; under mutation testing, mutmut's
-    trampoline (one frame between the caller and the shim), so a wrong stacklevel still
-    shows up there."""
+    trampoline module, whose two frames sit between the caller and the shim (so a dropped
+    stacklevel still shows; 3 instead of 2 cannot: scripts/mutation_equivalents.toml)."""
     return "trampoline.py" if "MUTANT_UNDER_TEST" in os.environ else os.path.basename(__file__)
 
 
