@@ -225,7 +225,7 @@ class Realisation:
     def __post_init__(self) -> None:
         if isinstance(self.embeddings, jax.core.Tracer):
             return
-        emb = as_float_array(self.embeddings, "embeddings", min_ndim=2)
+        emb = as_float_array(self.embeddings, "embeddings")
         if emb.ndim != 2:
             raise ValueError(f"embeddings must be [n_entities, d], got shape {emb.shape}")
         if not bool(jnp.all(jnp.isfinite(emb))):

@@ -3,6 +3,7 @@
 #
 #   ./scripts/mutation.sh                 # run every module (resumes: verdicts are cached in mutants/)
 #   ./scripts/mutation.sh 'grounding.bounds.*'   # only the mutants whose names match
+#   ./scripts/mutation.sh sample          # only the sampled mutants of scripts/mutation_sample.toml
 #   ./scripts/mutation.sh report          # the per-module table of docs/theory.md, from the cache
 #
 # Not part of the default test run (hours on 2 cores). MUTATION_JOBS sets the worker count.
@@ -20,6 +21,11 @@ export JAX_COMPILATION_CACHE_DIR="${JAX_COMPILATION_CACHE_DIR:-$PWD/mutants/.jax
 export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=-1
 if [ "${1:-}" = report ]; then
     exec .venv/bin/python scripts/mutation_report.py
+fi
+if [ "${1:-}" = sample ]; then
+    shift
+    mapfile -t sampled < <(.venv/bin/python scripts/mutation_sample.py names)
+    set -- "${sampled[@]}" "$@"
 fi
 # A mutant that breaks a loop's exit can allocate without bound long before mutmut's CPU-time
 # limit stops it; stop it at MUTATION_MAX_RSS_GB (default 8) resident, as that limit would.

@@ -14,6 +14,9 @@ A surviving mutant is classified as
   only in what ``mutmut``'s own trampoline frames hide (a warning's ``stacklevel``); a named
   test checks the behaviour outside mutation runs. Not counted, and reported beside the score;
 - ``survived``: a test gap. The score is killed / (generated - label - equivalent - unobservable).
+
+A module listed in ``scripts/mutation_sample.toml`` is scored on its uniform random sample of
+mutants only (``scripts/mutation_sample.py``), with a 95 % Wilson interval for the score.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import ast
 import functools
 import json
+import math
 import os
 import re
 import sys
@@ -29,6 +33,8 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+from mutation_sample import load as load_sample  # noqa: E402
 EQUIVALENTS = ROOT / "scripts" / "mutation_equivalents.toml"
 LABEL_HELPER = re.compile(r"^(check_\w+|as_float_array|_no_nan|_scalar)$")
 LABEL_KEYWORDS = {"name", "name_a", "name_b"}
@@ -117,6 +123,7 @@ def _sources(name: str, path: Path) -> tuple[str, str]:
 def collect():
     tables = tomllib.loads(EQUIVALENTS.read_text()) if EQUIVALENTS.exists() else {}
     equivalents, unobservable = tables.get("equivalent", {}), tables.get("unobservable", {})
+    samples = load_sample()
     rows, gaps = [], []
     for meta in sorted((ROOT / "mutants" / "grounding").rglob("*.py.meta")):
         codes = json.loads(meta.read_text())["exit_code_by_key"]
@@ -124,6 +131,9 @@ def collect():
             continue
         path = meta.relative_to(ROOT / "mutants").with_suffix("")
         c = Counter()
+        if str(path) in samples:
+            c["population"] = len(codes)
+            codes = {name: codes[name] for name in samples[str(path)]}
         for name, code in codes.items():
             c["generated"] += 1
             if code in KILLED:
@@ -147,6 +157,16 @@ def collect():
     return rows, gaps
 
 
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval of a binomial proportion ``k / n`` (95 % at ``z = 1.96``)."""
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    mid = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, mid - half), min(1.0, mid + half)
+
+
 def main() -> int:
     os.chdir(ROOT)  # mutmut resolves mutants/ and pyproject.toml against the working directory
     rows, gaps = collect()
@@ -161,6 +181,12 @@ def main() -> int:
         denom -= c["not run"] + c["other"]
         score = f"{100 * c['killed'] / denom:.1f} %" if denom else "n/a"
         extra = f" ({c['not run']} not run)" if c["not run"] else ""
+        if c["population"]:
+            lo, hi = wilson(c["killed"], denom)
+            extra += (
+                f" (uniform sample of {c['generated']} of {c['population']} mutants; "
+                f"95 % interval {100 * lo:.0f}-{100 * hi:.0f} %)"
+            )
         if c["unobservable"]:
             extra += f" ({c['unobservable']} unobservable under mutmut)"
         print(

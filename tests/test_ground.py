@@ -23,7 +23,7 @@ from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 
 import grounding as g
-from grounding import solver
+from grounding import inputs, solver
 from grounding.testing.strategies import grounding_problems, seeds
 
 oracle = settings(max_examples=max(10, settings.default.max_examples * 2 // 5))
@@ -366,6 +366,45 @@ def test_ground_batch_equals_ground_question_by_question(gp, question_seeds, lam
             np.testing.assert_allclose(b.paths.weight, one.paths.weight, **F64)
 
 
+def test_ground_batch_defaults_and_large_graphs_per_question_equal_ground():
+    """ground_batch counts counter-evidence of any reliability by default, as ground does, and
+    questions over their own large graphs (ELL layout: one program call each, no stacking)
+    equal ground question by question."""
+    S = g.EvidenceStatus
+    weak = g.TypedGraph.from_triples([("a", "r", "b")], [0.3], entities=["a", "b", "c"])
+    state = g.EvidenceState(weak, functional=frozenset({"r"}))
+    chains = (g.ClaimChain(("a", "c"), ("r",)), g.ClaimChain(("a", "b"), ("r",)))
+    p = g.GroundingProblem("q", chains, jnp.log(jnp.full(2, 0.5)))
+    (b,) = g.ground_batch([p], state, lam=1.0, kappa=2.0)
+    assert [S(int(s)) for s in b.status] == [S.CONTRADICTED, S.SUPPORTED]
+    np.testing.assert_array_equal(b.status, g.ground(p, state, lam=1.0, kappa=2.0).status)
+
+    rng = np.random.default_rng(3)
+    n, m = 300, g.semiring.layout.ELL_MIN_EDGES
+    ents = [f"e{i}" for i in range(n)]
+    big = g.TypedGraph.from_triples(
+        [(ents[h], "r", ents[t]) for h, t in rng.integers(0, n, (m, 2))],
+        rng.uniform(0.2, 1.0, m),
+        entities=ents,
+    )  # one graph: every new ELL layout compiles its own program
+    states = [g.EvidenceState(big), g.EvidenceState(big)]  # a sequence: per-question evidence
+    problems = [
+        g.GroundingProblem("q", tuple(ents[1:4]), jnp.log(jnp.full(3, 1 / 3)), anchors=(ents[a],),
+                           max_hops=2)
+        for a in (0, 7)
+    ]  # fmt: skip
+    kw = dict(lam=1.0, kappa=3.0, n_paths=1)
+    batch = g.ground_batch(problems, states, **kw)
+    for p, b in zip(problems, batch):
+        one = g.ground(p, big, **kw)
+        for field in ("raw_energy", "energy", "status", "log_posterior", "best", "action"):
+            np.testing.assert_allclose(getattr(b, field), getattr(one, field), **F64)
+        assert np.isfinite(np.asarray(b.raw_energy)).all()
+        np.testing.assert_allclose(b.paths.weight, one.paths.weight, **F64)
+        assert b.triples == one.triples and len(b.triples[0]) == 1
+    assert batch[0].raw_energy.tolist() != batch[1].raw_energy.tolist()  # anchors differ
+
+
 def test_result_is_a_pytree_and_programs_are_reused():
     graph = g.TypedGraph.from_triples([("a", "r", "b"), ("b", "r", "c")])
     p = g.GroundingProblem(
@@ -384,6 +423,179 @@ def test_result_is_a_pytree_and_programs_are_reused():
     assert after.maxsize is not None  # the cache of compiled programs is bounded
     assert res.to_dict()["candidates"][0]["paths"][0]["triples"] == [["a", "r", "b"]]
     assert "decision" in res.summary()
+
+
+_LONG = "an_entity_with_a_rather_long_name"  # 33 characters: the summary cuts it to 28
+
+
+def _assert_same_report(got, want, where="report"):
+    """Nested dicts and lists equal, floats to 1e-12 (pytest.approx does not nest)."""
+    if isinstance(want, dict):
+        assert isinstance(got, dict) and sorted(got) == sorted(want), where
+        for k in want:
+            _assert_same_report(got[k], want[k], f"{where}[{k!r}]")
+    elif isinstance(want, list):
+        assert isinstance(got, list) and len(got) == len(want), where
+        for i, (x, y) in enumerate(zip(got, want)):
+            _assert_same_report(x, y, f"{where}[{i}]")
+    elif isinstance(want, float):
+        assert got == pytest.approx(want, rel=1e-12, abs=1e-12), where
+    else:
+        assert got == want, where
+
+
+def _report_problem(min_hops):
+    graph = g.TypedGraph.from_triples(
+        [("a", "r", "b"), ("b", "r", _LONG), ("a", "r", _LONG)],
+        [0.5, 1.0, 0.25],
+        entities=["a", "b", _LONG, "c"],
+    )
+    p = g.GroundingProblem(
+        "who?", ("a", "b", _LONG, "c"), np.log(np.full(4, 0.25)), anchors=("a",),
+        max_hops=2, min_hops=min_hops,
+    )  # fmt: skip
+    return p, graph
+
+
+def test_result_reports_are_the_result_worked_by_hand():
+    """to_dict, summary and posterior on a four-candidate example computed by hand.
+
+    Walks from the anchor ``a`` (0..2 hops, costs -log w): ``a`` by the empty walk (0), ``b``
+    by a->b (log 2), LONG by a->b->LONG (log 2) and a->LONG (log 4), ``c`` by none. With
+    kappa = 2 the energies are (0, log 2, log 2, 2), so at lam = 1 with a uniform prior the
+    posterior is (1, 1/2, 1/2, e^-2) / (2 + e^-2). Certificate: omega = osc + kappa = 4,
+    tanh(2), tanh(1), margin log 2. Hard set at eps = 0.5: {a}."""
+    p, graph = _report_problem(min_hops=0)
+    res = g.ground(p, graph, lam=1.0, kappa=2.0, eps=0.5, n_paths=2)
+    z = 2 + np.exp(-2)
+    post = [1 / z, 0.5 / z, 0.5 / z, np.exp(-2) / z]
+    np.testing.assert_allclose(res.posterior(), post, **F64)
+    d = res.to_dict()
+    ln2 = np.log(2)
+    walk = [["a", "r", "b"], ["b", "r", _LONG]]
+    want = dict(
+        question="who?",
+        action="ANSWER",
+        answer="a",
+        best="a",
+        candidates=[
+            dict(name="a", prior=0.25, raw_energy=0.0, status="SUPPORTED", energy=0.0,
+                 posterior=post[0], paths=[dict(triples=[], energy=0.0, weight=1.0)]),
+            dict(name="b", prior=0.25, raw_energy=ln2, status="SUPPORTED", energy=ln2,
+                 posterior=post[1], paths=[dict(triples=[walk[0]], energy=ln2, weight=1.0)]),
+            dict(name=_LONG, prior=0.25, raw_energy=ln2, status="SUPPORTED", energy=ln2,
+                 posterior=post[2], paths=[dict(triples=walk, energy=ln2, weight=1.0),
+                                           dict(triples=[["a", "r", _LONG]], energy=2 * ln2,
+                                                weight=0.0)]),
+            dict(name="c", prior=0.25, raw_energy=np.inf, status="UNSUPPORTED", energy=2.0,
+                 posterior=post[3], paths=[]),
+        ],
+        certificate=dict(lam=1.0, omega=4.0, log_ratio=4.0, tv_paper=np.tanh(2.0),
+                         tv_sharp=np.tanh(1.0), margin=ln2, radius=ln2, valid=True),
+        hard_abstained=False,
+        hard_posterior=[1.0, 0.0, 0.0, 0.0],
+    )  # fmt: skip
+    _assert_same_report(d, want)
+    assert d["certificate"]["valid"] is True and d["hard_abstained"] is False
+    assert all(type(v) is float for k, v in d["certificate"].items() if k != "valid")
+    assert res.summary().split("\n") == [
+        "question: who?",
+        "decision: ANSWER (best: a)",
+        "candidate                      prior    raw E status              E    post",
+        "a                              0.250    0.000 SUPPORTED       0.000   0.468",
+        "    best walk (E=0.000, nu*=1.000): (empty walk)",
+        "b                              0.250    0.693 SUPPORTED       0.693   0.234",
+        "    best walk (E=0.693, nu*=1.000): a -r-> b",
+        "an_entity_with_a_rather_long   0.250    0.693 SUPPORTED       0.693   0.234",
+        f"    best walk (E=0.693, nu*=1.000): a -r-> b ; b -r-> {_LONG}",
+        "c                              0.250      inf UNSUPPORTED     2.000   0.063",
+        "stability (Thm. 3): answer kept while osc(dE) < 0.693; at omega=4: TV <= 0.762 "
+        "(paper 0.964)",
+    ]
+
+
+def test_result_reports_without_paths_or_eps_hard_abstention_and_a_vacuous_certificate():
+    """No walks asked for: empty path lists; no eps: no hard keys; an empty hard feasible set
+    (no raw energy <= 0 without the empty walk): hard_abstained True and zero hard mass; a
+    certificate where Thm. 3 does not apply is vacuous. The reports read float32 results in
+    float64."""
+    p, graph = _report_problem(min_hops=1)
+    bare = g.ground(p, graph, lam=1.0, kappa=2.0, n_paths=0).to_dict()
+    assert [c["paths"] for c in bare["candidates"]] == [[]] * 4
+    assert "hard_abstained" not in bare and "hard_posterior" not in bare
+    res = g.ground(p, graph, lam=1.0, kappa=2.0, eps=0.0)
+    d = res.to_dict()
+    assert d["hard_abstained"] is True and d["hard_posterior"] == [0.0] * 4
+    # a result whose walks were dropped reports none (the triples name them)
+    assert [c["paths"] for c in dataclasses.replace(res, triples=()).to_dict()["candidates"]] == [[]] * 4
+    # Thm. 3 at another oscillation; without slack (kappa = inf) candidate c has infinite
+    # energy on the prior's support, so the theorem does not apply: vacuous bounds
+    np.testing.assert_allclose(res.certificate.tv_at(3.0), [np.tanh(1.5), np.tanh(0.75)], **F64)
+    cert = g.ground(p, graph, lam=1.0, kappa=np.inf).certificate
+    assert not bool(cert.valid) and float(cert.radius) == 0.0 and float(cert.log_ratio) == np.inf
+    assert [float(cert.tv_paper), float(cert.tv_sharp)] == [1.0, 1.0]
+    assert [float(x) for x in cert.tv_at(3.0)] == [1.0, 1.0]
+    lp32 = np.log(np.array([0.1, 0.2, 0.3, 0.4], np.float32))
+    r32 = dataclasses.replace(res, log_posterior=lp32, hard_log_posterior=lp32)
+    assert r32.posterior().dtype == np.float64
+    np.testing.assert_array_equal(r32.posterior(), np.exp(lp32.astype(np.float64)))
+    assert r32.to_dict()["hard_posterior"] == np.exp(lp32.astype(np.float64)).tolist()
+
+
+def test_claim_chain_stores_tuples_and_names_wildcards():
+    c = g.ClaimChain(["a", None, "c"], ["r", None])
+    assert c.entities == ("a", None, "c") and type(c.entities) is tuple
+    assert c.relations == ("r", None) and type(c.relations) is tuple
+    assert c.name == "a->*->c" and c.answer == "c" and c.n_hops == 2
+    assert c.hops == [("a", "r", None), (None, None, "c")] and c.named_hops() == []
+    assert g.ClaimChain(("a", "b"), ("r",), name="mine").name == "mine"
+
+
+def test_realisation_stores_a_float_array_of_one_row_per_entity():
+    real = g.Realisation([[0, 1], [1, 0]])
+    assert isinstance(real.embeddings, jax.Array)
+    assert jnp.issubdtype(real.embeddings.dtype, jnp.floating)
+    for bad in (np.zeros(3), np.zeros((2, 2, 2))):
+        with pytest.raises(ValueError, match=r"^embeddings must be \[n_entities, d\]"):
+            g.Realisation(bad)
+
+
+def test_padding_buckets_edge_padding_and_the_bounded_edge_cache():
+    """Candidates and small edge sets pad to the next power of two (at least ``floor``);
+    padded edges are masked out with reliability 1; the edge-array cache keeps the last 8
+    graphs and answers for the graph it is asked about."""
+    for floor in (1, 8):
+        for n in range(70):
+            want = 1
+            while want < n or want < floor:
+                want *= 2
+            assert inputs.bucket(n, floor=floor) == want, (n, floor)
+    assert inputs.bucket(5) == 8  # default floor 8
+    arrays = dict(head=np.array([1, 2]), reliability=np.array([0.5, 0.25]),
+                  edge_mask=np.array([True, True]))  # fmt: skip
+    assert inputs.pad_edges(arrays, 2) is arrays
+    padded = inputs.pad_edges(arrays, 4)
+    np.testing.assert_array_equal(padded["head"], [1, 2, 0, 0])
+    np.testing.assert_array_equal(padded["reliability"], [0.5, 0.25, 1.0, 1.0])
+    np.testing.assert_array_equal(padded["edge_mask"], [True, True, False, False])
+    graphs = [
+        g.TypedGraph.from_triples([("a", "r", "b")] * k, np.linspace(0.5, 1.0, k)) for k in range(1, 11)
+    ]
+    inputs._EDGE_CACHE.clear()  # entries of earlier tests' graphs may share an id with these
+    for graph in graphs:
+        ev, layout = inputs._edge_arrays(graph)
+        E = graph.n_edges
+        assert layout is None and len(ev["head"]) == inputs.bucket(E)
+        np.testing.assert_array_equal(ev["reliability"][:E], np.asarray(graph.reliability))
+        np.testing.assert_array_equal(ev["reliability"][E:], 1.0)
+        np.testing.assert_array_equal(ev["edge_mask"], np.arange(len(ev["head"])) < E)
+        assert inputs._edge_arrays(graph)[0] is ev  # memoised
+    assert len(inputs._EDGE_CACHE) == 8 and id(graphs[0]) not in inputs._EDGE_CACHE
+    assert id(graphs[-1]) in inputs._EDGE_CACHE
+    for bad in (-1, True, 1.0):
+        with pytest.raises(ValueError, match="^n_paths must be a non-negative int"):
+            inputs.check_n_paths(bad)
+    assert inputs.check_n_paths(np.int64(2)) == 2 and inputs.check_n_paths(0) == 0
 
 
 def test_edge_cost_is_eqs_8_to_10():
@@ -447,6 +659,11 @@ def _p3():
             lambda: g.ground(
                 _p3(), _g3(), lam=1.0, kappa=1.0, realisation=g.Realisation(jnp.zeros((2, 2)))
             ),
+            ValueError,
+            "2 rows",
+        ),
+        (
+            lambda: g.edge_cost(_g3(), g.Realisation(jnp.zeros((2, 2)))),
             ValueError,
             "2 rows",
         ),
