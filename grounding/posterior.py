@@ -109,7 +109,10 @@ def gibbs_log_posterior(log_prior: ArrayLike, energy: ArrayLike, lam: ArrayLike)
     support = (log_prior > -jnp.inf) & jnp.isfinite(energy)
     least = jnp.min(jnp.where(support, energy, jnp.inf), axis=-1, keepdims=True)
     shift = jax.lax.stop_gradient(jnp.where(jnp.isfinite(least), least, 0.0))
-    logits = log_prior - scaled_energy(jnp.expand_dims(lam, -1), energy - shift)  # Eq. (7)
+    # a zero-prior candidate far below that least energy has lam * (E - shift) = -inf: its
+    # logit is -inf (p0 = 0), never -inf - (-inf) = NaN, which emptied the whole row
+    scaled = scaled_energy(jnp.expand_dims(lam, -1), energy - shift)
+    logits = jnp.where(log_prior > -jnp.inf, log_prior - scaled, -jnp.inf)  # Eq. (7)
     if is_concrete(logits) and (np.asarray(logits) == -np.inf).all(axis=-1).any():
         raise ValueError(
             "gibbs_log_posterior: Z_R(lambda) = 0 (no candidate has positive prior mass and "

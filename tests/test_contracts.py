@@ -517,6 +517,25 @@ def test_eq7_huge_lam_times_energy_does_not_empty_the_posterior_in_float32():
         g.gibbs_log_posterior(lp, np.asarray([np.inf, np.inf], np.float32), 1.0)
 
 
+@pytest.mark.parametrize(
+    ("dtype", "lam", "big"), [(np.float32, 1e10, 1e30), (np.float64, 1e300, 1e10)]
+)
+def test_eq7_is_shifted_per_row_by_the_least_energy_of_the_prior_support(dtype, lam, big):
+    """The shift that keeps ``lam * E`` finite is taken per row and over the prior's support
+    only: a zero-prior candidate far below it gets no mass (it used to give
+    ``-inf - (-inf) = NaN`` and an all ``-inf`` row), and a row whose energies are all large
+    is not shifted by another row's small ones."""
+    lp = np.asarray([-np.inf, np.log(0.5), np.log(0.5)], dtype)
+    e = np.asarray([0.0, big, big * (1 + 1e-6)], dtype)
+    lpost = np.asarray(g.gibbs_log_posterior(lp, e, lam))
+    assert lpost[0] == -np.inf and lpost[1] == 0.0  # the third: e^{-lam * 1e-6 * big} ~ 0
+    np.testing.assert_array_equal(np.exp(lpost.astype(np.float64)), [0.0, 1.0, 0.0])
+    lp2 = np.log(np.full((2, 2), 0.5, dtype))
+    e2 = np.asarray([[0.0, 1.0], [big, big * (1 + 1e-6)]], dtype)
+    lpost2 = np.asarray(g.gibbs_log_posterior(lp2, e2, lam)).astype(np.float64)
+    np.testing.assert_array_equal(np.exp(lpost2), [[1.0, 0.0], [1.0, 0.0]])
+
+
 def test_eq19_slack_on_scalars_and_without_slack():
     """A scalar energy is one candidate; ``kappa = inf`` is 'no slack' (Eq. (19) leaves the
     energies as they are, ``+inf`` included)."""

@@ -542,6 +542,27 @@ def test_result_reports_without_paths_or_eps_hard_abstention_and_a_vacuous_certi
     assert r32.to_dict()["hard_posterior"] == np.exp(lp32.astype(np.float64)).tolist()
 
 
+def test_certificate_at_zero_strength_and_a_positive_contradiction_penalty():
+    """At lam = 0 the posterior is the prior whatever the evidence: the best candidate is kept
+    under any perturbation (radius inf) and every bound is 0. kappa_c must be > 0 (Axiom 4)."""
+    solver._compiled.cache_clear()  # trace the core in this test (mutation runs map it so)
+    p, graph = _report_problem(min_hops=0)
+    cert = g.ground(p, graph, lam=0.0, kappa=2.0).certificate
+    assert float(cert.radius) == np.inf and float(cert.margin) == 0.0 and bool(cert.valid)
+    assert [float(cert.log_ratio), float(cert.tv_paper), float(cert.tv_sharp)] == [0.0] * 3
+    with pytest.raises(ValueError, match="^contradiction_penalty"):
+        g.ground(p, graph, lam=1.0, kappa=2.0, contradiction_penalty=0.0)
+    # an infinite margin threshold is valid: no margin reaches it, so the rule asks to verify
+    res = g.ground(p, graph, lam=1.0, kappa=2.0, margin_threshold=np.inf)
+    assert res.decision is g.Action.VERIFY and res.answer is None
+    # a declared omega may be infinite (vacuous bounds); eps_s reaches the statuses
+    cert = g.ground(p, graph, lam=1.0, kappa=2.0, omega=np.inf).certificate
+    assert [float(cert.tv_paper), float(cert.tv_sharp), float(cert.log_ratio)] == [1.0, 1.0, np.inf]
+    S = g.EvidenceStatus
+    res = g.ground(p, graph, lam=1.0, kappa=2.0, eps_s=0.5)  # raw energies 0, log 2, log 2, inf
+    assert [S(int(x)) for x in res.status] == [S.SUPPORTED] + [S.UNSUPPORTED] * 3
+
+
 def test_claim_chain_stores_tuples_and_names_wildcards():
     c = g.ClaimChain(["a", None, "c"], ["r", None])
     assert c.entities == ("a", None, "c") and type(c.entities) is tuple
@@ -596,6 +617,14 @@ def test_padding_buckets_edge_padding_and_the_bounded_edge_cache():
         with pytest.raises(ValueError, match="^n_paths must be a non-negative int"):
             inputs.check_n_paths(bad)
     assert inputs.check_n_paths(np.int64(2)) == 2 and inputs.check_n_paths(0) == 0
+
+
+def test_edge_cost_uses_the_realisations_metric():
+    """Eq. (8) with d_M = Manhattan: the residual is the L1 distance of T_r eta(u) to eta(v)."""
+    graph = g.TypedGraph.from_triples([("a", "r", "b"), ("b", "r", "a")], [1.0, 0.5])
+    emb = np.array([[0.0, 0.0], [1.0, 2.0]])
+    real = g.Realisation(jnp.asarray(emb), metric="manhattan")
+    np.testing.assert_allclose(g.edge_cost(graph, real), [3.0, 3.0 + np.log(2)], **F64)
 
 
 def test_edge_cost_is_eqs_8_to_10():
