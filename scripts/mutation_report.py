@@ -133,7 +133,9 @@ def collect():
         c = Counter()
         if str(path) in samples:
             c["population"] = len(codes)
-            codes = {name: codes[name] for name in samples[str(path)]}
+            # a sampled name the module no longer generates (its function changed) is not run:
+            # redraw the sample (scripts/mutation_sample.py draw)
+            codes = {name: codes.get(name) for name in samples[str(path)]}
         for name, code in codes.items():
             c["generated"] += 1
             if code in KILLED:
