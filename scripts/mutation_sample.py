@@ -23,6 +23,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+from grounding.io import atomic_write_bytes
+
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "scripts" / "mutation_sample.toml"
 SEED = 0
@@ -55,7 +57,7 @@ def draw(fraction: float, modules: list[str]) -> dict[str, list[str]]:
         lines.append("names = [")
         lines += [f'    "{n}",' for n in names]
         lines.append("]")
-    SAMPLE.write_text("\n".join(lines) + "\n")
+    atomic_write_bytes(SAMPLE, ("\n".join(lines) + "\n").encode())
     return out
 
 

@@ -339,6 +339,14 @@ def test_supporting_paths_are_the_best_walks_with_their_nu_star(gp, tau, k):
             assert list(walk) == [graph.triples()[e] for e in edges]
 
 
+def _assert_same_result(batched, one):
+    """A ``ground_batch`` result equals ``ground``'s for the same question."""
+    for field in ("raw_energy", "energy", "status", "log_posterior", "best", "action"):
+        np.testing.assert_allclose(getattr(batched, field), getattr(one, field), **F64)
+    np.testing.assert_allclose(batched.certificate.radius, one.certificate.radius, **F64)
+    np.testing.assert_allclose(batched.paths.weight, one.paths.weight, **F64)
+
+
 @settings(max_examples=10)
 @given(grounding_problems(kind="answer"), st.lists(seeds, min_size=1, max_size=4), lams, taus)
 def test_ground_batch_equals_ground_question_by_question(gp, question_seeds, lam, tau):
@@ -359,11 +367,7 @@ def test_ground_batch_equals_ground_question_by_question(gp, question_seeds, lam
     for evidence in (graph, [graph] * len(problems)):
         batch = g.ground_batch(problems, evidence, lam=lam, kappa=1.0, tau=tau)
         for p, b in zip(problems, batch):
-            one = g.ground(p, graph, lam=lam, kappa=1.0, tau=tau)
-            for field in ("raw_energy", "energy", "status", "log_posterior", "best", "action"):
-                np.testing.assert_allclose(getattr(b, field), getattr(one, field), **F64)
-            np.testing.assert_allclose(b.certificate.radius, one.certificate.radius, **F64)
-            np.testing.assert_allclose(b.paths.weight, one.paths.weight, **F64)
+            _assert_same_result(b, g.ground(p, graph, lam=lam, kappa=1.0, tau=tau))
 
 
 def test_ground_batch_defaults_and_large_graphs_per_question_equal_ground():
@@ -397,10 +401,8 @@ def test_ground_batch_defaults_and_large_graphs_per_question_equal_ground():
     batch = g.ground_batch(problems, states, **kw)
     for p, b in zip(problems, batch):
         one = g.ground(p, big, **kw)
-        for field in ("raw_energy", "energy", "status", "log_posterior", "best", "action"):
-            np.testing.assert_allclose(getattr(b, field), getattr(one, field), **F64)
+        _assert_same_result(b, one)
         assert np.isfinite(np.asarray(b.raw_energy)).all()
-        np.testing.assert_allclose(b.paths.weight, one.paths.weight, **F64)
         assert b.triples == one.triples and len(b.triples[0]) == 1
     assert batch[0].raw_energy.tolist() != batch[1].raw_energy.tolist()  # anchors differ
 
