@@ -35,6 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 from mutation_sample import load as load_sample  # noqa: E402
+
 EQUIVALENTS = ROOT / "scripts" / "mutation_equivalents.toml"
 LABEL_HELPER = re.compile(r"^(check_\w+|as_float_array|_no_nan|_scalar)$")
 LABEL_KEYWORDS = {"name", "name_a", "name_b"}
