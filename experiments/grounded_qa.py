@@ -21,6 +21,7 @@ soft grounding).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 import textwrap
 import time
@@ -75,8 +76,10 @@ def settings(full: bool) -> list[Setting]:
     ]
 
 
+@functools.lru_cache(maxsize=4)
 def build(setting: Setting, seed: int = 0):
-    """Benchmark, trained answerer (temperature fitted on validation) and retrievers."""
+    """Benchmark, trained answerer (temperature fitted on validation) and retrievers.
+    Memoised: later experiments of the same run (PankRAG) reuse the trained answerer."""
     bench = kgqa_benchmark(setting.name, questions_per_hop=setting.questions_per_hop, seed=seed)
     shared = 4096 if setting.name == "codex-m" else 0  # CoDEx-M: batch negatives (speed)
     cfg = OneVsAllConfig(

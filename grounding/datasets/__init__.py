@@ -1,7 +1,8 @@
 """Datasets (leaves: they import only the loaders here and the data types
 :mod:`grounding.graph`, :mod:`grounding.evidence`, :mod:`grounding.query`): the Lou Seal
 running example's data, real benchmark knowledge graphs, a TSV loader, and retrieval
-benchmarks (PathRAG-6, its reconstruction, anchored retrieval on knowledge graphs)."""
+benchmarks (PathRAG-6, its reconstruction, anchored retrieval on knowledge graphs), and
+MuSiQue's gold question decompositions (planning)."""
 
 import importlib as _importlib
 import warnings as _warnings
@@ -9,12 +10,14 @@ import warnings as _warnings
 from grounding.datasets import kg as _kg
 from grounding.datasets import kgqa as _kgqa
 from grounding.datasets import lou_seal as _lou_seal
+from grounding.datasets import musique as _musique
 from grounding.datasets import pathrag6 as _pathrag6
 from grounding.datasets import pathrag6_reconstruction as _pathrag6_reconstruction
 from grounding.datasets import tsv as _tsv
 from grounding.datasets.kg import *  # noqa: F403  (names listed once, in each module's __all__)
 from grounding.datasets.kgqa import *  # noqa: F403
 from grounding.datasets.lou_seal import *  # noqa: F403
+from grounding.datasets.musique import *  # noqa: F403
 from grounding.datasets.pathrag6 import *  # noqa: F403
 from grounding.datasets.pathrag6_reconstruction import *  # noqa: F403
 from grounding.datasets.tsv import *  # noqa: F403
@@ -26,6 +29,7 @@ __all__ = [
     *_pathrag6.__all__,
     *_pathrag6_reconstruction.__all__,
     *_kgqa.__all__,
+    *_musique.__all__,
 ]
 
 #: Names that moved out of the datasets (they build on the core): ``old -> (module, new)``.

@@ -6,11 +6,13 @@ from grounding.qa import candidates as _candidates
 from grounding.qa import loop as _loop
 from grounding.qa import metrics as _metrics
 from grounding.qa import openai as _openai
+from grounding.qa import pankrag as _pankrag
 from grounding.qa.answerer import *  # noqa: F403
 from grounding.qa.candidates import *  # noqa: F403
 from grounding.qa.loop import *  # noqa: F403
 from grounding.qa.metrics import *  # noqa: F403
 from grounding.qa.openai import *  # noqa: F403
+from grounding.qa.pankrag import *  # noqa: F403
 
 __all__ = [
     *_candidates.__all__,
@@ -18,4 +20,5 @@ __all__ = [
     *_loop.__all__,
     *_metrics.__all__,
     *_openai.__all__,
+    *_pankrag.__all__,
 ]

@@ -29,7 +29,7 @@ from grounding.result import GroundingResult
 from grounding.retrieval import Retriever
 from grounding.solver import ground, ground_batch
 
-__all__ = ["GroundedQA", "QAOutcome", "grounding_problem", "compact_evidence"]
+__all__ = ["GroundedQA", "QAOutcome", "grounding_problem", "compact_evidence", "ground_many"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,6 +136,33 @@ def _touched(state: EvidenceState, keep: Sequence[str]) -> np.ndarray:
     return np.flatnonzero(used)
 
 
+def ground_many(
+    problems: Sequence[GroundingProblem], states: Sequence[EvidenceState], **ground_kwargs
+) -> list[GroundingResult]:
+    """:func:`grounding.ground` of each problem on its evidence state, batched: every state is
+    compacted (:func:`compact_evidence`) to one vocabulary size so that problems of the same
+    kind share one :func:`grounding.ground_batch` program. Same results as grounding them one
+    by one."""
+    if len(problems) != len(states):
+        raise ValueError(f"{len(problems)} problems but {len(states)} evidence states")
+    size = max([64] + [len(_touched(s, p.entities())) for p, s in zip(problems, states)])
+    compact = [compact_evidence(s, p.entities(), min_size=size) for p, s in zip(problems, states)]
+    results: dict[int, GroundingResult] = {}
+    by_kind: dict[str, list[int]] = {}
+    for i, p in enumerate(problems):
+        by_kind.setdefault(p.kind, []).append(i)
+    for group in by_kind.values():
+        if len(group) == 1:
+            i = group[0]
+            results[i] = ground(problems[i], compact[i], **ground_kwargs)
+            continue
+        out = ground_batch(
+            [problems[i] for i in group], [compact[i] for i in group], **ground_kwargs
+        )
+        results.update(zip(group, out))
+    return [results[i] for i in range(len(problems))]
+
+
 class GroundedQA:
     """Question -> :class:`Candidates` -> retrieval -> evidence -> :func:`grounding.ground`.
 
@@ -196,25 +223,9 @@ class GroundedQA:
         cands = [self.model.propose(q, self.k_candidates) for q in questions]
         live = [i for i, c in enumerate(cands) if not c.abstained]
         states = {i: self.evidence(questions[i]) for i in live}
-        problems = {i: grounding_problem(questions[i], cands[i]) for i in live}
-        # one vocabulary size for the whole batch, so that it stacks into one program
-        size = max([64] + [len(_touched(states[i], problems[i].entities())) for i in live])
-        compact = {
-            i: compact_evidence(states[i], problems[i].entities(), min_size=size) for i in live
-        }
-        results: dict[int, GroundingResult] = {}
-        by_kind: dict[str, list[int]] = {}
-        for i in live:
-            by_kind.setdefault(problems[i].kind, []).append(i)
-        for group in by_kind.values():
-            if len(group) == 1:
-                i = group[0]
-                results[i] = ground(problems[i], compact[i], **self.ground_kwargs)
-                continue
-            out = ground_batch(
-                [problems[i] for i in group], [compact[i] for i in group], **self.ground_kwargs
-            )
-            results.update(zip(group, out))
+        problems = [grounding_problem(questions[i], cands[i]) for i in live]
+        grounded = ground_many(problems, [states[i] for i in live], **self.ground_kwargs)
+        results = dict(zip(live, grounded))
         return [
             QAOutcome(q, c, results.get(i), states.get(i), c.abstain_reason)
             for i, (q, c) in enumerate(zip(questions, cands))

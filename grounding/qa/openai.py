@@ -31,15 +31,18 @@ variable named by ``api_key_env`` (``Authorization: Bearer`` is sent only when o
 
 from __future__ import annotations
 
-import http.client
-import json
 import math
-import os
 import re
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 
+from grounding.chat import (
+    EndpointError,
+    HTTPStatusError,
+    check_base_url,
+    message_content,
+    post_chat,
+)
+from grounding.chat import api_key as _api_key
 from grounding.qa.candidates import CandidateModelError, Candidates, QuestionLike
 
 __all__ = ["OpenAICompatibleModel", "normalise_answer"]
@@ -98,8 +101,7 @@ class OpenAICompatibleModel:
         api_key: str | None = None,
         api_key_env: str = "OPENAI_API_KEY",
     ):
-        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must be an http(s) URL, got {base_url!r}")
+        url = check_base_url(base_url)
         if not isinstance(model, str) or not model:
             raise ValueError("model must be a non-empty str")
         entities = tuple(entities)
@@ -114,12 +116,12 @@ class OpenAICompatibleModel:
         for name, v in (("n_samples", n_samples), ("max_tokens", max_tokens)):
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {v!r}")
-        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.url = url
         self.model, self.entities = model, entities
         self.timeout, self.temperature = float(timeout), float(temperature)
         self.n_samples, self.max_tokens = n_samples, max_tokens
         self.system_prompt = SYSTEM_PROMPT if system_prompt is None else system_prompt
-        self._key = api_key if api_key is not None else os.environ.get(api_key_env)
+        self._key = _api_key(api_key, api_key_env)
         self._send_n = True  # cleared when the server rejects "n" (llama.cpp server)
         self._text = dict(zip(entities, texts)) if texts is not None else {}
         self._lookup: dict[str, str] = {}
@@ -198,33 +200,12 @@ class OpenAICompatibleModel:
         return self._post(body)
 
     def _post(self, body: dict) -> list:
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self._key:
-            headers["Authorization"] = f"Bearer {self._key}"
-        data = json.dumps(body).encode()
-        req = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
-        timed_out = f"{self.url}: no reply within the timeout of {self.timeout:g} s"
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                raw = resp.read()
-        except urllib.error.HTTPError as err:
-            detail = _error_detail(err)
-            raise _HTTPStatusError(f"{self.url}: HTTP {err.code} {err.reason}{detail}") from None
-        except TimeoutError:
-            raise CandidateModelError(timed_out) from None
-        except urllib.error.URLError as err:
-            if isinstance(err.reason, TimeoutError):
-                raise CandidateModelError(timed_out) from None
-            raise CandidateModelError(f"{self.url}: cannot connect ({err.reason})") from None
-        except (OSError, http.client.HTTPException) as err:
-            raise CandidateModelError(f"{self.url}: connection failed ({err!r})") from None
-        try:
-            reply = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            raise CandidateModelError(f"{self.url}: reply is not JSON ({err})") from None
-        if not isinstance(reply, dict) or not isinstance(reply.get("choices"), list):
-            raise CandidateModelError(f"{self.url}: reply has no 'choices' list")
-        return reply["choices"]
+            return post_chat(self.url, body, key=self._key, timeout=self.timeout)
+        except HTTPStatusError as err:
+            raise _HTTPStatusError(str(err)) from None
+        except EndpointError as err:
+            raise CandidateModelError(str(err)) from None
 
 
 class _HTTPStatusError(CandidateModelError):
@@ -235,23 +216,12 @@ def _finite(x: object) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
-def _error_detail(err: urllib.error.HTTPError) -> str:
-    try:
-        text = err.read(300).decode("utf-8", "replace").strip()
-    except OSError:
-        return ""
-    return f": {text}" if text else ""
-
-
 def _content(url: str, i: int, choice: object) -> str:
     """A choice's message content (the completion as generated)."""
     try:
-        content = choice["message"]["content"]  # type: ignore[index]
-    except (KeyError, TypeError):
-        raise CandidateModelError(f"{url}: choice {i} has no message content") from None
-    if not isinstance(content, str):
-        raise CandidateModelError(f"{url}: choice {i} content is not text")
-    return content
+        return message_content(url, i, choice)
+    except EndpointError as err:
+        raise CandidateModelError(str(err)) from None
 
 
 def _first_line(content: str) -> str:

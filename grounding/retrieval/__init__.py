@@ -8,6 +8,9 @@
   (:class:`SoftPCR`, through :func:`grounding.ground`);
 - :mod:`~grounding.retrieval.baselines`: vector, BM25 and hybrid baselines;
 - :mod:`~grounding.retrieval.plan`: :class:`Plan`, sub-question DAGs for planners;
+- :mod:`~grounding.retrieval.planner`: planners (templated, heuristic free text, LLM);
+- :mod:`~grounding.retrieval.community`: hierarchical Leiden communities, global retrieval;
+- :mod:`~grounding.retrieval.rerank`: PankRAG's dependency-aware reranker;
 - :mod:`~grounding.retrieval.metrics`: the PCR paper's metrics and :func:`evaluate_retrieval`;
 - :mod:`~grounding.retrieval.text`: encoders (offline hashing, optional MiniLM), cache, BM25.
 """
@@ -17,15 +20,21 @@ import warnings as _warnings
 from grounding.retrieval import _deprecated
 from grounding.retrieval import base as _base
 from grounding.retrieval import baselines as _baselines
+from grounding.retrieval import community as _community
 from grounding.retrieval import metrics as _metrics
 from grounding.retrieval import pcr as _pcr
 from grounding.retrieval import plan as _plan
+from grounding.retrieval import planner as _planner
+from grounding.retrieval import rerank as _rerank
 from grounding.retrieval import text as _text
 from grounding.retrieval.base import *  # noqa: F403  (names listed once, in each module's __all__)
 from grounding.retrieval.baselines import *  # noqa: F403
+from grounding.retrieval.community import *  # noqa: F403
 from grounding.retrieval.metrics import *  # noqa: F403
 from grounding.retrieval.pcr import *  # noqa: F403
 from grounding.retrieval.plan import *  # noqa: F403
+from grounding.retrieval.planner import *  # noqa: F403
+from grounding.retrieval.rerank import *  # noqa: F403
 from grounding.retrieval.text import *  # noqa: F403
 from grounding.semiring import UNREACHABLE  # noqa: F401  (the engine's one constant)
 
@@ -34,6 +43,9 @@ __all__ = [
     *_pcr.__all__,
     *_baselines.__all__,
     *_plan.__all__,
+    *_planner.__all__,
+    *_community.__all__,
+    *_rerank.__all__,
     *_metrics.__all__,
     *_text.__all__,
 ]

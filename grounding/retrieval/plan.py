@@ -11,10 +11,11 @@ their steps; every step's evidence goes to :func:`grounding.ground`.
 from __future__ import annotations
 
 import dataclasses
+import re
 import string
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-__all__ = ["SubQuestion", "Plan"]
+__all__ = ["SubQuestion", "Plan", "plan_from_decomposition"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,12 +28,18 @@ class SubQuestion:
         depends_on: ids of the sub-questions whose answers this one needs (progress edges).
         abstract: a broad question (community / global retrieval) rather than a specific one
             (local neighbourhood retrieval).
+        anchors: graph entities the step names itself (e.g. the question's topic entity);
+            a step's other anchors are its dependencies' answers.
+        relations: the relation chain the step asks to follow from its anchors, when a
+            planner knows it (templated questions); empty for free text.
     """
 
     id: str
     text: str
     depends_on: tuple[str, ...] = ()
     abstract: bool = False
+    anchors: tuple[str, ...] = ()
+    relations: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not (isinstance(self.id, str) and self.id.isidentifier()):
@@ -43,6 +50,15 @@ class SubQuestion:
         if isinstance(self.depends_on, str) or len(set(deps)) != len(deps):
             raise ValueError(f"{self.id}.depends_on must be distinct ids, got {self.depends_on!r}")
         object.__setattr__(self, "depends_on", deps)
+        for name in ("anchors", "relations"):
+            value = getattr(self, name)
+            if isinstance(value, str) or not all(isinstance(x, str) and x for x in value):
+                raise ValueError(
+                    f"{self.id}.{name} must be a tuple of non-empty str, got {value!r}"
+                )
+            object.__setattr__(self, name, tuple(value))
+        if not isinstance(self.abstract, bool):
+            raise ValueError(f"{self.id}.abstract must be a bool, got {self.abstract!r}")
         slots = {f for _, f, _, _ in string.Formatter().parse(self.text) if f}
         if not slots <= set(deps):
             raise ValueError(
@@ -66,6 +82,8 @@ class Plan:
         question: the original question.
         steps: the sub-questions (any order).
         final: id of the step whose answer answers the question (default: the last step).
+        fallback: ``None``, or why the planner could not plan as specified and what it did
+            instead (e.g. a one-step plan of the whole question); reported, never silent.
 
     Raises:
         ValueError: a duplicate id, a dependency on an unknown step (dangling reference), a
@@ -82,6 +100,7 @@ class Plan:
     question: str
     steps: tuple[SubQuestion, ...]
     final: str = ""
+    fallback: str | None = None
 
     def __post_init__(self) -> None:
         steps = tuple(self.steps)
@@ -153,4 +172,78 @@ class Plan:
             slots = {f for _, f, _, _ in string.Formatter().parse(s.text) if f}
             keep += tuple(d for d in s.depends_on if d in slots and d not in keep)  # slots stay
             steps.append(dataclasses.replace(s, depends_on=keep))
-        return Plan(self.question, tuple(steps), self.final)
+        return Plan(self.question, tuple(steps), self.final, self.fallback)
+
+    def parallel(self) -> list[tuple[str, str]]:
+        """Pairs of steps with no dependency path between them (*parallel* relations), in
+        plan order."""
+        by_id = self.by_id
+        reach: dict[str, set[str]] = {}
+        for level in self.levels():
+            for i in level:
+                reach[i] = set(by_id[i].depends_on).union(*(reach[d] for d in by_id[i].depends_on))
+        ids = [s.id for s in self.steps]
+        return [
+            (a, b)
+            for j, a in enumerate(ids)
+            for b in ids[j + 1 :]
+            if a not in reach[b] and b not in reach[a]
+        ]
+
+    def to_dict(self) -> dict:
+        """The plan as plain JSON-ready data."""
+        return dict(
+            question=self.question,
+            final=self.final,
+            fallback=self.fallback,
+            steps=[dataclasses.asdict(s) for s in self.steps],
+        )
+
+
+_REF = re.compile(r"#\s*(\d+)")
+
+
+def plan_from_decomposition(
+    question: str,
+    texts: Sequence[str],
+    abstract: Sequence[bool] | None = None,
+    *,
+    strict: bool = True,
+) -> Plan:
+    """A plan from sub-question texts that refer to earlier answers as ``#1``, ``#2``, ...
+    (MuSiQue's gold format, and what :class:`~grounding.retrieval.LLMPlanner` asks for):
+    step ``k`` gets id ``q{k}``, each ``#j`` becomes the slot ``{qj}`` and a dependency on
+    step ``j``. The last step is final. With ``strict=False`` a ``#j`` that names no earlier
+    step is kept as literal text (titles such as the song "#9 Dream").
+
+    Raises:
+        ValueError: no text, or (``strict``) a reference to a step that is not an earlier one.
+
+    Example:
+        >>> p = plan_from_decomposition("q?", ["Who directed X?", "Where was #1 born?"])
+        >>> p.edges(), p.steps[1].text
+        ([('q1', 'q2')], 'Where was {q1} born?')
+    """
+    texts = list(texts)
+    if not texts:
+        raise ValueError("a decomposition needs at least one sub-question")
+    flags = [False] * len(texts) if abstract is None else [bool(a) for a in abstract]
+    if len(flags) != len(texts):
+        raise ValueError(f"{len(flags)} abstract flags for {len(texts)} sub-questions")
+    steps = []
+    for k, text in enumerate(texts, 1):
+        if not isinstance(text, str):
+            raise ValueError(f"sub-question {k} is not text: {text!r}")
+        refs = [int(j) for j in _REF.findall(text)]
+        bad = sorted({j for j in refs if not 1 <= j < k})
+        if bad and strict:
+            raise ValueError(f"sub-question {k} ({text!r}) refers to #{bad}, not an earlier step")
+        refs = [j for j in refs if 1 <= j < k]
+        escaped = text.replace("{", "{{").replace("}", "}}")
+        body = _REF.sub(
+            lambda m, k=k: "{q" + m.group(1) + "}" if 1 <= int(m.group(1)) < k else m.group(0),
+            escaped,
+        )
+        deps = tuple(dict.fromkeys(f"q{j}" for j in refs))
+        steps.append(SubQuestion(f"q{k}", body, deps, flags[k - 1]))
+    return Plan(question, tuple(steps))

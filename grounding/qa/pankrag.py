@@ -1,0 +1,353 @@
+r"""PankRAG's execution, grounded: a plan's sub-questions resolved in topological order, each
+by retrieval, dependency-aware reranking and :func:`grounding.ground`.
+
+After *PankRAG: Enhancing Graph Retrieval via Globally Aware Query Resolution and
+Dependency-Aware Reranking Mechanism* (Li, Liu, Shan, Huang, Gong and Li). A
+:class:`PankRAG` pipeline plans a question (any :class:`~grounding.retrieval.Planner`), then
+runs the plan's levels (:meth:`~grounding.retrieval.Plan.levels`; steps of one level are
+parallel and are grounded in one batch). For each step:
+
+1. **Anchors**: the entities the step names, and the answers of the steps it depends on:
+   each dependency's ``beam`` most probable answers, with their probabilities renormalised
+   (several dependencies share the mass equally). Its text gets each slot filled with the
+   dependency's top answer.
+2. **Retrieval**: *local* (a *specific* step) = path-constrained retrieval from the anchors
+   (depth = the step's relation count, else 1); *global* (an *abstract* step) = community
+   retrieval (:class:`~grounding.retrieval.CommunityRetriever`). A pool of
+   ``pool * k_nodes`` nodes is retrieved.
+3. **Reranking** (steps with dependencies): the pool is re-ordered by
+   :math:`\alpha R_i + (1-\alpha) M_i` (:mod:`grounding.retrieval.rerank`, ``alpha`` 0.6
+   specific / 0.75 abstract) and cut to ``k_nodes``; without the reranker, the pool is cut
+   by the retriever's order. The kept nodes' :class:`~grounding.EvidenceState` goes to
+   ``ground``.
+4. **Answering**: the candidate model proposes answers from each anchor ``d`` along the
+   step's relations; a candidate is the trajectory ``d -> a`` (a claim chain, Def. 1) with
+   prior :math:`w_d\,p_\theta(a\mid d)`; ``ground`` gives its Gibbs posterior (Eq. (7)), and
+   the step's answer distribution is its marginal over ``a``.
+
+The final step's distribution answers the question. A step whose model abstains, or whose
+dependency has no answer, has no answer, with the reason (never a silent empty answer).
+``inject`` replaces a step's resolved answers by a wrong entity holding ``inject_mass`` of
+the probability (the rest keeps its proportions): an error-propagation probe.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+import numpy as np
+from scipy.special import logsumexp
+
+from grounding.evidence import EvidenceState
+from grounding.problem import ClaimChain, GroundingProblem
+from grounding.qa.candidates import CandidateModel, Candidates
+from grounding.qa.loop import ground_many
+from grounding.query import Query
+from grounding.result import GroundingResult
+from grounding.retrieval import (
+    ALPHA,
+    PCR,
+    Communities,
+    CommunityRetriever,
+    Plan,
+    Planner,
+    Retrieval,
+    SubQuestion,
+    TextIndex,
+    embedding_agreement,
+    graph_agreement,
+    rerank,
+)
+
+__all__ = ["PankRAG", "PankRAGOutcome", "StepOutcome"]
+
+Mode = Literal["auto", "local", "global"]
+
+
+@dataclasses.dataclass(frozen=True)
+class _StepQuestion:
+    """What a candidate model reads of a step: its text, one anchor, its relations."""
+
+    text: str
+    topic: str
+    chain: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class StepOutcome:
+    """One resolved sub-question.
+
+    Attributes:
+        step: the sub-question.
+        text: its text with the dependencies' top answers filled in.
+        anchors: the entities it started from; ``anchor_weights`` their weights (sum 1).
+        mode: ``"local"`` or ``"global"`` retrieval.
+        retrieval: what was kept after reranking (or cutting) the pool; ``None`` when the step
+            could not run.
+        result: the grounding of its trajectories ``d -> a`` (``None`` when it could not run).
+        answers: answer entities, most probable first; ``probs`` their probabilities.
+        reason: why the step has no answer (``None`` when it has one).
+        injected: whether ``answers`` were replaced by an injected error.
+    """
+
+    step: SubQuestion
+    text: str
+    anchors: tuple[str, ...]
+    anchor_weights: np.ndarray
+    mode: str
+    retrieval: Retrieval | None
+    result: GroundingResult | None
+    answers: tuple[str, ...]
+    probs: np.ndarray
+    reason: str | None = None
+    injected: bool = False
+
+    @property
+    def answer(self) -> str | None:
+        return self.answers[0] if self.answers else None
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class PankRAGOutcome:
+    """A question through :class:`PankRAG`: its plan and every step's outcome."""
+
+    question: object
+    plan: Plan
+    steps: dict[str, StepOutcome]
+
+    @property
+    def final(self) -> StepOutcome:
+        return self.steps[self.plan.final]
+
+    @property
+    def answer(self) -> str | None:
+        """The most probable answer of the final step (``None``: no answer)."""
+        return self.final.answer
+
+    @property
+    def reason(self) -> str | None:
+        return self.final.reason
+
+
+class PankRAG:
+    """Plan, retrieve per sub-question, rerank by dependencies, ground (module docstring).
+
+    Args:
+        planner: builds each question's plan.
+        model: the candidate model (the LLM prior of Eq. (1)), asked once per step and anchor.
+        index: the searched graph's text index.
+        communities: the graph's communities (needed when a step retrieves globally).
+        mode: ``"auto"`` (abstract steps global, specific ones local), ``"local"`` or
+            ``"global"`` for every step.
+        rerank: apply the dependency-aware reranker.
+        agreement: ``"graph"`` or ``"embedding"`` agreement :math:`M_i`.
+        alpha: one :math:`\\alpha` for every step (default: 0.6 specific, 0.75 abstract).
+        k_nodes: nodes kept per step; ``pool``: how many times more are retrieved first.
+        k_candidates: candidates asked of the model per anchor.
+        beam: answers of a dependency passed on as anchors.
+        ground_kwargs: :func:`grounding.ground`'s parameters (``lam`` and ``kappa`` required).
+    """
+
+    def __init__(
+        self,
+        planner: Planner,
+        model: CandidateModel,
+        index: TextIndex,
+        *,
+        communities: Communities | None = None,
+        mode: Mode = "auto",
+        rerank: bool = True,
+        agreement: Literal["graph", "embedding"] = "graph",
+        alpha: float | None = None,
+        k_nodes: int = 20,
+        pool: int = 4,
+        k_candidates: int = 20,
+        beam: int = 5,
+        **ground_kwargs,
+    ):
+        if "lam" not in ground_kwargs or "kappa" not in ground_kwargs:
+            raise TypeError("PankRAG needs ground's lam and kappa")
+        if mode not in ("auto", "local", "global"):
+            raise ValueError(f"mode must be 'auto', 'local' or 'global', got {mode!r}")
+        if agreement not in ("graph", "embedding"):
+            raise ValueError(f"agreement must be 'graph' or 'embedding', got {agreement!r}")
+        if alpha is not None and not 0.0 <= float(alpha) <= 1.0:
+            raise ValueError(f"alpha must be in [0, 1], got {alpha!r}")
+        for name, v in (("k_nodes", k_nodes), ("pool", pool), ("k_candidates", k_candidates),
+                        ("beam", beam)):  # fmt: skip
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"{name} must be a positive int, got {v!r}")
+        if mode == "global" and communities is None:
+            raise ValueError("global retrieval needs communities (Communities.build)")
+        self.planner, self.model, self.index = planner, model, index
+        self.graph = index.graph
+        self.mode, self.use_rerank, self.agreement = mode, bool(rerank), agreement
+        self.alpha = None if alpha is None else float(alpha)
+        self.k_nodes, self.pool = int(k_nodes), int(pool)
+        self.k_candidates, self.beam = int(k_candidates), int(beam)
+        self.ground_kwargs = dict(ground_kwargs)
+        self._local: dict[int, PCR] = {}
+        self._global = None if communities is None else CommunityRetriever(index, communities)
+
+    # ---------------------------------------------------------------- one step's parts
+
+    def step_mode(self, step: SubQuestion) -> str:
+        if self.mode != "auto":
+            return self.mode
+        return "global" if step.abstract and self._global is not None else "local"
+
+    def retriever(self, step: SubQuestion, mode: str):
+        if mode == "global":
+            return self._global
+        hops = max(len(step.relations), 1)
+        return self._local.setdefault(hops, PCR(self.index, max_hops=hops))
+
+    def _anchors(self, step: SubQuestion, done: Mapping[str, StepOutcome]):
+        """Anchor names and weights (sum 1), or the reason there are none."""
+        groups: list[dict[str, float]] = []
+        if step.anchors:
+            groups.append({a: 1.0 / len(step.anchors) for a in step.anchors})
+        for d in step.depends_on:
+            dep = done[d]
+            if not dep.answers:
+                return (), np.zeros(0), f"dependency {d!r} has no answer ({dep.reason})"
+            p = np.asarray(dep.probs[: self.beam], np.float64)
+            groups.append(dict(zip(dep.answers[: self.beam], p / p.sum())))
+        weights: dict[str, float] = {}
+        for g in groups:
+            for a, w in g.items():
+                weights[a] = weights.get(a, 0.0) + w / len(groups)
+        unknown = [a for a in weights if not self.graph.has_entity(a)]
+        if unknown:
+            return (), np.zeros(0), f"anchors {unknown} are not entities of the graph"
+        if not weights:
+            return (), np.zeros(0), "the step names no entity and depends on no step"
+        return tuple(weights), np.array(list(weights.values())), None
+
+    def _retrieve(self, step, text, anchors, weights, mode, has_deps) -> Retrieval:
+        query = Query(text, anchors=anchors)
+        pooled = self.retriever(step, mode).retrieve(query, self.pool * self.k_nodes)
+        if not (self.use_rerank and has_deps):
+            keep = slice(0, self.k_nodes)
+            return dataclasses.replace(pooled, index=pooled.index[keep], scores=pooled.scores[keep])
+        deps = np.array([self.graph.entity_index(a) for a in anchors], np.int64)
+        if self.agreement == "graph":
+            m = graph_agreement(self.graph, pooled.index, deps, weights)
+        else:
+            m = embedding_agreement(self.index.embeddings, pooled.index, deps, weights)
+        kind = "abstract" if step.abstract else "specific"
+        alpha = ALPHA[kind] if self.alpha is None else self.alpha
+        return rerank(pooled, m, alpha, self.k_nodes)
+
+    def _problem(self, step, text, anchors, weights) -> GroundingProblem | str:
+        """The step's trajectories ``d -> a`` with prior ``w_d p(a | d)``, or why none."""
+        names, lp, reasons = [], [], []
+        for d, w in zip(anchors, weights):
+            c: Candidates = self.model.propose(
+                _StepQuestion(text, d, step.relations), self.k_candidates
+            )
+            if c.abstained:
+                reasons.append(c.abstain_reason)
+                continue
+            names += [(d, a) for a in c.entities]
+            lp.append(np.log(w) + c.log_prior)
+        if not names:
+            return f"the model proposed nothing: {reasons[0] if reasons else 'no anchor'}"
+        log_prior = np.concatenate(lp)
+        log_prior = log_prior - logsumexp(log_prior)
+        if step.relations:
+            mid = (None,) * (len(step.relations) - 1)
+            cands = tuple(ClaimChain((d, *mid, a), step.relations) for d, a in names)
+            return GroundingProblem(text, cands, log_prior)
+        # free text without a relation chain: answers grounded by walks from the anchors
+        merged = Candidates.from_scores([a for _, a in names], log_prior)
+        return GroundingProblem(
+            text, merged.entities, merged.log_prior, anchors=tuple(anchors), max_hops=1
+        )
+
+    # ---------------------------------------------------------------- the loop
+
+    def answer(self, question, inject: Mapping[str, str] | None = None, inject_mass=0.5):
+        """Run one question (see :meth:`answer_batch`)."""
+        return self.answer_batch([question], [inject or {}], inject_mass)[0]
+
+    def answer_batch(
+        self,
+        questions: Sequence,
+        inject: Sequence[Mapping[str, str]] | None = None,
+        inject_mass: float = 0.5,
+    ) -> list[PankRAGOutcome]:
+        """Plan and resolve every question; steps of the same level across questions are
+        grounded in one batch. ``inject[i]`` maps a step id of question ``i`` to a wrong entity
+        injected into that step's answers (``inject_mass`` of the probability, in (0, 1])."""
+        inject = list(inject) if inject is not None else [{}] * len(questions)
+        if len(inject) != len(questions):
+            raise ValueError(f"{len(inject)} injections for {len(questions)} questions")
+        if not 0 < float(inject_mass) <= 1:
+            raise ValueError(f"inject_mass must be in (0, 1], got {inject_mass!r}")
+        plans = [self.planner.plan(q) for q in questions]
+        for plan, inj in zip(plans, inject):
+            unknown = [s for s in inj if s not in plan.by_id]
+            if unknown:
+                raise ValueError(f"injection into unknown steps {unknown} of {plan.question!r}")
+        levels = [p.levels() for p in plans]
+        done: list[dict[str, StepOutcome]] = [{} for _ in questions]
+        for depth in range(max(len(lv) for lv in levels)):
+            jobs = [(i, sid) for i, lv in enumerate(levels) if depth < len(lv) for sid in lv[depth]]
+            self._run_level(jobs, plans, done)
+            for i, sid in jobs:
+                if sid in inject[i]:
+                    done[i][sid] = _inject(done[i][sid], inject[i][sid], float(inject_mass))
+        return [PankRAGOutcome(q, p, d) for q, p, d in zip(questions, plans, done)]
+
+    def _run_level(self, jobs, plans, done) -> None:
+        pending = []  # (i, sid, text, anchors, weights, mode, retrieval, problem)
+        for i, sid in jobs:
+            step = plans[i].by_id[sid]
+            answers = {d: done[i][d].answer or "" for d in step.depends_on}
+            text = step.fill(answers) if step.depends_on else step.text
+            anchors, weights, why = self._anchors(step, done[i])
+            mode = self.step_mode(step)
+            if why is not None:
+                done[i][sid] = _failed(step, text, anchors, weights, mode, None, why)
+                continue
+            got = self._retrieve(step, text, anchors, weights, mode, bool(step.depends_on))
+            problem = self._problem(step, text, anchors, weights)
+            if isinstance(problem, str):
+                done[i][sid] = _failed(step, text, anchors, weights, mode, got, problem)
+                continue
+            pending.append((i, sid, text, anchors, weights, mode, got, problem))
+        states: list[EvidenceState] = [job[6].evidence for job in pending]
+        results = ground_many([job[7] for job in pending], states, **self.ground_kwargs)
+        for (i, sid, text, anchors, weights, mode, got, problem), res in zip(pending, results):
+            names, probs = _marginal(problem, res)
+            step = plans[i].by_id[sid]
+            done[i][sid] = StepOutcome(step, text, anchors, weights, mode, got, res, names, probs)
+
+
+def _failed(step, text, anchors, weights, mode, got, why) -> StepOutcome:
+    return StepOutcome(step, text, anchors, weights, mode, got, None, (), np.zeros(0), why)
+
+
+def _marginal(problem: GroundingProblem, result: GroundingResult):
+    """Answer entities and their posterior mass, summed over the anchors they came from."""
+    post = np.exp(np.asarray(result.log_posterior, np.float64))
+    mass: dict[str, float] = {}
+    for c, p in zip(problem.candidates, post):
+        a = c.answer if isinstance(c, ClaimChain) else c
+        mass[a] = mass.get(a, 0.0) + float(p)
+    order = sorted(mass, key=lambda a: -mass[a])  # stable: first-seen order among ties
+    return tuple(order), np.array([mass[a] for a in order])
+
+
+def _inject(out: StepOutcome, wrong: str, mass: float) -> StepOutcome:
+    """``out`` with ``wrong`` holding ``mass`` of its answer probability."""
+    rest = {a: (1 - mass) * p for a, p in zip(out.answers, out.probs) if a != wrong}
+    probs = {wrong: mass + (1 - mass) * dict(zip(out.answers, out.probs)).get(wrong, 0.0), **rest}
+    order = sorted(probs, key=lambda a: -probs[a])
+    p = np.array([probs[a] for a in order])
+    return dataclasses.replace(
+        out, answers=tuple(order), probs=p / p.sum(), reason=None, injected=True
+    )

@@ -1,0 +1,248 @@
+r"""Communities of a graph and community (global) retrieval, as GraphRAG and PankRAG build them.
+
+:meth:`Communities.build` runs hierarchical Leiden (``graspologic-native``'s
+``hierarchical_leiden``, MIT; modularity, maximum cluster size 10 and a fixed seed, the
+settings of PankRAG's public code) on the undirected graph whose edge weights count the
+triples between two entities. Level 0 is the first Leiden partition; a community larger than
+the maximum size is split again into communities of the next level, down to *leaf*
+communities. Each community gets an extractive summary (its best-connected members' texts
+and its most frequent relation labels), or one from any ``summarise`` function (e.g.
+:class:`LLMSummariser`, an OpenAI-compatible endpoint).
+
+:class:`CommunityRetriever` is global retrieval: it ranks communities (every level, or one)
+by the cosine of the query with their summaries and returns the members of the best ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+
+from grounding.chat import api_key as _api_key
+from grounding.chat import check_base_url, check_timeout, message_content, post_chat
+from grounding.graph import TypedGraph
+from grounding.retrieval.base import BaseRetriever, Query, Retrieval, TextIndex, check_k, dots
+
+__all__ = ["Community", "Communities", "CommunityRetriever", "LLMSummariser"]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Community:
+    """One community.
+
+    Attributes:
+        id: its id (unique over all levels).
+        level: 0 for the first partition, deeper levels split larger communities.
+        parent: the id of the community it was split from (``None`` at level 0).
+        members: ``[m]`` node indices, sorted.
+        leaf: whether it is not split further.
+        summary: its summary text.
+    """
+
+    id: int
+    level: int
+    parent: int | None
+    members: np.ndarray
+    leaf: bool
+    summary: str = ""
+
+
+class Communities:
+    """The hierarchical communities of one graph (see the module docstring).
+
+    Args:
+        graph: the graph.
+        communities: the communities (any order).
+    """
+
+    def __init__(self, graph: TypedGraph, communities: Sequence[Community]):
+        self.graph = graph
+        self.communities = tuple(sorted(communities, key=lambda c: (c.level, c.id)))
+        if not self.communities:
+            raise ValueError("no communities")
+
+    @classmethod
+    def build(
+        cls,
+        graph: TypedGraph,
+        *,
+        max_cluster_size: int = 10,
+        seed: int = 0xDEADBEEF,
+        relation_labels: Mapping[str, str] | None = None,
+        summary_members: int = 5,
+        summarise: Callable[[Sequence[str], Sequence[str]], str] | None = None,
+    ) -> Communities:
+        """Hierarchical Leiden communities with summaries.
+
+        Args:
+            graph: the graph (edges read in both directions; self-loops ignored).
+            max_cluster_size: communities larger than this are split again (``>= 2``).
+            seed: Leiden's random seed (results are deterministic given it).
+            relation_labels: readable relation names for summaries (default: the names).
+            summary_members: members named in an extractive summary.
+            summarise: ``(member texts by degree, relation labels by count) -> summary``
+                (default: extractive, ``"<members>; relations: <labels>"``).
+
+        Raises:
+            ValueError: a graph without edges between distinct nodes, or a bad size.
+        """
+        import graspologic_native as gn
+
+        if isinstance(max_cluster_size, bool) or not isinstance(max_cluster_size, int):
+            raise ValueError(f"max_cluster_size must be an int >= 2, got {max_cluster_size!r}")
+        if max_cluster_size < 2:
+            raise ValueError(f"max_cluster_size must be an int >= 2, got {max_cluster_size!r}")
+        head, tail = np.asarray(graph.head), np.asarray(graph.tail)
+        pairs = np.sort(np.stack([head, tail], 1), axis=1)
+        pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+        if not len(pairs):
+            raise ValueError("the graph has no edge between distinct nodes to cluster")
+        uniq, count = np.unique(pairs, axis=0, return_counts=True)
+        edges = [(str(a), str(b), float(c)) for (a, b), c in zip(uniq.tolist(), count.tolist())]
+        found = gn.hierarchical_leiden(edges, max_cluster_size=max_cluster_size, seed=seed)
+        members: dict[int, list[int]] = {}
+        meta: dict[int, tuple[int, int | None]] = {}
+        leaf: set[int] = set()
+        for h in found:
+            members.setdefault(h.cluster, []).append(int(h.node))
+            meta[h.cluster] = (h.level, h.parent_cluster)
+            if h.is_final_cluster:
+                leaf.add(h.cluster)
+        labels = dict(relation_labels or {})
+        degree = np.bincount(np.concatenate([head, tail]), minlength=graph.n_nodes)
+        texts, rel = graph.node_texts, np.asarray(graph.relation)
+        summarise = summarise or _extractive(summary_members)
+        out = []
+        for cid in sorted(members):
+            m = np.unique(np.asarray(members[cid], np.int64))
+            leaving = graph.edges_from(m)
+            edges_in = leaving[np.isin(tail[leaving], m, assume_unique=False)]
+            names = [graph.relations[r] for r, _ in Counter(rel[edges_in].tolist()).most_common()]
+            by_degree = m[np.argsort(-degree[m], kind="stable")]
+            summary = summarise([texts[i] for i in by_degree], [labels.get(r, r) for r in names])
+            level, parent = meta[cid]
+            out.append(Community(cid, level, parent, m, cid in leaf, summary))
+        return cls(graph, out)
+
+    @property
+    def levels(self) -> list[int]:
+        return sorted({c.level for c in self.communities})
+
+    def at(self, level: int | None = None, leaf: bool | None = None) -> tuple[Community, ...]:
+        """The communities of one level (``None``: all), optionally only leaves or non-leaves."""
+        return tuple(
+            c
+            for c in self.communities
+            if (level is None or c.level == level) and (leaf is None or c.leaf == leaf)
+        )
+
+    def membership(self) -> np.ndarray:
+        """``[n_nodes]`` the leaf community of every node (``-1``: in none, e.g. isolated)."""
+        out = np.full(self.graph.n_nodes, -1, np.int64)
+        for c in self.at(leaf=True):
+            out[c.members] = c.id
+        return out
+
+
+def _extractive(n: int) -> Callable[[Sequence[str], Sequence[str]], str]:
+    def summarise(member_texts: Sequence[str], relation_labels: Sequence[str]) -> str:
+        text = ", ".join(member_texts[:n])
+        if len(member_texts) > n:
+            text += f" and {len(member_texts) - n} more"
+        if relation_labels:
+            text += "; relations: " + ", ".join(relation_labels[:3])
+        return text
+
+    return summarise
+
+
+class LLMSummariser:
+    """A community summariser on any OpenAI-compatible chat endpoint (pass as
+    ``Communities.build(..., summarise=LLMSummariser(url, model))``).
+
+    Raises :class:`grounding.chat.EndpointError` when the endpoint fails.
+    """
+
+    PROMPT = (
+        "Summarise in one sentence what this group of knowledge-graph entities has in common."
+        "\nEntities: {members}\nRelations among them: {relations}\nSummary:"
+    )
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        max_members: int = 20,
+        timeout: float = 60.0,
+        api_key: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+    ):
+        self.url = check_base_url(base_url)
+        if not isinstance(model, str) or not model:
+            raise ValueError("model must be a non-empty str")
+        self.model, self.max_members = model, int(max_members)
+        self.timeout = check_timeout(timeout)
+        self._key = _api_key(api_key, api_key_env)
+
+    def __call__(self, member_texts: Sequence[str], relation_labels: Sequence[str]) -> str:
+        prompt = self.PROMPT.format(
+            members=", ".join(member_texts[: self.max_members]),
+            relations=", ".join(relation_labels[:5]) or "none",
+        )
+        body = {
+            "model": self.model,
+            "messages": [{"role": "user", "content": prompt}],
+            "temperature": 0.0,
+            "max_tokens": 96,
+        }
+        choices = post_chat(self.url, body, key=self._key, timeout=self.timeout)
+        if not choices:
+            raise ValueError(f"{self.url} returned no completion")
+        return message_content(self.url, 0, choices[0]).strip()
+
+
+class CommunityRetriever(BaseRetriever):
+    """Global retrieval: the members of the communities whose summaries best match the query.
+
+    Communities (of ``level``, or every level when ``None``) are ranked by the cosine of the
+    query with their summary's embedding (the index's encoder); the members of the best
+    ``n_communities`` are returned, scored by their community's cosine (ties: the node's own
+    cosine with the query, then node index), at most ``k``.
+    """
+
+    name = "community"
+
+    def __init__(
+        self,
+        index: TextIndex,
+        communities: Communities,
+        n_communities: int = 3,
+        level: int | None = None,
+    ):
+        super().__init__(index)
+        if communities.graph is not index.graph:
+            raise ValueError("the communities were built on another graph than the index's")
+        self.communities = communities.at(level)
+        if not self.communities:
+            raise ValueError(f"no community at level {level!r}")
+        self.n_communities = check_k(n_communities)
+        self.summaries = index.embed_queries([c.summary or "-" for c in self.communities])
+
+    def retrieve(self, query: Query, k: int = 10) -> Retrieval:
+        k = check_k(k)
+        qv = self.index.embed_queries([query.text])[0]
+        cs = dots(self.summaries, qv)
+        best = np.argsort(-cs, kind="stable")[: self.n_communities]
+        best_score: dict[int, float] = {}  # a node in several communities: its best one
+        for j in best:
+            for v in self.communities[j].members.tolist():
+                best_score[v] = max(best_score.get(v, -np.inf), float(cs[j]))
+        idx = np.fromiter(best_score, np.int64, len(best_score))
+        s = np.fromiter(best_score.values(), np.float64, len(best_score))
+        own = dots(self.index.embeddings[idx], qv)
+        order = np.lexsort((idx, -own, -s))[:k]
+        return self._result(query, idx[order], s[order])
