@@ -15,6 +15,7 @@ import os
 
 import jax
 import pytest
+from _stub import server  # noqa: F401  (the chat-completions stub fixture, shared)
 from hypothesis import HealthCheck, settings
 
 # Theorem checks run in float64; float32 agreement is tested explicitly with float32 inputs.

@@ -10,7 +10,8 @@ with the definitions this package chose (the paper names :math:`R_i` "retrieval 
 :math:`M_i` a cosine similarity to the resolved answers, without normalisation):
 
 - :math:`R_i\in[0,1]`: the retriever's own score, min-max normalised over the retrieved
-  pool (:func:`minmax`; 1 for every item when all scores are equal);
+  pool (:func:`~grounding.retrieval.text.minmax`; 0 for every item when all scores are
+  equal, so the agreement alone orders them);
 - :math:`M_i\in[0,1]`: agreement with the resolved dependency answers :math:`d` weighted by
   their answer probabilities :math:`w_d` (:math:`\sum_d w_d \le 1`), either
   *graph* agreement :math:`M_i = \sum_d w_d\,[i = d \text{ or } i \sim d]` (the mass of the
@@ -32,11 +33,11 @@ import numpy as np
 
 from grounding.graph import TypedGraph
 from grounding.retrieval.base import Retrieval
+from grounding.retrieval.text import minmax
 
 __all__ = [
     "ALPHA",
     "dependency_score",
-    "minmax",
     "graph_agreement",
     "embedding_agreement",
     "rerank",
@@ -62,17 +63,6 @@ def dependency_score(relevance, agreement, alpha: float) -> np.ndarray:
     if not (np.isfinite(r).all() and np.isfinite(m).all()):
         raise ValueError("relevance and agreement must be finite")
     return a * r + (1.0 - a) * m
-
-
-def minmax(scores) -> np.ndarray:
-    """Scores rescaled to ``[0, 1]`` over the pool (all ones when they are all equal)."""
-    s = np.asarray(scores, np.float64)
-    if s.size == 0:
-        return s
-    if not np.isfinite(s).all():
-        raise ValueError("retrieval scores must be finite to be reranked")
-    span = s.max() - s.min()
-    return np.ones_like(s) if span == 0 else (s - s.min()) / span
 
 
 def _weights(dependencies: Sequence[int] | np.ndarray, weights) -> tuple[np.ndarray, np.ndarray]:
@@ -129,6 +119,8 @@ def rerank(
     m = np.asarray(agreement, np.float64)
     if m.shape != retrieval.index.shape:
         raise ValueError(f"{len(retrieval.index)} retrieved nodes but agreement {m.shape}")
+    if not np.isfinite(np.asarray(retrieval.scores)).all():
+        raise ValueError("retrieval scores must be finite to be reranked")
     r = minmax(retrieval.scores)
     s = dependency_score(r, m, alpha)
     order = np.argsort(-s, kind="stable")[:k]
