@@ -9,4 +9,5 @@ EXPERIMENTS = (
     "kg_incomplete",
     "retrieval_pcr",
     "grounded_qa",
+    "pankrag",
 )

@@ -287,3 +287,29 @@ def test_grounded_qa(results):
     # Axiom 4: a contradicted candidate never stays on top when the counter-evidence is added
     # unless every candidate is contradicted or unsupported (contradiction is dominant)
     assert neg["known_false_top_with"] <= neg["known_false_top_without"]
+
+
+def test_pankrag(results):
+    r = results["pankrag"]
+    chain = r["planning"]["two-step chain"]
+    # the constant two-step chain is exactly right on every two-hop question, never on others
+    assert chain["2"]["exact_dag"] == 1.0 and chain["3"]["hop_accuracy"] == 0.0
+    assert chain["all"]["n"] == 3000 and chain["all"]["hop_accuracy"] == 2180 / 3000
+    heur = r["planning"]["heuristic"]["all"]
+    assert 0 < heur["exact_dag"] <= heur["hop_accuracy"] <= 1 and 0 < heur["edge_f1"] <= 1
+    kg = r["kg"]
+    assert kg["n_test"] > 0 and 0 < kg["lam"] < float("inf")
+    for name, row in kg["systems"].items():
+        for h in ("1", "2", "3", "all"):
+            assert 0 <= row[h]["hit"] <= 1 and 0 <= row[h]["f1"] <= 1, name
+        assert row["ms_per_question"] > 0
+    # a one-hop question's plan is the question itself (same text, anchor and relation)
+    systems = kg["systems"]
+    assert systems["pankrag"]["1"] == systems["no_dag"]["1"] == systems["no_rerank"]["1"]
+    prop = r["error_propagation"]
+    assert prop["n_questions"] > 0
+    for s in ("rerank", "no_rerank"):
+        assert prop[s]["damage"] == pytest.approx(
+            prop[s]["clean_hits1"] - prop[s]["injected_hits1"]
+        )
+    assert r["communities"]["n"] > 0

@@ -27,6 +27,8 @@ from grounding.qa.candidates import Candidates, QuestionLike
 
 __all__ = ["KGEAnswerer", "INVERSE_SUFFIX"]
 
+_MEMO = 65536  # memoised proposals kept (a few kB each)
+
 #: How a relation read backwards is named (``"P27^-1"``), as in :mod:`grounding.datasets.kgqa`.
 INVERSE_SUFFIX = "^-1"
 
@@ -83,6 +85,7 @@ class KGEAnswerer:
             params = jnp.concatenate([model.relation, -model.relation])
         self._map = Rotation(params) if model.kind == "rotate" else Translation(params)
         self._params = params
+        self._proposed: dict[tuple, Candidates] = {}  # propose() is deterministic: memoised
 
     def _ids(self, topic: str, chain: Sequence[str]) -> tuple[int, list[int]]:
         if topic not in self._e_ix:
@@ -121,7 +124,24 @@ class KGEAnswerer:
         return s
 
     def propose(self, question: QuestionLike, k: int) -> Candidates:
-        """The top-``k`` entities with their renormalised log-softmax scores."""
+        """The top-``k`` entities with their renormalised log-softmax scores (memoised by
+        topic, chain, ``k``, temperature and JAX's precision: plans re-ask the same steps)."""
+        key = (
+            question.topic,
+            tuple(question.chain),
+            k,
+            self.temperature,
+            jax.config.jax_enable_x64,
+        )
+        if key not in self._proposed:
+            if len(self._proposed) >= _MEMO:
+                self._proposed.clear()
+            c = self._propose(question, k)
+            c.log_prior.flags.writeable = False  # shared by every caller of this key
+            self._proposed[key] = c
+        return self._proposed[key]
+
+    def _propose(self, question: QuestionLike, k: int) -> Candidates:
         try:
             s = self.log_scores(question.topic, question.chain)
         except ValueError as err:
