@@ -14,7 +14,10 @@ Systems: PankRAG (templated plan, local retrieval, dependency-aware reranking wi
 agreement), without the reranker, with embedding agreement, without the DAG (the whole
 question as one step), global (community) retrieval only, and the one-loop PCR and soft-PCR
 systems. Local-only equals PankRAG on this benchmark: every templated step is specific. Hits@1
-is the top answer of the grounded posterior. Error propagation: on 2- and 3-hop test
+is the top answer of the grounded posterior; each system is compared with PankRAG question by
+question (sign test). Systems after the first reuse the answerer's memoised proposals, so
+their milliseconds per question are not comparable with the first's: speed is PankRAG's first
+run and a second run with compiled programs and no memoised proposals. Error propagation: on 2- and 3-hop test
 questions the first step's answers get a wrong entity (its most probable non-gold answer)
 holding half of the probability; final Hits@1 with and without the reranker.
 
@@ -31,6 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from scipy.stats import binom
 
 from experiments._io import float64, parse_args, plt, save_figure, styled, write_csv, write_json
 from experiments.grounded_qa import KAPPA, Setting, build, fit_lambda
@@ -144,6 +148,21 @@ def scores(answers, questions) -> dict[str, float]:
     return {k: float(np.mean([r[k] for r in rows])) for k in ("hit", "f1", "abstained")}
 
 
+def hits(answers, questions) -> np.ndarray:
+    return np.array(
+        [score_probabilities(n, p, q.answers)["hit"] for (n, p), q in zip(answers, questions)]
+    )
+
+
+def paired(a: np.ndarray, b: np.ndarray) -> dict:
+    """Questions only ``a`` gets right, only ``b`` gets right, and the two-sided sign-test
+    p-value of that split (exact binomial, ties dropped)."""
+    wins, losses = int(np.sum((a == 1) & (b == 0))), int(np.sum((a == 0) & (b == 1)))
+    n = wins + losses
+    p = float(min(1.0, 2 * binom.cdf(min(wins, losses), n, 0.5))) if n else 1.0
+    return dict(only_pankrag=wins, only_other=losses, sign_test_p=p)
+
+
 def injections(bench, outcomes) -> tuple[list[int], list[dict[str, str]]]:
     """Questions (indices) whose first step has a non-gold answer, and the injection: its
     most probable non-gold answer into step ``q1``."""
@@ -243,19 +262,32 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
     parts = (bench, answerer, retrievers, index, communities, lam)
     test = [q for h in HOPS for q in bench.split("test", h)]
     kg: dict = {}
+    per_question = {}
     for s in SYSTEMS:
         answers, seconds = run_system(s, test, parts)
+        per_question[s] = hits(answers, test)
         kg[s] = {str(h): scores(*zip(*[(a, q) for a, q in zip(answers, test) if q.hops == h]))
                  for h in HOPS}  # fmt: skip
         kg[s]["all"] = scores(answers, test)
         kg[s]["ms_per_question"] = 1000 * seconds / len(test)
         log(f"codex-m {s}: " + " ".join(f"{h}={kg[s][str(h)]['hit']:.3f}" for h in HOPS))
+    for s in SYSTEMS[1:]:  # PankRAG against each other system, question by question
+        kg[s]["against_pankrag"] = paired(per_question["pankrag"], per_question[s])
+    # speed: PankRAG again with compiled programs but no memoised model proposals
+    answerer.cache_clear()
+    _, seconds = run_system("pankrag", test, parts)
+    speed = dict(
+        ms_per_question_first_run=kg["pankrag"]["ms_per_question"],
+        ms_per_question_compiled=1000 * seconds / len(test),
+        community_seconds=community_seconds,
+    )
     propagation = error_propagation(parts, [q for q in test if q.hops > 1])
     report = dict(
         full=args.full,
         planning=planning,
         kg=dict(dataset="codex-m", lam=lam, kappa=KAPPA, n_test=len(test), systems=kg),
         error_propagation=propagation,
+        speed=speed,
         communities=dict(
             n=len(communities.communities), levels=communities.levels, seconds=community_seconds
         ),  # fmt: skip

@@ -17,7 +17,15 @@ import os
 import urllib.error
 import urllib.request
 
-__all__ = ["EndpointError", "HTTPStatusError", "post_chat", "api_key", "check_base_url"]
+__all__ = [
+    "EndpointError",
+    "HTTPStatusError",
+    "post_chat",
+    "message_content",
+    "api_key",
+    "check_base_url",
+    "check_timeout",
+]
 
 
 class EndpointError(RuntimeError):

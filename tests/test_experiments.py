@@ -313,3 +313,12 @@ def test_pankrag(results):
             prop[s]["clean_hits1"] - prop[s]["injected_hits1"]
         )
     assert r["communities"]["n"] > 0
+    n = kg["n_test"]
+    for name, row in systems.items():  # the paired counts add up to the Hits@1 difference
+        if name != "pankrag":
+            d = row["against_pankrag"]
+            diff = systems["pankrag"]["all"]["hit"] - row["all"]["hit"]
+            assert d["only_pankrag"] - d["only_other"] == round(diff * n)
+            assert 0 < d["sign_test_p"] <= 1
+    speed = r["speed"]
+    assert speed["ms_per_question_first_run"] > 0 and speed["ms_per_question_compiled"] > 0

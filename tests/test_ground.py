@@ -529,7 +529,9 @@ def test_result_reports_without_paths_or_eps_hard_abstention_and_a_vacuous_certi
     d = res.to_dict()
     assert d["hard_abstained"] is True and d["hard_posterior"] == [0.0] * 4
     # a result whose walks were dropped reports none (the triples name them)
-    assert [c["paths"] for c in dataclasses.replace(res, triples=()).to_dict()["candidates"]] == [[]] * 4
+    assert [c["paths"] for c in dataclasses.replace(res, triples=()).to_dict()["candidates"]] == [
+        []
+    ] * 4
     # Thm. 3 at another oscillation; without slack (kappa = inf) candidate c has infinite
     # energy on the prior's support, so the theorem does not apply: vacuous bounds
     np.testing.assert_allclose(res.certificate.tv_at(3.0), [np.tanh(1.5), np.tanh(0.75)], **F64)
@@ -602,7 +604,8 @@ def test_padding_buckets_edge_padding_and_the_bounded_edge_cache():
     np.testing.assert_array_equal(padded["reliability"], [0.5, 0.25, 1.0, 1.0])
     np.testing.assert_array_equal(padded["edge_mask"], [True, True, False, False])
     graphs = [
-        g.TypedGraph.from_triples([("a", "r", "b")] * k, np.linspace(0.5, 1.0, k)) for k in range(1, 11)
+        g.TypedGraph.from_triples([("a", "r", "b")] * k, np.linspace(0.5, 1.0, k))
+        for k in range(1, 11)
     ]
     inputs._EDGE_CACHE.clear()  # entries of earlier tests' graphs may share an id with these
     for graph in graphs:

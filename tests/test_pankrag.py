@@ -31,12 +31,12 @@ from grounding.retrieval import (
     SubQuestion,
     TemplatePlanner,
     TextIndex,
+    dependency_rerank,
     dependency_score,
     embedding_agreement,
     graph_agreement,
     minmax,
     plan_from_decomposition,
-    rerank,
 )
 
 # --------------------------------------------------------------------------- plans
@@ -105,7 +105,7 @@ def test_plan_validation_and_slots():
 
 
 def test_template_planner_recovers_the_gold_chain_of_every_benchmark_question():
-    for name, n in (("umls", 200), ("codex-s", 200)):
+    for name, n in (("umls", 200), ("codex-s", 200), ("codex-m", 500)):
         bench = kgqa_benchmark(name, questions_per_hop=n)
         planner = TemplatePlanner(bench.relation_labels)
         for q in bench.questions:
@@ -390,18 +390,20 @@ def test_rerank_reorders_the_pool_and_cuts_it():
     index = TextIndex(g)
     pool = PCR(index).retrieve(Query("red fruit", anchor="e"), k=10)
     m = (np.asarray(pool.index) == g.entity_index("v")).astype(float)  # agree only with v
-    out = rerank(pool, m, alpha=0.0, k=3)
+    out = dependency_rerank(pool, m, alpha=0.0, k=3)
     assert out.nodes[0] == "v" and len(out.index) == 3 and out.retriever == "pcr+rerank"
     r = minmax(pool.scores)
     assert out.scores.tolist() == sorted((1.0 * m).tolist(), reverse=True)[:3]
-    same = rerank(pool, np.zeros(len(pool.index)), alpha=0.6, k=10)  # no agreement: R's order
+    same = dependency_rerank(
+        pool, np.zeros(len(pool.index)), alpha=0.6, k=10
+    )  # no agreement: R's order
     assert same.index.tolist() == pool.index.tolist()
     assert (
         same.provenance["relevance"] == pytest.approx(r.tolist())
         and same.provenance["alpha"] == 0.6
     )
     with pytest.raises(ValueError, match="agreement"):
-        rerank(pool, np.zeros(2), 0.5, 3)
+        dependency_rerank(pool, np.zeros(2), 0.5, 3)
 
 
 # --------------------------------------------------------------------------- execution
@@ -489,6 +491,27 @@ def test_a_failed_step_propagates_its_reason_and_injection_moves_mass():
         system.answer(q, inject={"q9": "x"})
     with pytest.raises(ValueError, match="inject_mass"):
         system.answer(q, inject={"q1": "x"}, inject_mass=0)
+
+
+class FixedPlanner:
+    name = "fixed"
+
+    def __init__(self, plan):
+        self._plan = plan
+
+    def plan(self, question):
+        return self._plan
+
+
+def test_a_step_without_a_usable_anchor_says_why():
+    g, model, q = _chain_world()
+    for steps, why in (
+        ((SubQuestion("q1", "Who?"),), "names no entity and depends on no step"),
+        ((SubQuestion("q1", "Who?", anchors=("nobody",)),), "not entities of the graph"),
+    ):
+        system = PankRAG(FixedPlanner(Plan("Who?", steps)), model, TextIndex(g), lam=1.0, kappa=1.0)
+        out = system.answer(q)
+        assert out.answer is None and why in out.reason and out.final.retrieval is None
 
 
 def test_reranker_keeps_the_neighbours_of_the_likelier_dependency():

@@ -141,6 +141,10 @@ class KGEAnswerer:
             self._proposed[key] = c
         return self._proposed[key]
 
+    def cache_clear(self) -> None:
+        """Forget the memoised proposals (e.g. before timing a cold run)."""
+        self._proposed.clear()
+
     def _propose(self, question: QuestionLike, k: int) -> Candidates:
         try:
             s = self.log_scores(question.topic, question.chain)

@@ -56,9 +56,9 @@ from grounding.retrieval import (
     Retrieval,
     SubQuestion,
     TextIndex,
+    dependency_rerank,
     embedding_agreement,
     graph_agreement,
-    rerank,
 )
 
 __all__ = ["PankRAG", "PankRAGOutcome", "StepOutcome"]
@@ -239,7 +239,7 @@ class PankRAG:
             m = embedding_agreement(self.index.embeddings, pooled.index, deps, weights)
         kind = "abstract" if step.abstract else "specific"
         alpha = ALPHA[kind] if self.alpha is None else self.alpha
-        return rerank(pooled, m, alpha, self.k_nodes)
+        return dependency_rerank(pooled, m, alpha, self.k_nodes)
 
     def _problem(self, step, text, anchors, weights) -> GroundingProblem | str:
         """The step's trajectories ``d -> a`` with prior ``w_d p(a | d)``, or why none."""

@@ -40,7 +40,7 @@ __all__ = [
     "dependency_score",
     "graph_agreement",
     "embedding_agreement",
-    "rerank",
+    "dependency_rerank",
 ]
 
 #: The paper's reranking weight :math:`\alpha` by sub-question kind (Sec. 3.4).
@@ -104,7 +104,7 @@ def embedding_agreement(embeddings: np.ndarray, nodes, dependencies, weights) ->
     return np.maximum(cos, 0.0) @ w
 
 
-def rerank(
+def dependency_rerank(
     retrieval: Retrieval,
     agreement: np.ndarray,
     alpha: float,
