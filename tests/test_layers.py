@@ -25,6 +25,7 @@ FLOORS = {
     "grounding.evidence": 3,
     "grounding.energy": 3,
     "grounding.bounds": 3,
+    "grounding.hypergraph": 3,
     "grounding.decision": 4,
     "grounding.worlds": 4,
     "grounding.paths": 4,
@@ -46,7 +47,7 @@ FLOORS = {
     "grounding.linkpred": 12,
 }
 #: What the dataset loaders may import besides themselves: the data types.
-DATA_TYPES = {"grounding.graph", "grounding.evidence", "grounding.query"}
+DATA_TYPES = {"grounding.graph", "grounding.evidence", "grounding.query", "grounding.hypergraph"}
 
 
 def _module_name(path: Path) -> str:

@@ -14,6 +14,7 @@ from grounding.datasets import musique as _musique
 from grounding.datasets import pathrag6 as _pathrag6
 from grounding.datasets import pathrag6_reconstruction as _pathrag6_reconstruction
 from grounding.datasets import tsv as _tsv
+from grounding.datasets import wd50k as _wd50k
 from grounding.datasets.kg import *  # noqa: F403  (names listed once, in each module's __all__)
 from grounding.datasets.kgqa import *  # noqa: F403
 from grounding.datasets.lou_seal import *  # noqa: F403
@@ -21,6 +22,7 @@ from grounding.datasets.musique import *  # noqa: F403
 from grounding.datasets.pathrag6 import *  # noqa: F403
 from grounding.datasets.pathrag6_reconstruction import *  # noqa: F403
 from grounding.datasets.tsv import *  # noqa: F403
+from grounding.datasets.wd50k import *  # noqa: F403
 
 __all__ = [
     *_tsv.__all__,
@@ -30,6 +32,7 @@ __all__ = [
     *_pathrag6_reconstruction.__all__,
     *_kgqa.__all__,
     *_musique.__all__,
+    *_wd50k.__all__,
 ]
 
 #: Names that moved out of the datasets (they build on the core): ``old -> (module, new)``.

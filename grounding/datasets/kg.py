@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from importlib import resources
 from importlib.resources.abc import Traversable
 from os import PathLike
@@ -31,7 +32,7 @@ import numpy as np
 from grounding.datasets.tsv import read_triples
 from grounding.graph import Triple, TypedGraph
 
-__all__ = ["KGSplits", "KG_DATASETS", "load_kg", "load_kg_splits"]
+__all__ = ["KGSplits", "KG_DATASETS", "load_kg", "load_kg_splits", "codex_labels"]
 
 #: Shipped real knowledge graphs (``grounding/datasets/data/<name>/{train,valid,test}.txt``).
 KG_DATASETS = ("umls", "nations", "kinships", "codex-s", "codex-m")
@@ -197,9 +198,14 @@ def _read_json(path: Traversable) -> dict:
         raise ValueError(f"{path}: line {err.lineno}: malformed JSON ({err.msg})") from None
 
 
-def _with_codex_labels(kg: KGSplits, labels: Traversable, root: Traversable) -> KGSplits:
-    """CoDEx's relation labels, entity texts from type labels, and CoDEx-S's hard negatives."""
-    relations = _read_json(labels / "relations_en.json")
+def codex_labels(
+    entities: Sequence[str], relations: Sequence[str]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Texts for Wikidata entity ids (``"Q42 (human)"``: the id and its CoDEx type labels, or
+    the id alone) and labels for Wikidata property ids (CoDEx's English labels, or the id),
+    from the CoDEx files that ship with the package."""
+    labels = resources.files("grounding.datasets") / "data" / "codex"
+    rel_labels = _read_json(labels / "relations_en.json")
     entity_types = _read_json(labels / "entity2types.json")
     types = _read_json(labels / "types_en.json")
 
@@ -207,16 +213,21 @@ def _with_codex_labels(kg: KGSplits, labels: Traversable, root: Traversable) -> 
         names = [types[t]["label"] for t in entity_types.get(qid, ()) if t in types]
         return f"{qid} ({'; '.join(names)})" if names else qid
 
+    rels = tuple(rel_labels[r]["label"] if r in rel_labels else r for r in relations)
+    return tuple(entity_text(e) for e in entities), rels
+
+
+def _with_codex_labels(kg: KGSplits, labels: Traversable, root: Traversable) -> KGSplits:
+    """CoDEx's relation labels, entity texts from type labels, and CoDEx-S's hard negatives."""
+    entity_texts, relation_texts = codex_labels(kg.entities, kg.relations)
+
     negatives = []
     for split in ("valid", "test"):
         path = root / f"{split}_negatives.txt"
         if path.is_file():
             negatives.append((split, _ids_in_vocabulary(kg, path)))
     return dataclasses.replace(
-        kg,
-        entity_texts=tuple(entity_text(e) for e in kg.entities),
-        relation_texts=tuple(relations[r]["label"] if r in relations else r for r in kg.relations),
-        negatives=tuple(negatives),
+        kg, entity_texts=entity_texts, relation_texts=relation_texts, negatives=tuple(negatives)
     )
 
 

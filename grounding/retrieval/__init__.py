@@ -11,6 +11,8 @@
 - :mod:`~grounding.retrieval.planner`: planners (templated, heuristic free text, LLM);
 - :mod:`~grounding.retrieval.community`: hierarchical Leiden communities, global retrieval;
 - :mod:`~grounding.retrieval.rerank`: PankRAG's dependency-aware reranker;
+- :mod:`~grounding.retrieval.proh`: knowledge-hypergraph retrieval (EWO beam search, plan
+  context, target hyperedges) for PRoH, and the HyperGraphRAG baseline;
 - :mod:`~grounding.retrieval.metrics`: the PCR paper's metrics and :func:`evaluate_retrieval`;
 - :mod:`~grounding.retrieval.text`: encoders (offline hashing, optional MiniLM), cache, BM25.
 """
@@ -25,6 +27,7 @@ from grounding.retrieval import metrics as _metrics
 from grounding.retrieval import pcr as _pcr
 from grounding.retrieval import plan as _plan
 from grounding.retrieval import planner as _planner
+from grounding.retrieval import proh as _proh
 from grounding.retrieval import rerank as _rerank
 from grounding.retrieval import text as _text
 from grounding.retrieval.base import *  # noqa: F403  (names listed once, in each module's __all__)
@@ -34,6 +37,7 @@ from grounding.retrieval.metrics import *  # noqa: F403
 from grounding.retrieval.pcr import *  # noqa: F403
 from grounding.retrieval.plan import *  # noqa: F403
 from grounding.retrieval.planner import *  # noqa: F403
+from grounding.retrieval.proh import *  # noqa: F403
 from grounding.retrieval.rerank import *  # noqa: F403
 from grounding.retrieval.text import *  # noqa: F403
 from grounding.semiring import UNREACHABLE  # noqa: F401  (the engine's one constant)
@@ -46,6 +50,7 @@ __all__ = [
     *_planner.__all__,
     *_community.__all__,
     *_rerank.__all__,
+    *_proh.__all__,
     *_metrics.__all__,
     *_text.__all__,
 ]

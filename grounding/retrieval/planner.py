@@ -282,6 +282,7 @@ class LLMPlanner:
     """
 
     name = "llm"
+    accepts_context = True  # PRoH passes its plan context (a sketch of nearby statements)
 
     def __init__(
         self,
@@ -327,8 +328,9 @@ class LLMPlanner:
             raise PlanError(f"{self.url} returned no completion")
         return _reply_json(message_content(self.url, 0, choices[0]))
 
-    def plan(self, question) -> Plan:
-        """Plan a question (a string or anything with ``.text``).
+    def plan(self, question, context: str | None = None) -> Plan:
+        """Plan a question (a string or anything with ``.text``); ``context`` (e.g. PRoH's plan
+        context) is shown to the model after the question.
 
         Raises:
             PlanError: the reply is not a valid plan (``fallback="error"``).
@@ -338,15 +340,18 @@ class LLMPlanner:
         if not isinstance(text, str) or not text.strip():
             raise PlanError("the question is empty")
         try:
-            return self._plan(text)
+            return self._plan(text, context)
         except PlanError as err:
             if self.fallback == "error":
                 raise
             step = SubQuestion("q1", _escape(text))
             return Plan(text, (step,), fallback=f"{err}: planned the whole question as one step")
 
-    def _plan(self, text: str) -> Plan:
-        steps = _steps(self._ask(DECOMPOSE_PROMPT + text), "decomposition")
+    def _plan(self, text: str, context: str | None = None) -> Plan:
+        sketch = (
+            f"\nWhat the knowledge graph holds near the question:\n{context}" if context else ""
+        )
+        steps = _steps(self._ask(DECOMPOSE_PROMPT + text + sketch), "decomposition")
         texts = [s["question"] for s in steps]
         flags = [s.get("abstract", False) for s in steps]
         if not all(isinstance(f, bool) for f in flags):

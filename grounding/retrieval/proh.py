@@ -1,0 +1,276 @@
+r"""Retrieval over knowledge hypergraphs for PRoH, and the HyperGraphRAG baseline.
+
+After *PRoH: Dynamic Planning and Reasoning over Knowledge Hypergraphs for Retrieval-Augmented
+Generation* (arXiv:2510.12434), whose code is not released; the definitions below are this
+package's where the paper gives none (each says so).
+
+- :class:`HypergraphIndex`: embeddings of every entity and hyperedge, the incidence matrix
+  and the bipartite graph (what :func:`grounding.ground` scores).
+- Relevance to a (sub-)question :math:`q`: a hyperedge's :math:`\sigma(h) = \cos(\phi(q),
+  \phi(\text{text}(h)))` (its statement text); an entity's :math:`\rho(e) = \max(0, \cos(\phi(q),
+  \phi(\text{context}(e))))`, where an entity's *context* is its text and the labels of the
+  roles it plays (chosen here: the paper refines entity scores with an LLM above a threshold,
+  which an offline run cannot; with id-only entity texts the roles carry the signal).
+- **Entity-Weighted Overlap** :func:`ewo`: :math:`\mathrm{EWO}(h, h') = \sum_{e\in h\cap h'}
+  \rho(e)` (all overlaps equal, :math:`|h\cap h'|`, without EWO).
+- **Beam search** :func:`beam_search`: hyperedge paths from the anchors, each extension
+  :math:`h\to h'` scored :math:`\sigma(h') + \mathrm{EWO}(h, h') + \beta[h'\in C]` (``C`` the
+  plan context), the first hyperedge :math:`\sigma(h_1) + \sum_{a\in h_1} w_a`; a path's score
+  is the sum; the ``width`` best paths survive each depth up to ``max_depth``.
+- **Plan context** :func:`plan_context`: a ``depth``-hop sketch around the anchors (topic
+  entities and target hyperedges) keeping, per hop, the ``width`` hyperedges of largest
+  :math:`\sigma(h) + \text{mean}_{e\in h}\rho(e)` (low-scoring directions pruned).
+- **HyperGraphRAG** :func:`hypergraphrag`: the public baseline's one-hop retrieval, the top 60
+  hyperedges by similarity to the question, their members as candidates.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+from grounding.hypergraph import KnowledgeHypergraph, hop_relations, parse_role
+from grounding.retrieval.base import dots
+from grounding.retrieval.plan import Plan, SubQuestion
+from grounding.retrieval.text import Encoder, HashingEncoder
+
+__all__ = [
+    "HypergraphIndex",
+    "HyperPath",
+    "ewo",
+    "beam_search",
+    "path_answers",
+    "plan_context",
+    "target_hyperedges",
+    "hypergraphrag",
+    "HypergraphTemplatePlanner",
+]
+
+
+class HypergraphIndex:
+    """Embeddings, incidence and bipartite graph of one knowledge hypergraph.
+
+    Args:
+        hypergraph: the (observed) hypergraph.
+        encoder: any encoder; default: the offline hashing encoder fitted on all texts.
+        max_roles: role labels named in an entity's context text.
+    """
+
+    def __init__(
+        self, hypergraph: KnowledgeHypergraph, encoder: Encoder | None = None, max_roles: int = 8
+    ):
+        kh = self.hypergraph = hypergraph
+        self.graph = kh.to_bipartite()
+        self.incidence = kh.incidence()
+        roles: list[dict[str, None]] = [{} for _ in range(kh.n_entities)]
+        for h in range(kh.n_edges):
+            ents, kinds, rels = kh.members(h)
+            for e, k, r in zip(ents, kinds, rels):
+                label = kh.label(kh.relations[r])
+                roles[e][f"subject of {label}" if k == 0 else label] = None
+        texts = kh.entity_texts
+        self.entity_context = tuple(
+            f"{t}; {', '.join(list(r)[:max_roles])}" if r else t for t, r in zip(texts, roles)
+        )
+        self.edge_texts = self.graph.node_texts[kh.n_entities :]
+        self.encoder = encoder or HashingEncoder().fit([*self.entity_context, *self.edge_texts])
+        self.entity_emb = self.encoder.encode(list(self.entity_context))
+        self.edge_emb = self.encoder.encode(list(self.edge_texts))
+
+    def embed(self, text: str) -> np.ndarray:
+        """A query's unit embedding."""
+        return self.encoder.encode([text])[0]
+
+    def entity_relevance(self, qv: np.ndarray) -> np.ndarray:
+        r""":math:`\rho(e) = \max(0, \cos)` of every entity (``[N]``)."""
+        return np.maximum(dots(self.entity_emb, qv), 0.0)
+
+    def edge_relevance(self, qv: np.ndarray) -> np.ndarray:
+        r""":math:`\sigma(h) = \cos` of every hyperedge (``[H]``)."""
+        return dots(self.edge_emb, qv)
+
+
+def ewo(incidence, h: int, relevance: np.ndarray | None) -> np.ndarray:
+    r"""``[H]`` :math:`\mathrm{EWO}(h, h') = \sum_{e \in h\cap h'} \rho(e)` for every ``h'``
+    (``relevance=None``: the plain overlap :math:`|h\cap h'|`); 0 for ``h' = h``.
+
+    Example:
+        >>> import scipy.sparse as sp
+        >>> inc = sp.csr_matrix(np.array([[1, 1, 0], [0, 1, 1], [1, 1, 1]], float))
+        >>> ewo(inc, 0, np.array([0.5, 0.25, 1.0])).tolist(), ewo(inc, 0, None).tolist()
+        ([0.0, 0.25, 0.75], [0.0, 1.0, 2.0])
+    """
+    row = incidence[h].toarray().ravel()
+    weights = row if relevance is None else row * relevance
+    out = np.asarray(incidence @ weights).ravel()
+    out[h] = 0.0
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class HyperPath:
+    """A hyperedge path from the anchors and its score (sum of its extensions' scores)."""
+
+    edges: tuple[int, ...]
+    score: float
+
+
+def beam_search(
+    index: HypergraphIndex,
+    anchors: Sequence[int],
+    anchor_weights: Sequence[float],
+    qv: np.ndarray,
+    *,
+    width: int = 8,
+    max_depth: int = 3,
+    use_ewo: bool = True,
+    context: np.ndarray | None = None,
+    context_bonus: float = 0.5,
+) -> list[HyperPath]:
+    """EWO-guided beam search (module docstring): every path kept at any depth, best first.
+
+    Raises:
+        ValueError: no anchor, a non-positive width or depth.
+    """
+    if not len(anchors):
+        raise ValueError("beam search needs at least one anchor entity")
+    if width < 1 or max_depth < 1:
+        raise ValueError(f"width and max_depth must be >= 1, got {width}, {max_depth}")
+    kh, inc = index.hypergraph, index.incidence
+    sigma = index.edge_relevance(qv)
+    rho = index.entity_relevance(qv) if use_ewo else None
+    bonus = np.zeros(kh.n_edges) if context is None else context_bonus * np.asarray(context, float)
+    w = np.zeros(kh.n_entities)
+    np.add.at(w, np.asarray(anchors, np.int64), np.asarray(anchor_weights, float))
+    first = kh.edges_of(anchors)
+    start = sigma[first] + np.asarray(inc[first] @ w).ravel() + bonus[first]
+    beam = _top([HyperPath((int(h),), float(s)) for h, s in zip(first, start)], width)
+    found = list(beam)
+    for _ in range(max_depth - 1):
+        grown = []
+        for p in beam:
+            shared = ewo(inc, p.edges[-1], None)  # |h ∩ h'|: who is a neighbour
+            over = shared if rho is None else ewo(inc, p.edges[-1], rho)
+            nxt = np.flatnonzero(shared > 0)
+            nxt = nxt[~np.isin(nxt, p.edges)]
+            gain = sigma[nxt] + over[nxt] + bonus[nxt]
+            grown += [HyperPath((*p.edges, int(h)), p.score + float(g)) for h, g in zip(nxt, gain)]
+        beam = _top(grown, width)
+        if not beam:
+            break
+        found += beam
+    return sorted(found, key=lambda p: (-p.score, p.edges))
+
+
+def _top(paths: list[HyperPath], width: int) -> list[HyperPath]:
+    return sorted(paths, key=lambda p: (-p.score, p.edges))[:width]
+
+
+def path_answers(
+    index: HypergraphIndex, paths: Sequence[HyperPath], exclude: Sequence[int] = ()
+) -> tuple[np.ndarray, np.ndarray]:
+    """Candidate answers: the members of each path's last hyperedge (``exclude`` left out),
+    scored by the best mean per-hyperedge score of a path that ends there; best first."""
+    best: dict[int, float] = {}
+    skip = set(int(e) for e in exclude)
+    for p in paths:
+        s = p.score / len(p.edges)
+        for e in index.hypergraph.members(p.edges[-1])[0].tolist():
+            if e not in skip and s > best.get(e, -np.inf):
+                best[e] = s
+    ents = np.array(sorted(best, key=lambda e: (-best[e], e)), np.int64)
+    return ents, np.array([best[e] for e in ents.tolist()])
+
+
+def target_hyperedges(index: HypergraphIndex, qv: np.ndarray, n: int = 5) -> np.ndarray:
+    """The ``n`` hyperedges most similar to the question (graph anchoring's targets)."""
+    sigma = index.edge_relevance(qv)
+    return np.argsort(-sigma, kind="stable")[:n]
+
+
+def plan_context(
+    index: HypergraphIndex,
+    anchors: Sequence[int],
+    qv: np.ndarray,
+    *,
+    targets: Sequence[int] = (),
+    depth: int = 3,
+    width: int = 20,
+) -> tuple[np.ndarray, str]:
+    """The plan context: a ``[H]`` mask of the hyperedges kept around the anchors and target
+    hyperedges (``depth`` hops, ``width`` per hop, the rest pruned) and its text sketch."""
+    kh = index.hypergraph
+    sigma, rho = index.edge_relevance(qv), index.entity_relevance(qv)
+    keep = np.zeros(kh.n_edges, bool)
+    keep[np.asarray(targets, np.int64)] = True
+    entities = set(int(a) for a in anchors)
+    for h in targets:
+        entities.update(kh.members(int(h))[0].tolist())
+    for _ in range(depth):
+        cand = kh.edges_of(sorted(entities))
+        cand = cand[~keep[cand]]
+        if not len(cand):
+            break
+        score = np.array([sigma[h] + rho[kh.members(h)[0]].mean() for h in cand.tolist()])
+        chosen = cand[np.argsort(-score, kind="stable")[:width]]
+        keep[chosen] = True
+        for h in chosen.tolist():
+            entities.update(kh.members(h)[0].tolist())
+    sketch = "\n".join(index.edge_texts[h] for h in np.flatnonzero(keep).tolist())
+    return keep, sketch
+
+
+def hypergraphrag(index: HypergraphIndex, qv: np.ndarray, k: int = 60):
+    """HyperGraphRAG's one-hop retrieval: the ``k`` hyperedges most similar to the question and
+    their member entities, each scored by its best hyperedge's similarity; best first."""
+    top = target_hyperedges(index, qv, k)
+    sigma = index.edge_relevance(qv)
+    paths = [HyperPath((int(h),), float(sigma[h])) for h in top]
+    ents, scores = path_answers(index, paths)
+    return top, ents, scores
+
+
+class HypergraphTemplatePlanner:
+    """One step per hop of a templated hypergraph question (exact by construction: it reads the
+    role chain the question was generated from). Step ``k`` follows
+    :func:`~grounding.hypergraph.hop_relations` of hop ``k`` from step ``k-1``'s answers.
+    """
+
+    name = "hypergraph-template"
+
+    def __init__(self, hypergraph: KnowledgeHypergraph):
+        self.hypergraph = hypergraph
+
+    def _phrase(self, role: str) -> str:
+        kind, rel = parse_role(role)
+        label = self.hypergraph.label(rel)
+        return f"subject of {label}" if kind == 0 else label
+
+    def plan(self, question) -> Plan:
+        roles = tuple(getattr(question, "roles", ()) or ())
+        if not roles:
+            raise ValueError(f"the question has no role chain: {question!r}")
+        texts = self.hypergraph.entity_texts
+        subject = texts[self.hypergraph.entity_index(question.topic)].replace("{", "{{").replace(
+            "}", "}}"
+        )  # fmt: skip
+        steps = []
+        for k, (a, b) in enumerate(roles, 1):
+            text = (
+                f"What is the {self._phrase(b)} of the statement whose {self._phrase(a)} is "
+                f"{subject}?"
+            )
+            deps = (f"q{k - 1}",) if k > 1 else ()
+            steps.append(
+                SubQuestion(
+                    f"q{k}",
+                    text,
+                    deps,
+                    anchors=(question.topic,) if k == 1 else (),
+                    relations=hop_relations(a, b),
+                )  # fmt: skip
+            )
+            subject = "{" + f"q{k}" + "}"
+        return Plan(question.text, tuple(steps))

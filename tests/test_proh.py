@@ -1,0 +1,317 @@
+"""Knowledge hypergraphs and PRoH: hypergraph <-> bipartite round trips, the WD50K loader and its
+questions against brute force, EWO by hand, beam search against exhaustive search, DFS against
+BFS, the Hasse reduction against brute force, and grounded PRoH on a hand-built hypergraph."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from _stub import _choice
+from hypothesis import given
+from hypothesis import strategies as st
+
+from grounding.datasets import hypergraph_qa_benchmark, load_wd50k, read_statements
+from grounding.hypergraph import KnowledgeHypergraph, hop_relations, parse_role, role_name
+from grounding.qa import PRoH
+from grounding.retrieval import (
+    HypergraphIndex,
+    HypergraphTemplatePlanner,
+    HyperPath,
+    LLMPlanner,
+    Plan,
+    SubQuestion,
+    beam_search,
+    ewo,
+    path_answers,
+    plan_context,
+)
+
+ENTS = [f"e{i}" for i in range(6)]
+RELS = ["r", "s", "q"]
+
+
+@st.composite
+def statements(draw):
+    n = draw(st.integers(1, 6))
+    out = []
+    for _ in range(n):
+        s, o = draw(st.sampled_from(ENTS)), draw(st.sampled_from(ENTS))
+        quals = draw(st.lists(st.tuples(st.sampled_from(RELS), st.sampled_from(ENTS)), max_size=3))
+        out.append((s, draw(st.sampled_from(RELS)), o, tuple(quals)))
+    return out
+
+
+@given(statements(), st.data())
+def test_hypergraph_bipartite_round_trip(stmts, data):
+    w = data.draw(st.lists(st.floats(0.05, 1.0), min_size=len(stmts), max_size=len(stmts)))
+    kh = KnowledgeHypergraph.from_statements(stmts, reliability=w)
+    g = kh.to_bipartite()
+    # one node per entity and per statement; two edges (one each way) per member
+    assert g.n_nodes == kh.n_entities + len(stmts) and g.n_edges == 2 * len(kh.member)
+    back = KnowledgeHypergraph.from_bipartite(g)
+    assert back.entities == kh.entities
+    assert [back.statement(h) for h in range(back.n_edges)] == [tuple(s) for s in stmts]
+    np.testing.assert_allclose(back.reliability, w)
+    # a walk entity -> statement -> entity costs the statement's reliability once (Eq. (8))
+    for (_, _, v), wt in zip(g.triples(), np.asarray(g.reliability)):
+        assert (wt == 1.0) == v.startswith("e")
+    # incidence and the transpose against the statements
+    inc = kh.incidence().toarray()
+    for h, (s, _, o, quals) in enumerate(stmts):
+        assert set(np.flatnonzero(inc[h])) == {
+            kh.entity_index(x) for x in (s, o, *(v for _, v in quals))
+        }
+    for e in range(kh.n_entities):
+        assert kh.edges_of([e]).tolist() == np.flatnonzero(inc[:, e]).tolist()
+
+
+def test_hypergraph_validation_roles_and_xgi():
+    kh = KnowledgeHypergraph.from_statements([("a", "r", "b", (("q", "c"),))])
+    assert parse_role(role_name(2, "q")) == (2, "q") and hop_relations(
+        "subject:r", "qualifier:q"
+    ) == (
+        "subject:r",
+        "qualifier:q^-1",
+    )
+    with pytest.raises(ValueError, match="not a role name"):
+        parse_role("speaker:r")
+    with pytest.raises(ValueError, match="unknown entity"):
+        KnowledgeHypergraph.from_statements([("a", "r", "b", ())], entities=["a"])
+    with pytest.raises(ValueError, match=r"\(0, 1\]"):
+        KnowledgeHypergraph.from_statements([("a", "r", "b", ())], reliability=[0.0])
+    with pytest.raises(KeyError, match="unknown entity"):
+        kh.entity_index("zz")
+    x = kh.to_xgi()
+    assert [sorted(x.edges.members(h)) for h in x.edges] == [["a", "b", "c"]]
+    assert kh.hyperedge_text(0) == "a r b; q c"
+
+
+def test_wd50k_ships_and_bad_lines_name_file_and_line(tmp_path):
+    d = load_wd50k()
+    assert (d.train.n_edges, d.valid.n_edges, d.test.n_edges) == (22738, 3279, 5297)
+    assert d.train.entities == d.test.entities and d.train.n_entities == 18791
+    assert all(len(d.train.statement(h)[3]) >= 1 for h in range(0, d.train.n_edges, 97))  # n-ary
+    labelled = sum(lab != rel for lab, rel in zip(d.train.relation_labels, d.train.relations))
+    assert 0 < labelled < len(d.train.relations)  # CoDEx's labels where it knows the property
+    bad = tmp_path / "s.txt"
+    bad.write_text("Q1,P1,Q2,P3\n")
+    with pytest.raises(ValueError, match=r"s.txt, line 1: odd number of qualifier fields"):
+        read_statements(bad)
+    bad.write_text("Q1,P1,Q2\nQ1,P1\n")
+    with pytest.raises(ValueError, match=r"line 2: a statement needs s,r,o"):
+        read_statements(bad)
+    bad.write_text("Q1,,Q2\n")
+    with pytest.raises(ValueError, match="empty field"):
+        read_statements(bad)
+
+
+def test_hypergraph_questions_against_brute_force():
+    data = load_wd50k()
+    bench = hypergraph_qa_benchmark(questions_per_hop=20, hops=(2, 3, 5), data=data)
+    world = [
+        s
+        for part in (data.train, data.valid, data.test)
+        for s in map(part.statement, range(part.n_edges))
+    ]
+    train = [data.train.statement(h) for h in range(data.train.n_edges)]
+
+    def members(s):
+        subj, r, obj, quals = s
+        return [
+            (subj, f"subject:{r}"),
+            (obj, f"object:{r}"),
+            *((v, f"qualifier:{q}") for q, v in quals),
+        ]
+
+    def reach(stmts, topic, roles):
+        frontier = {topic}
+        for a, b in roles:
+            frontier = {
+                e2
+                for s in stmts
+                for e, ra in members(s)
+                if ra == a and e in frontier
+                for e2, rb in members(s)
+                if rb == b and e2 != e
+            }
+        return frontier - {topic}
+
+    for q in bench.questions[::7]:
+        assert set(q.answers) == reach(world, q.topic, q.roles)
+        assert set(q.observed) == reach(train, q.topic, q.roles) <= set(q.answers)
+        assert len(q.chain) == 2 * q.hops and q.topic not in q.answers
+    assert {q.hops for q in bench.questions} == {2, 3, 5}
+    assert {q.split for q in bench.questions} == {"train", "valid", "test"}
+    with pytest.raises(ValueError, match="hops"):
+        hypergraph_qa_benchmark(hops=(0,), data=data)
+
+
+# --------------------------------------------------------------------------- retrieval
+
+
+def _toy():
+    """alice won prize1 for film1; film1 was directed by bob; bob won prize2 for film2;
+    carol acted in film1. Texts make the question words match the right statements."""
+    stmts = [
+        ("alice", "award", "prize1", (("for_work", "film1"),)),
+        ("film1", "director", "bob", (("studio", "acme"),)),
+        ("bob", "award", "prize2", (("for_work", "film2"),)),
+        ("carol", "cast", "film1", (("role", "hero"),)),
+    ]
+    return KnowledgeHypergraph.from_statements(stmts)
+
+
+def test_ewo_by_hand():
+    kh = _toy()
+    inc = kh.incidence()
+    rho = np.zeros(kh.n_entities)
+    rho[kh.entity_index("film1")] = 0.5
+    rho[kh.entity_index("bob")] = 0.25
+    # statement 0 shares film1 with statements 1 and 3; statement 1 shares bob with 2
+    np.testing.assert_allclose(ewo(inc, 0, rho), [0.0, 0.5, 0.0, 0.5])
+    np.testing.assert_allclose(ewo(inc, 1, rho), [0.5, 0.0, 0.25, 0.5])
+    np.testing.assert_allclose(ewo(inc, 1, None), [1.0, 0.0, 1.0, 1.0])
+
+
+def _exhaustive(index, anchors, weights, qv, max_depth, use_ewo=True):
+    kh, inc = index.hypergraph, index.incidence.toarray()
+    sigma = index.edge_relevance(qv)
+    rho = index.entity_relevance(qv) if use_ewo else np.ones(kh.n_entities)
+    w = np.zeros(kh.n_entities)
+    np.add.at(w, anchors, weights)
+    out = {}
+
+    def grow(path, score):
+        out[path] = score
+        if len(path) == max_depth:
+            return
+        for h2 in range(kh.n_edges):
+            shared = inc[path[-1]] * inc[h2]
+            if h2 not in path and shared.sum() > 0:
+                grow((*path, h2), score + sigma[h2] + (shared * rho).sum())
+
+    for h in range(kh.n_edges):
+        if inc[h][anchors].any():
+            grow((h,), sigma[h] + inc[h] @ w)
+    return out
+
+
+@pytest.mark.parametrize("use_ewo", [True, False])
+def test_beam_search_equals_exhaustive_search_when_wide_enough(use_ewo):
+    kh = _toy()
+    index = HypergraphIndex(kh)
+    qv = index.embed("Who directed the film alice won the award for?")
+    anchors = [kh.entity_index("alice")]
+    paths = beam_search(index, anchors, [1.0], qv, width=10_000, max_depth=3, use_ewo=use_ewo)
+    expected = _exhaustive(index, anchors, [1.0], qv, 3, use_ewo)
+    assert {p.edges: pytest.approx(p.score) for p in paths} == expected
+    narrow = beam_search(index, anchors, [1.0], qv, width=1, max_depth=3, use_ewo=use_ewo)
+    # width 1: one path per depth, each the best extension of the one before
+    assert [len(p.edges) for p in sorted(narrow, key=lambda p: len(p.edges))] == [1, 2, 3]
+    assert all(p.edges in expected and p.score == pytest.approx(expected[p.edges]) for p in narrow)
+    with pytest.raises(ValueError, match="anchor"):
+        beam_search(index, [], [], qv)
+
+
+def test_path_answers_and_plan_context():
+    kh = _toy()
+    index = HypergraphIndex(kh)
+    paths = [HyperPath((0,), 1.0), HyperPath((0, 1), 3.0)]
+    ents, scores = path_answers(index, paths, exclude=[kh.entity_index("alice")])
+    # members of the last hyperedges; score = the path's mean score (3/2 beats 1/1); ties by
+    # entity index (film1, bob, acme were met in that order)
+    assert [kh.entities[e] for e in ents] == ["film1", "bob", "acme", "prize1"]
+    np.testing.assert_allclose(scores, [1.5, 1.5, 1.5, 1.0])
+    qv = index.embed("award")
+    keep, sketch = plan_context(index, [kh.entity_index("alice")], qv, depth=1, width=1)
+    assert keep.tolist() == [True, False, False, False] and sketch == index.edge_texts[0]
+    keep, _ = plan_context(index, [kh.entity_index("alice")], qv, targets=[2], depth=1, width=10)
+    assert keep[2] and keep[0]  # the target, and alice's statement
+
+
+# --------------------------------------------------------------------------- PRoH
+
+
+class _Q:
+    def __init__(self, text, topic, roles):
+        self.text, self.topic, self.roles = text, topic, roles
+
+
+def test_proh_answers_a_two_hop_question_and_dfs_equals_bfs():
+    kh = _toy()
+    index = HypergraphIndex(kh)
+    q = _Q(
+        "Who is the director of the film for which alice received an award?",
+        "alice",
+        (("subject:award", "qualifier:for_work"), ("subject:director", "object:director")),
+    )
+    kw = dict(lam=20.0, kappa=1.0, eps=0.0, max_solutions=50, max_states=1000, branch=3)
+    dfs = PRoH(HypergraphTemplatePlanner(kh), index, search="dfs", **kw).answer(q)
+    bfs = PRoH(HypergraphTemplatePlanner(kh), index, search="bfs", **kw).answer(q)
+    assert dfs.answer == "bob" and dfs.probs.sum() == pytest.approx(1.0)
+
+    def key(out):
+        return sorted((tuple(sorted(s.chosen.items())), round(s.score, 9)) for s in out.solutions)
+
+    assert key(dfs) == key(bfs) and len(dfs.solutions) >= 1
+    # step 1 grounds the claim alice -subject:award-> * -qualifier:for_work^-1-> film1
+    first = dfs.solutions[0].chosen["q1"]
+    assert first == "film1"
+    k2 = PRoH(HypergraphTemplatePlanner(kh), index, search="dfs", lam=20.0, kappa=1.0, branch=3)
+    assert len(k2.answer(q).solutions) <= 2  # K = 2 by default
+    lost = PRoH(HypergraphTemplatePlanner(kh), index, lam=1.0, kappa=1.0).answer(
+        _Q("?", "nobody", q.roles)
+    )
+    assert lost.answer is None and "in no hyperedge" in lost.reason
+
+
+def test_proh_arguments():
+    index = HypergraphIndex(_toy())
+    planner = HypergraphTemplatePlanner(index.hypergraph)
+    with pytest.raises(TypeError, match="lam and kappa"):
+        PRoH(planner, index)
+    for bad, message in ((dict(search="astar"), "search"), (dict(width=0), "width"),
+                         (dict(temperature=0.0), "temperature")):  # fmt: skip
+        with pytest.raises(ValueError, match=message):
+            PRoH(planner, index, lam=1.0, kappa=1.0, **bad)
+
+
+def test_hasse_reduction_equals_brute_force_on_random_dags():
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        n = int(rng.integers(2, 8))
+        edges = {(i, j) for j in range(n) for i in range(j) if rng.random() < 0.5}
+        plan = Plan(
+            "q",
+            tuple(
+                SubQuestion(f"s{j}", "?", tuple(f"s{i}" for i in range(j) if (i, j) in edges))
+                for j in range(n)
+            ),
+        )
+
+        def paths(u, v, avoid_direct, edges=edges):
+            stack = [u]
+            seen = set()
+            while stack:
+                x = stack.pop()
+                for a, b in edges:
+                    if a == x and (a, b) != ((u, v) if avoid_direct else None) and b not in seen:
+                        if b == v:
+                            return True
+                        seen.add(b)
+                        stack.append(b)
+            return False
+
+        kept = {(i, j) for i, j in edges if not paths(i, j, avoid_direct=True)}
+        got = {(int(a[1:]), int(b[1:])) for a, b in plan.transitive_reduction().edges()}
+        assert got == kept
+
+
+def test_llm_planner_sees_the_plan_context(server):
+    server.reply([_choice(json.dumps({"steps": [{"question": "Who?"}]}), None)])
+    LLMPlanner(server.url, "stub", rewrite=False).plan("Who?", context="alice award prize1")
+    ((_, body),) = server.requests
+    assert "alice award prize1" in body["messages"][1]["content"]
+    assert LLMPlanner.accepts_context is True
