@@ -10,4 +10,5 @@ EXPERIMENTS = (
     "retrieval_pcr",
     "grounded_qa",
     "pankrag",
+    "proh",
 )

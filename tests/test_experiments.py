@@ -322,3 +322,22 @@ def test_pankrag(results):
             assert 0 < d["sign_test_p"] <= 1
     speed = r["speed"]
     assert speed["ms_per_question_first_run"] > 0 and speed["ms_per_question_compiled"] > 0
+
+
+def test_proh(results):
+    r = results["proh"]
+    assert r["n_test"] > 0 and set(r["systems"]) >= {
+        "proh",
+        "proh_bfs",
+        "hypergraphrag",
+        "binary_pcr",
+    }
+    for name, row in r["systems"].items():
+        for h, cell in row.items():
+            assert 0 <= cell["f1"] <= 1 and 0 <= cell["hit"] <= 1, (name, h)
+    # DFS stops at K solutions in the tree BFS walks whole (up to the same state cap)
+    assert 1 <= r["states"]["dfs"]["mean_states"] <= r["states"]["bfs"]["mean_states"]
+    assert sorted(r["d_max"]) == ["2", "3", "4"]
+    fate = r["unobserved"]
+    if fate["candidates"]:  # finite slack: soft grounding keeps every true-but-unobserved answer
+        assert fate["soft_keeps"] == 1.0
