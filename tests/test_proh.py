@@ -12,6 +12,7 @@ from _stub import _choice
 from hypothesis import given
 from hypothesis import strategies as st
 
+from grounding.chat import EndpointError
 from grounding.datasets import hypergraph_qa_benchmark, load_wd50k, read_statements
 from grounding.hypergraph import KnowledgeHypergraph, hop_relations, parse_role, role_name
 from grounding.qa import PRoH
@@ -20,6 +21,7 @@ from grounding.retrieval import (
     HypergraphTemplatePlanner,
     HyperPath,
     LLMPlanner,
+    LLMRelevance,
     Plan,
     SubQuestion,
     beam_search,
@@ -56,7 +58,8 @@ def test_hypergraph_bipartite_round_trip(stmts, data):
     np.testing.assert_allclose(back.reliability, w)
     # a walk entity -> statement -> entity costs the statement's reliability once (Eq. (8))
     for (_, _, v), wt in zip(g.triples(), np.asarray(g.reliability)):
-        assert (wt == 1.0) == v.startswith("e")
+        into = v.startswith("statement:")
+        assert wt == (w[int(v.split(":")[1])] if into else 1.0)
     # incidence and the transpose against the statements
     inc = kh.incidence().toarray()
     for h, (s, _, o, quals) in enumerate(stmts):
@@ -316,3 +319,54 @@ def test_llm_planner_sees_the_plan_context(server):
     ((_, body),) = server.requests
     assert "alice award prize1" in body["messages"][1]["content"]
     assert LLMPlanner.accepts_context is True
+
+
+def test_llm_relevance_against_the_stub(server):
+    server.reply([_choice("```json\n[0.9, 0.1]\n```", None)])
+    refine = LLMRelevance(server.url, "stub")
+    np.testing.assert_allclose(refine("Who directed film1?", ["bob", "acme"]), [0.9, 0.1])
+    ((_, body),) = server.requests
+    assert "1. bob\n2. acme" in body["messages"][0]["content"]
+    for bad in ("[0.5]", "[2.0, 0.1]", "not json", '{"a": 1}', "[true, 0.1]"):
+        server.reply([_choice(bad, None)])
+        with pytest.raises(EndpointError, match="relevance reply is not JSON|numbers in"):
+            refine("q?", ["bob", "acme"])
+
+
+def test_proh_refines_the_most_relevant_entities():
+    kh = _toy()
+    index = HypergraphIndex(kh)
+    calls = []
+
+    def refine(question, texts):
+        calls.append((question, list(texts)))
+        return [1.0] * len(texts)
+
+    q = _Q("Who is the director of film1?", "alice", (("subject:award", "qualifier:for_work"),))
+    PRoH(HypergraphTemplatePlanner(kh), index, lam=1.0, kappa=1.0, refine=refine,
+         refine_threshold=0.0, max_refined=3).answer(q)  # fmt: skip
+    assert calls and all(len(texts) <= 3 for _, texts in calls)
+    assert all(t in index.entity_context for _, texts in calls for t in texts)
+    # the refined relevance is what the beam search weighs overlaps with
+    qv = index.embed("film1")
+    rho = np.zeros(kh.n_entities)
+    rho[kh.entity_index("film1")] = 1.0
+    a = [kh.entity_index("alice")]
+    with_rho = beam_search(index, a, [1.0], qv, width=100, max_depth=2, relevance=rho)
+    expected = _exhaustive_with(index, a, qv, rho)
+    assert {p.edges: pytest.approx(p.score) for p in with_rho} == expected
+
+
+def _exhaustive_with(index, anchors, qv, rho):
+    inc = index.incidence.toarray()
+    sigma = index.edge_relevance(qv)
+    out = {}
+    for h in range(inc.shape[0]):
+        if inc[h][anchors].any():
+            s0 = sigma[h] + inc[h][anchors].sum()
+            out[(h,)] = s0
+            for h2 in range(inc.shape[0]):
+                shared = inc[h] * inc[h2]
+                if h2 != h and shared.sum() > 0:
+                    out[(h, h2)] = s0 + sigma[h2] + (shared * rho).sum()
+    return out

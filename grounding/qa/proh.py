@@ -119,6 +119,9 @@ class PRoH:
         index: the observed hypergraph's :class:`~grounding.retrieval.HypergraphIndex`.
         search: ``"dfs"`` or ``"bfs"``.
         use_ewo, use_context, use_targets: the three ablations of the paper.
+        refine: optional ``(question, entity texts) -> [0, 1] scores`` (e.g.
+            :class:`~grounding.retrieval.LLMRelevance`) replacing the relevance of the (at most
+            ``max_refined``) entities whose embedding relevance reaches ``refine_threshold``.
         ground_kwargs: :func:`grounding.ground`'s parameters (``lam`` and ``kappa`` required).
     """
 
@@ -143,6 +146,9 @@ class PRoH:
         use_ewo: bool = True,
         use_context: bool = True,
         use_targets: bool = True,
+        refine=None,
+        refine_threshold: float = 0.3,
+        max_refined: int = 50,
         **ground_kwargs,
     ):
         if "lam" not in ground_kwargs or "kappa" not in ground_kwargs:
@@ -168,6 +174,7 @@ class PRoH:
         self.max_depth, self.width, self.n_targets = max_depth, width, n_targets
         self.k_candidates, self.temperature, self.max_states = k_candidates, temperature, max_states
         self.use_ewo, self.use_context, self.use_targets = use_ewo, use_context, use_targets
+        self.refine, self.refine_threshold, self.max_refined = refine, refine_threshold, max_refined
         self.ground_kwargs = dict(ground_kwargs)
         # hyperedge h's edges in the bipartite graph: members ptr[h]:ptr[h+1], both directions
         self._m = len(self.kh.member)
@@ -281,10 +288,11 @@ class PRoH:
     def _resolve(self, step: SubQuestion, text: str, names: list[str], context) -> StepAnswer:
         kh, index = self.kh, self.index
         anchors = [kh.entity_index(a) for a in names]
+        qv = index.embed(text)
         paths = beam_search(
-            index, anchors, [1.0 / len(anchors)] * len(anchors), index.embed(text),
+            index, anchors, [1.0 / len(anchors)] * len(anchors), qv,
             width=self.width, max_depth=self.max_depth, use_ewo=self.use_ewo,
-            context=context, context_bonus=self.context_bonus,
+            context=context, context_bonus=self.context_bonus, relevance=self._relevance(text, qv),
         )  # fmt: skip
         ents, scores = path_answers(index, paths, exclude=anchors)
         ents, scores = ents[: self.k_candidates], scores[: self.k_candidates]
@@ -301,6 +309,18 @@ class PRoH:
         order = sorted(mass, key=lambda a: -mass[a])
         probs = np.array([mass[a] for a in order])
         return StepAnswer(tuple(order), probs, tuple(paths), result, problem)
+
+    def _relevance(self, text: str, qv: np.ndarray) -> np.ndarray | None:
+        """The entities' relevance with the most relevant ones refined (``None``: no refiner)."""
+        if self.refine is None:
+            return None
+        rho = self.index.entity_relevance(qv)
+        top = np.flatnonzero(rho >= self.refine_threshold)
+        top = top[np.argsort(-rho[top], kind="stable")][: self.max_refined]
+        if len(top):
+            texts = [self.index.entity_context[e] for e in top.tolist()]
+            rho[top] = np.asarray(self.refine(text, texts), np.float64)
+        return rho
 
     def _problem(self, step, text, anchors, answers, log_prior) -> GroundingProblem:
         lp = np.asarray(log_prior, np.float64)

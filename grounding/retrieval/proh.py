@@ -27,10 +27,20 @@ package's where the paper gives none (each says so).
 from __future__ import annotations
 
 import dataclasses
+import json
+import re
 from collections.abc import Sequence
 
 import numpy as np
 
+from grounding.chat import (
+    EndpointError,
+    check_base_url,
+    check_timeout,
+    message_content,
+    post_chat,
+)
+from grounding.chat import api_key as _api_key
 from grounding.hypergraph import KnowledgeHypergraph, hop_relations, parse_role
 from grounding.retrieval.base import dots
 from grounding.retrieval.plan import Plan, SubQuestion
@@ -46,6 +56,7 @@ __all__ = [
     "target_hyperedges",
     "hypergraphrag",
     "HypergraphTemplatePlanner",
+    "LLMRelevance",
 ]
 
 
@@ -128,8 +139,10 @@ def beam_search(
     use_ewo: bool = True,
     context: np.ndarray | None = None,
     context_bonus: float = 0.5,
+    relevance: np.ndarray | None = None,
 ) -> list[HyperPath]:
     """EWO-guided beam search (module docstring): every path kept at any depth, best first.
+    ``relevance`` replaces the entities' :math:`\rho` (e.g. refined by :class:`LLMRelevance`).
 
     Raises:
         ValueError: no anchor, a non-positive width or depth.
@@ -140,7 +153,7 @@ def beam_search(
         raise ValueError(f"width and max_depth must be >= 1, got {width}, {max_depth}")
     kh, inc = index.hypergraph, index.incidence
     sigma = index.edge_relevance(qv)
-    rho = index.entity_relevance(qv) if use_ewo else None
+    rho = (index.entity_relevance(qv) if relevance is None else relevance) if use_ewo else None
     bonus = np.zeros(kh.n_edges) if context is None else context_bonus * np.asarray(context, float)
     w = np.zeros(kh.n_entities)
     np.add.at(w, np.asarray(anchors, np.int64), np.asarray(anchor_weights, float))
@@ -274,3 +287,65 @@ class HypergraphTemplatePlanner:
             )
             subject = "{" + f"q{k}" + "}"
         return Plan(question.text, tuple(steps))
+
+
+class LLMRelevance:
+    """Entity relevance refined by a language model (PRoH refines the entities whose embedding
+    relevance passes a threshold): ``refine(question, entity_texts) -> [0, 1] scores`` on any
+    OpenAI-compatible endpoint. The model must reply with a JSON list of one number in
+    ``[0, 1]`` per entity.
+
+    Raises:
+        grounding.chat.EndpointError: the endpoint failed, or the reply is not such a list.
+    """
+
+    PROMPT = (
+        "How relevant is each entity below to answering the question? Reply with a JSON list "
+        "of numbers between 0 and 1, one per entity, in order, and nothing else.\n"
+        "Question: {question}\nEntities:\n{entities}"
+    )
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        timeout: float = 60.0,
+        api_key: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+    ):
+        self.url = check_base_url(base_url)
+        if not isinstance(model, str) or not model:
+            raise ValueError("model must be a non-empty str")
+        self.model, self.timeout = model, check_timeout(timeout)
+        self._key = _api_key(api_key, api_key_env)
+
+    def __call__(self, question: str, entity_texts: Sequence[str]) -> np.ndarray:
+        listing = "\n".join(f"{i}. {t}" for i, t in enumerate(entity_texts, 1))
+        body = {
+            "model": self.model,
+            "messages": [
+                {"role": "user", "content": self.PROMPT.format(question=question, entities=listing)}
+            ],
+            "temperature": 0.0,
+        }
+        choices = post_chat(self.url, body, key=self._key, timeout=self.timeout)
+        if not choices:
+            raise EndpointError(f"{self.url} returned no completion")
+        text = message_content(self.url, 0, choices[0]).strip()
+        fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", text, re.S)
+        try:
+            scores = json.loads(fenced.group(1) if fenced else text)
+        except json.JSONDecodeError:
+            raise EndpointError(
+                f"{self.url}: relevance reply is not JSON: {text[:200]!r}"
+            ) from None
+        ok = isinstance(scores, list) and len(scores) == len(entity_texts)
+        ok = ok and all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x <= 1 for x in scores
+        )
+        if not ok:
+            raise EndpointError(
+                f"{self.url}: expected {len(entity_texts)} numbers in [0, 1], got {text[:200]!r}"
+            )
+        return np.asarray(scores, np.float64)
