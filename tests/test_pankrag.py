@@ -25,6 +25,7 @@ from grounding.retrieval import (
     FlatPlanner,
     HeuristicPlanner,
     LLMPlanner,
+    LLMSummariser,
     Plan,
     PlanError,
     Query,
@@ -569,3 +570,17 @@ def test_musique_ships_with_its_gold_decompositions(tmp_path):
     bad.write_text(json.dumps({"question": "q", "question_decomposition": [{"question": "a"}]}))
     with pytest.raises(ValueError, match="missing field"):
         load_musique(bad)
+
+
+def test_llm_summariser_against_the_stub(server):
+    server.reply([_choice("  Red fruit, all of them.  ", None)])
+    summarise = LLMSummariser(server.url, "stub", max_members=2)
+    comm = Communities.build(_two_cliques(), seed=1, summarise=summarise)
+    assert {c.summary for c in comm.communities} == {"Red fruit, all of them."}
+    _, body = server.requests[0]
+    prompt = body["messages"][0]["content"]
+    assert prompt.count("fruit") + prompt.count("stone") == 2  # max_members member texts
+    assert "Relations among them: r" in prompt
+    server.script = [(503, b"busy")]
+    with pytest.raises(EndpointError, match="HTTP 503"):
+        Communities.build(_two_cliques(), summarise=summarise)
