@@ -280,7 +280,7 @@ class PRoH:
         names = [*step.anchors, *(chosen[d] for d in step.depends_on)]
         texts = {d: kh.entity_texts[kh.entity_index(chosen[d])] for d in step.depends_on}
         text = step.fill(texts)
-        key = (step.id, text, tuple(names))
+        key = (step.id, step.relations, text, tuple(names))
         if key not in memo:
             memo[key] = self._resolve(step, text, names, context)
         return memo[key]
