@@ -11,9 +11,8 @@ import pytest
 
 from experiments import EXPERIMENTS
 
-# One worker runs this whole module (``--dist loadgroup`` in pyproject.toml), so that the
+# One worker runs this whole file (``--dist loadfile`` in pyproject.toml), so that the
 # module-scoped ``runs`` fixture runs every experiment once, not once per worker.
-pytestmark = pytest.mark.xdist_group("experiments")
 
 
 @pytest.fixture(scope="module")
