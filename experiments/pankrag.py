@@ -21,7 +21,7 @@ run and a second run with compiled programs and no memoised proposals. Error pro
 questions the first step's answers get a wrong entity (its most probable non-gold answer)
 holding half of the probability; final Hits@1 with and without the reranker.
 
-Quick mode: the first 30 test questions of each hop count (a smoke run).
+Quick mode: the first 15 test questions of each hop count (a smoke run).
 
 Final line: ``musique_hop_acc=<x> musique_edge_f1=<y> pankrag_hits1=<z> flat_hits1=<w>``
 (heuristic planner on MuSiQue; CoDEx-M test questions, all hops, PankRAG and no-DAG).
@@ -62,7 +62,7 @@ SYSTEMS = (
     "soft_pcr",
 )
 HOPS = (1, 2, 3)
-QUICK_PER_HOP = 30
+QUICK_PER_HOP = 15
 
 
 # --------------------------------------------------------------------------- planning
@@ -274,7 +274,7 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
                  for h in HOPS}  # fmt: skip
         kg[s]["all"] = scores(answers, test)
         kg[s]["ms_per_question"] = 1000 * seconds / len(test)
-        log(f"codex-m {s}: " + " ".join(f"{h}={kg[s][str(h)]['hit']:.3f}" for h in HOPS))
+        log(f"codex-m {s}: " + " ".join(f"{h}={kg[s][str(h)]['hit']:.3f}" for h in HOPS) + f" ({seconds:.1f} s)")
     for s in SYSTEMS[1:]:  # PankRAG against each other system, question by question
         kg[s]["against_pankrag"] = paired(per_question["pankrag"], per_question[s])
     # speed: PankRAG again with compiled programs but no memoised model proposals

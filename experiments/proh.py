@@ -204,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
     def log(s: str) -> None:
         print(s, file=sys.stderr, flush=True)
 
-    bench = hypergraph_qa_benchmark(questions_per_hop=300 if args.full else 60)
+    bench = hypergraph_qa_benchmark(questions_per_hop=300 if args.full else 40)
     t = time.perf_counter()
     index = HypergraphIndex(bench.evidence)
     index_seconds = time.perf_counter() - t

@@ -1,0 +1,62 @@
+"""Quick runs of the experiments and the checks every experiment's output must pass (shared by
+the experiment test files, which split the experiments between them so that the test workers
+share the work)."""
+
+from __future__ import annotations
+
+import csv
+import importlib
+import json
+
+#: The question-answering experiments: they share one trained answerer (memoised in-process),
+#: so one test file runs them together.
+QA = ("grounded_qa", "pankrag")
+
+
+def quick_runs(names, tmp_path_factory) -> dict:
+    """Each named experiment once, in quick mode: name -> (out dir, returned paths)."""
+    out = {}
+    for name in names:
+        d = tmp_path_factory.mktemp(name)
+        main = importlib.import_module(f"experiments.{name}").main
+        out[name] = d, main(["--quick", "--out", str(d)])
+    return out
+
+
+def results_of(runs) -> dict:
+    return {name: json.loads((d / f"{name}.json").read_text()) for name, (d, _) in runs.items()}
+
+
+def check_outputs(runs, name):
+    out, paths = runs[name]
+    expected = sorted(f"{name}.{ext}" for ext in ("png", "panels.json", "csv", "json"))
+    assert sorted(p.name for p in paths) == expected
+    for p in paths:
+        assert p.exists() and p.stat().st_size > 0
+    assert (out / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with open(out / f"{name}.csv", newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert len(rows) > 1 and all(len(r) == len(rows[0]) for r in rows)
+    json.loads((out / f"{name}.json").read_text())  # valid strict JSON
+    assert not [f for f in out.iterdir() if f.name.endswith(".tmp")]  # atomic writes cleaned up
+
+
+def check_panels(runs, name):
+    """``<figure>.panels.json``: each plotted panel has a title and both axis labels, every
+    series drawn on it is there with its numbers, probabilities are drawn inside [0, 1], and
+    a quick run says so."""
+    out, _ = runs[name]
+    figure = json.loads((out / f"{name}.panels.json").read_text())
+    assert figure["figure"] == f"{name}.png" and figure["quick"] is True
+    plotted = [p for p in figure["panels"] if "xscale" in p]  # graph drawings have no axes
+    assert plotted
+    for panel in plotted:
+        assert panel["title"] and panel["xlabel"] and panel["ylabel"], panel["title"]
+        assert panel["series"], panel["title"]
+        for series in panel["series"]:
+            values = series.get("y", series.get("height"))
+            assert any(v is not None for v in values), (panel["title"], series["label"])
+        label = panel["ylabel"].lower()
+        if "mass" in label or "probability" in label or "accuracy" in label:
+            ys = [v for s in panel["series"] for v in s.get("y", s.get("height")) if v is not None]
+            assert min(ys) >= 0 and max(ys) <= 1 + 1e-9, panel["title"]

@@ -1,0 +1,101 @@
+"""The question-answering experiments (grounded QA, PankRAG) in quick mode: they share one
+trained answerer, so one worker runs them together (``--dist loadfile``)."""
+
+from __future__ import annotations
+
+import pytest
+from _experiment_runs import QA, check_outputs, check_panels, quick_runs, results_of
+
+NAMES = QA
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    return quick_runs(NAMES, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def results(runs):
+    return results_of(runs)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_outputs_exist_and_are_complete(runs, name):
+    check_outputs(runs, name)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_panel_is_labelled_and_its_numbers_are_written(runs, name):
+    check_panels(runs, name)
+
+
+def test_grounded_qa(results):
+    r = results["grounded_qa"]
+    assert [rep["dataset"] for rep in r["reports"]] == ["codex-m", "umls", "codex-s"]
+    for rep in r["reports"]:
+        assert 0 < rep["lam"] < float("inf") and rep["kappa"] == 1.0
+        for h in ("1", "2", "3"):
+            row = rep["per_hop"][h]
+            assert row["n_questions"] > 0
+            for m in ("prior", "hard", "soft"):
+                assert 0 <= row[m]["hits1"] <= 1 and 0 <= row[m]["aurc"] <= 1
+            # the prior and soft grounding never abstain; hard grounding abstains exactly when
+            # no candidate has a typed walk in the evidence (Eq. (6) undefined)
+            assert row["prior"]["abstained"] == row["soft"]["abstained"] == 0
+            fate = row["unobserved"]
+            if fate["unobserved_candidates"]:
+                # a true answer the evidence does not state has no walk in R: hard grounding
+                # deletes every one, soft grounding (finite kappa) keeps every one
+                assert fate["hard_deletes"] == 1.0 and fate["soft_keeps"] == 1.0
+            # Thm. 3 on the real world: a certified answer is the world's answer
+            assert row["certificate"]["certified_world_sound"] == 1.0
+            assert len(row["lambda_sweep"]) == 33
+    # the worked example: one 2-hop question through the loop, with its supporting walks
+    ex = r["reports"][0]["example"]
+    names = [c["name"] for c in ex["candidates"]]
+    assert ex["best"] in names and ex["action"] in ("ANSWER", "ABSTAIN", "RETRIEVE", "VERIFY")
+    assert abs(sum(c["posterior"] for c in ex["candidates"]) - 1) < 1e-6
+    best = ex["candidates"][names.index(ex["best"])]
+    if best["raw_energy"] < float("inf"):  # a walk supports it: the best walks are reported
+        assert best["paths"] and 0 < sum(p["weight"] for p in best["paths"]) <= 1 + 1e-9
+    assert all(len(t) == 3 for p in best["paths"] for t in p["triples"])
+    neg = r["reports"][2]["counter_evidence"]
+    assert neg["n_questions"] > 0 and neg["contradicted_candidates"] > 0
+    # Axiom 4: a contradicted candidate never stays on top when the counter-evidence is added
+    # unless every candidate is contradicted or unsupported (contradiction is dominant)
+    assert neg["known_false_top_with"] <= neg["known_false_top_without"]
+
+
+def test_pankrag(results):
+    r = results["pankrag"]
+    chain = r["planning"]["two-step chain"]
+    # the constant two-step chain is exactly right on every two-hop question, never on others
+    assert chain["2"]["exact_dag"] == 1.0 and chain["3"]["hop_accuracy"] == 0.0
+    assert chain["all"]["n"] == 3000 and chain["all"]["hop_accuracy"] == 2180 / 3000
+    heur = r["planning"]["heuristic"]["all"]
+    assert 0 < heur["exact_dag"] <= heur["hop_accuracy"] <= 1 and 0 < heur["edge_f1"] <= 1
+    kg = r["kg"]
+    assert kg["n_test"] > 0 and 0 < kg["lam"] < float("inf")
+    for name, row in kg["systems"].items():
+        for h in ("1", "2", "3", "all"):
+            assert 0 <= row[h]["hit"] <= 1 and 0 <= row[h]["f1"] <= 1, name
+        assert row["ms_per_question"] > 0
+    # a one-hop question's plan is the question itself (same text, anchor and relation)
+    systems = kg["systems"]
+    assert systems["pankrag"]["1"] == systems["no_dag"]["1"] == systems["no_rerank"]["1"]
+    prop = r["error_propagation"]
+    assert prop["n_questions"] > 0
+    for s in ("rerank", "no_rerank"):
+        assert prop[s]["damage"] == pytest.approx(
+            prop[s]["clean_hits1"] - prop[s]["injected_hits1"]
+        )
+    assert r["communities"]["n"] > 0
+    n = kg["n_test"]
+    for name, row in systems.items():  # the paired counts add up to the Hits@1 difference
+        if name != "pankrag":
+            d = row["against_pankrag"]
+            diff = systems["pankrag"]["all"]["hit"] - row["all"]["hit"]
+            assert d["only_pankrag"] - d["only_other"] == round(diff * n)
+            assert 0 < d["sign_test_p"] <= 1
+    speed = r["speed"]
+    assert speed["ms_per_question_first_run"] > 0 and speed["ms_per_question_compiled"] > 0
