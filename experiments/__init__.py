@@ -10,5 +10,6 @@ EXPERIMENTS = (
     "retrieval_pcr",
     "grounded_qa",
     "pankrag",
+    "learned_retrievers",
     "proh",
 )

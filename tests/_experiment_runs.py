@@ -10,7 +10,7 @@ import json
 
 #: The question-answering experiments: they share one trained answerer (memoised in-process),
 #: so one test file runs them together.
-QA = ("grounded_qa", "pankrag")
+QA = ("grounded_qa", "pankrag", "learned_retrievers")
 
 
 def quick_runs(names, tmp_path_factory) -> dict:

@@ -1,4 +1,4 @@
-"""The question-answering experiments (grounded QA, PankRAG) in quick mode: they share one
+"""The question-answering experiments (grounded QA, PankRAG, learned retrievers) in quick mode: they share one
 trained answerer, so one worker runs them together (``--dist loadfile``)."""
 
 from __future__ import annotations
@@ -99,3 +99,43 @@ def test_pankrag(results):
             assert 0 < d["sign_test_p"] <= 1
     speed = r["speed"]
     assert speed["ms_per_question_first_run"] > 0 and speed["ms_per_question_compiled"] > 0
+
+
+def test_learned_retrievers(results):
+    r = results["learned_retrievers"]
+    for dataset, rep in r["datasets"].items():
+        assert rep["n_test"] > 0 and 0 < rep["lam"] < float("inf")
+        for name, table in rep["recall"].items():
+            for h in ("1", "2", "3", "all"):
+                for kind in ("triple", "answer"):
+                    means = [table[h][f"{kind}@{k}"][0] for k in (50, 100, 200, 400)]
+                    # recall@K never falls as K grows (the same ranking, cut later)
+                    assert all(0 <= a <= b <= 1 for a, b in zip(means, means[1:])), (
+                        dataset,
+                        name,
+                        h,
+                    )
+                    assert all(table[h][f"{kind}@{k}"][1] >= 0 for k in (50, 100, 200, 400))
+        for runs in rep["training"].values():
+            for run in runs:
+                assert run["n_train"] > 0 and run["n_skipped"] >= 0 and run["epochs"] >= 1
+                assert run["epochs_per_second"] > 0 and run["ms_per_question"] > 0
+        for name, row in rep["downstream"].items():
+            assert 0 <= row["hits1"] <= 1 and 0 <= row["abstained"] <= 1, name
+    codex = r["datasets"]["codex-m"]["recall"]
+    assert {
+        "subgraphrag",
+        "gated",
+        "ungated",
+        "semantic",
+        "no_gnn",
+        "no_anchors",
+        "pcr",
+        "soft_pcr",
+    } <= set(codex)
+    assert set(r["transfer"]) == {f"{a}:{m}" for a in ("codex-m->umls", "umls->codex-m")
+                                  for m in ("subgraphrag", "gated")}  # fmt: skip
+    smooth = r["oversmoothing"]
+    assert set(smooth) == {"structural", "semantic", "mean"}
+    assert all(len(e) == 5 and all(x >= 0 for x in e) for e in smooth.values())
+    assert r["peak_rss_mib"] > 0

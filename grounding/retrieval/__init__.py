@@ -13,6 +13,9 @@
 - :mod:`~grounding.retrieval.rerank`: PankRAG's dependency-aware reranker;
 - :mod:`~grounding.retrieval.proh`: knowledge-hypergraph retrieval (EWO beam search, plan
   context, target hyperedges) for PRoH, and the HyperGraphRAG baseline;
+- :mod:`~grounding.retrieval.subgraph`, :mod:`~grounding.retrieval.gnn`,
+  :mod:`~grounding.retrieval.learned`: learned triple retrievers (SubgraphRAG and the
+  structurally gated GNN): question subgraphs, the JAX scorers, training and checkpoints;
 - :mod:`~grounding.retrieval.metrics`: the PCR paper's metrics and :func:`evaluate_retrieval`;
 - :mod:`~grounding.retrieval.text`: encoders (offline hashing, optional MiniLM), cache, BM25.
 """
@@ -23,6 +26,7 @@ from grounding.retrieval import _deprecated
 from grounding.retrieval import base as _base
 from grounding.retrieval import baselines as _baselines
 from grounding.retrieval import community as _community
+from grounding.retrieval import learned as _learned
 from grounding.retrieval import metrics as _metrics
 from grounding.retrieval import pcr as _pcr
 from grounding.retrieval import plan as _plan
@@ -33,12 +37,15 @@ from grounding.retrieval import text as _text
 from grounding.retrieval.base import *  # noqa: F403  (names listed once, in each module's __all__)
 from grounding.retrieval.baselines import *  # noqa: F403
 from grounding.retrieval.community import *  # noqa: F403
+from grounding.retrieval.gnn import GNNConfig
+from grounding.retrieval.learned import *  # noqa: F403
 from grounding.retrieval.metrics import *  # noqa: F403
 from grounding.retrieval.pcr import *  # noqa: F403
 from grounding.retrieval.plan import *  # noqa: F403
 from grounding.retrieval.planner import *  # noqa: F403
 from grounding.retrieval.proh import *  # noqa: F403
 from grounding.retrieval.rerank import *  # noqa: F403
+from grounding.retrieval.subgraph import FactGraph, QuestionSubgraph
 from grounding.retrieval.text import *  # noqa: F403
 from grounding.semiring import UNREACHABLE  # noqa: F401  (the engine's one constant)
 
@@ -51,6 +58,10 @@ __all__ = [
     *_community.__all__,
     *_rerank.__all__,
     *_proh.__all__,
+    *_learned.__all__,
+    "GNNConfig",
+    "FactGraph",
+    "QuestionSubgraph",
     *_metrics.__all__,
     *_text.__all__,
 ]

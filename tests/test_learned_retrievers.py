@@ -1,0 +1,335 @@
+"""Learned triple retrievers: DDE, structural tags, labels, the gate's blindness to content,
+recall definitions, training, retrieval into ``ground``, checkpoints, bad input."""
+
+from __future__ import annotations
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grounding import TypedGraph
+from grounding.query import Query
+from grounding.retrieval import FactGraph, GNNConfig, QuestionSubgraph, TrainConfig, TripleRetriever
+from grounding.retrieval.gnn import (
+    dirichlet_energy,
+    entity_states,
+    gate_values,
+    init_params,
+    logits,
+    make_batch,
+)
+from grounding.retrieval.learned import answer_recall_at_k, gold_facts
+from grounding.retrieval.metrics import recall_at_k
+from grounding.retrieval.subgraph import dde, shortest_path_labels, structural_tags
+
+
+def chain_graph(n_extra: int = 0) -> TypedGraph:
+    """a -r-> b -s-> c, b -r-> d, plus each fact's inverse copy; optional isolated chain."""
+    ents = ["a", "b", "c", "d", "e", "f"]
+    facts = [(0, 0, 1), (1, 1, 2), (1, 0, 3), (4, 1, 5)]
+    head = [h for h, _, t in facts] + [t for h, _, t in facts]
+    rel = [r for _, r, _ in facts] + [r + 2 for _, r, _ in facts]
+    tail = [t for h, _, t in facts] + [h for h, _, t in facts]
+    return TypedGraph(
+        head=jnp.asarray(head, jnp.int32),
+        relation=jnp.asarray(rel, jnp.int32),
+        tail=jnp.asarray(tail, jnp.int32),
+        reliability=jnp.ones(len(head)),
+        entities=tuple(ents),
+        relations=("r", "s", "r^-1", "s^-1"),
+        texts=("alpha city", "beta river", "gamma lake", "delta town", "eps", "zeta"),
+    )
+
+
+# ------------------------------------------------------------------------------ facts / DDE
+def test_fact_graph_drops_inverse_copies_and_remembers_them():
+    fg = FactGraph.from_graph(chain_graph())
+    assert fg.n_facts == 4
+    assert fg.head.tolist() == [0, 1, 1, 4] and fg.tail.tolist() == [1, 2, 3, 5]
+    assert fg.inverse_edge.tolist() == [4, 5, 6, 7]
+
+
+def test_dde_equals_hand_computed_propagation():
+    # facts 0->1, 1->2, 1->3, 4->1 ; topic = {0}
+    head, tail = np.array([0, 1, 1, 4]), np.array([1, 2, 3, 1])
+    topic = np.array([1, 0, 0, 0, 0], bool)
+    x = dde(head, tail, topic)
+    x0 = np.array([[0, 1], [1, 0], [1, 0], [1, 0], [1, 0]], float)
+    # forward round 1: node 1 averages its in-neighbours {0, 4}; 2, 3 take node 1; 0, 4 have none
+    f1 = np.array([[0, 0], [0.5, 0.5], [1, 0], [1, 0], [0, 0]])
+    f2 = np.array([[0, 0], [0, 0], [0.5, 0.5], [0.5, 0.5], [0, 0]])
+    # reverse round 1: node 0 <- out-neighbour 1; node 1 <- mean(2, 3); node 4 <- 1
+    r1 = np.array([[1, 0], [1, 0], [0, 0], [0, 0], [1, 0]])
+    r2 = np.array([[1, 0], [0, 0], [0, 0], [0, 0], [1, 0]])
+    np.testing.assert_allclose(x, np.concatenate([x0, f1, f2, r1, r2], axis=1))
+
+
+# ----------------------------------------------------------------------------------- labels
+def brute_force_labels(head, tail, n, topics, answers) -> set[int]:
+    """SubgraphRAG's rule by networkx path enumeration: every fact between consecutive nodes
+    of every shortest topic-answer path (direction ignored)."""
+    g = nx.Graph()
+    g.add_nodes_from(range(n))
+    g.add_edges_from(zip(head.tolist(), tail.tolist()))
+    out = set()
+    for q, a in itertools.product(topics, answers):
+        if q == a or not nx.has_path(g, q, a):
+            continue
+        for path in nx.all_shortest_paths(g, q, a):
+            for u, v in zip(path, path[1:]):
+                out |= {i for i in range(len(head)) if {head[i], tail[i]} == {u, v}}
+    return out
+
+
+@settings(max_examples=60)
+@given(st.data())
+def test_labels_equal_brute_force_shortest_paths(data):
+    n = data.draw(st.integers(2, 9))
+    m = data.draw(st.integers(1, 16))
+    head = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m)))
+    tail = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m)))
+    keep = head != tail
+    head, tail = head[keep], tail[keep]
+    topics = data.draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=2))
+    answers = data.draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=3))
+    tm, am = np.zeros(n, bool), np.zeros(n, bool)
+    tm[list(topics)], am[list(answers)] = True, True
+    got = set(np.flatnonzero(shortest_path_labels(head, tail, n, tm, am)).tolist())
+    assert got == brute_force_labels(head, tail, n, sorted(topics), sorted(answers))
+
+
+def test_labels_keep_every_parallel_fact_and_skip_topic_answers():
+    head, tail = np.array([0, 0, 1]), np.array([1, 1, 2])
+    topic, ans = np.array([1, 0, 0], bool), np.array([1, 0, 1], bool)
+    assert shortest_path_labels(head, tail, 3, topic, ans).tolist() == [1, 1, 1]
+    assert not shortest_path_labels(head, tail, 3, topic, topic).any()
+
+
+def test_structural_tags_by_hand():
+    # path 0 - 1 - 2 - 3, topic 0, anchor 2
+    head, tail = np.array([0, 1, 2]), np.array([1, 2, 3])
+    tags = structural_tags(head, tail, np.eye(4, dtype=bool)[0], np.eye(4, dtype=bool)[2])
+    assert tags[:, :5].argmax(1).tolist() == [0, 1, 2, 3]  # hop distance from the topic
+    assert tags[:, 5:9].argmax(1).tolist() == [2, 1, 0, 1]  # from the anchor
+    assert tags[:, 9].tolist() == [1, 1, 1, 0]  # on the shortest topic-anchor path
+    no_anchor = structural_tags(head, tail, np.eye(4, dtype=bool)[0], np.zeros(4, bool))
+    assert no_anchor[:, 8].tolist() == [1, 1, 1, 1] and not no_anchor[:, 9].any()
+
+
+def test_candidates_hops_cap_and_priority():
+    fg = FactGraph.from_graph(chain_graph())
+    assert fg.candidates([0], hops=1).tolist() == [0]
+    assert fg.candidates([0], hops=2).tolist() == [0, 1, 2]
+    assert fg.candidates([0], anchor_facts=[3], hops=1, anchor_hops=0).tolist() == [0, 3]
+    # at the cut: round 0 (topic, then anchor facts) before round 1; a seeded tie-break
+    capped = fg.candidates([0], anchor_facts=[3], hops=2, max_facts=3)
+    assert len(capped) == 3 and {0, 3} <= set(capped.tolist())
+    with pytest.raises(ValueError, match="topic"):
+        fg.candidates([])
+
+
+# ------------------------------------------------------------------------------- the model
+def small_batch(seed: int = 0, n_questions: int = 2):
+    fg = FactGraph.from_graph(chain_graph())
+    rng = np.random.default_rng(seed)
+    subs = [
+        QuestionSubgraph.build(fg, np.arange(4), [0], [2], anchor_facts=[3])
+        for _ in range(n_questions)
+    ]
+    ent = rng.normal(size=(6, 8)).astype(np.float32)
+    q = rng.normal(size=(n_questions, 8)).astype(np.float32)
+    rel = jnp.asarray(rng.normal(size=(4, 8)), jnp.float32)
+    return make_batch(subs, q, ent), rel
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**16), layer=st.integers(0, 1))
+def test_structural_gate_is_blind_to_content(seed, layer):
+    """Changing entity texts, the question and every non-gate parameter never moves a gate."""
+    batch, rel = small_batch()
+    cfg = GNNConfig(gate="structural", layers=2, hidden=8)
+    params = init_params(jax.random.PRNGKey(0), cfg, 8, 4)
+    g0 = gate_values(params, cfg, batch, rel, layer)
+    rng = np.random.default_rng(seed)
+    other = batch.__class__(
+        **{
+            **batch.__dict__,
+            "x": jnp.asarray(rng.normal(size=batch.x.shape), jnp.float32),
+            "q": jnp.asarray(rng.normal(size=batch.q.shape), jnp.float32),
+        }  # fmt: skip
+    )
+    params2 = init_params(jax.random.PRNGKey(seed + 1), cfg, 8, 4)
+    for i, lay in enumerate(params2["layers"]):
+        lay["gate"] = params["layers"][i]["gate"]
+    g1 = gate_values(params2, cfg, other, rel, layer)
+    np.testing.assert_array_equal(np.asarray(g0), np.asarray(g1))
+    # the semantic gate, by contrast, moves with the content
+    scfg = GNNConfig(gate="semantic", layers=2, hidden=8)
+    sp = init_params(jax.random.PRNGKey(0), scfg, 8, 4)
+    assert not np.allclose(
+        gate_values(sp, scfg, batch, rel, layer), gate_values(sp, scfg, other, rel, layer)
+    )
+
+
+def test_gates_change_the_scores_and_padding_is_neutral():
+    batch, rel = small_batch(n_questions=1)
+    out = {}
+    for gate in ("none", "mean", "structural", "semantic"):
+        cfg = GNNConfig(gate=gate, layers=0 if gate == "none" else 2, hidden=8)
+        p = init_params(jax.random.PRNGKey(1), cfg, 8, 4)
+        z = logits(p, cfg, batch, rel)
+        assert z.shape == batch.fact_mask.shape
+        assert np.all(np.isneginf(np.asarray(z)[~np.asarray(batch.fact_mask)]))
+        out[gate] = np.asarray(z)[np.asarray(batch.fact_mask)]
+        assert np.all(np.isfinite(out[gate]))
+    assert not np.allclose(out["mean"], out["structural"])
+    # a question scored alone or beside a larger one gets the same scores
+    fg = FactGraph.from_graph(chain_graph())
+    big = QuestionSubgraph.build(fg, np.arange(4), [4], [5])
+    small = QuestionSubgraph.build(fg, np.arange(3), [0], [2])
+    rng = np.random.default_rng(0)
+    ent, q = rng.normal(size=(6, 8)).astype(np.float32), rng.normal(size=(2, 8)).astype(np.float32)
+    cfg = GNNConfig(gate="structural", layers=2, hidden=8)
+    p = init_params(jax.random.PRNGKey(2), cfg, 8, 4)
+    both = logits(p, cfg, make_batch([small, big], q, ent), rel)
+    alone = logits(p, cfg, make_batch([small], q[:1], ent), rel)
+    np.testing.assert_allclose(
+        np.asarray(both)[0, :3], np.asarray(alone)[0, :3], rtol=1e-5, atol=1e-6
+    )
+
+
+def test_dirichlet_energy_matches_the_core_regulariser():
+    from grounding.geometry import identity_map
+    from grounding.regularize import typed_residual_regularizer
+
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(5, 3))
+    head, tail = np.array([0, 1, 2, 3]), np.array([1, 2, 3, 4])
+    core = typed_residual_regularizer(z, head, np.zeros(4, int), tail, np.ones(4), identity_map())
+    got = dirichlet_energy(jnp.asarray(z), head, tail, jnp.ones(4))
+    np.testing.assert_allclose(float(got), 2 * float(core) / np.sum(z**2), rtol=1e-6)
+    assert float(dirichlet_energy(jnp.ones((5, 3)), head, tail, jnp.ones(4))) == 0.0
+
+
+def test_entity_states_have_one_slice_per_layer():
+    batch, rel = small_batch()
+    cfg = GNNConfig(gate="semantic", layers=3, hidden=8)
+    z = entity_states(init_params(jax.random.PRNGKey(0), cfg, 8, 4), cfg, batch, rel)
+    assert z.shape == (4, 2, batch.x.shape[1], 8)
+    with pytest.raises(ValueError, match="no GNN"):
+        entity_states({}, GNNConfig(gate="none", layers=0), batch, rel)
+
+
+# -------------------------------------------------------------------------------- metrics
+@settings(max_examples=50)
+@given(st.data())
+def test_recall_definitions_against_brute_force(data):
+    m = data.draw(st.integers(1, 12))
+    ranked = np.array(data.draw(st.permutations(range(m))))
+    gold = data.draw(st.sets(st.integers(0, m - 1), min_size=1))
+    k = data.draw(st.integers(1, m + 2))
+    assert recall_at_k(ranked, gold, k) == sum(1 for x in gold if x in ranked[:k]) / len(gold)
+    head = np.array(data.draw(st.lists(st.integers(0, 5), min_size=m, max_size=m)))
+    tail = np.array(data.draw(st.lists(st.integers(0, 5), min_size=m, max_size=m)))
+    answers = data.draw(st.sets(st.integers(0, 5), min_size=1))
+    found = {x for i in range(min(k, m)) for x in (head[i], tail[i])}
+    assert answer_recall_at_k(head, tail, answers, k) == len(answers & found) / len(answers)
+
+
+def test_gold_facts_on_the_whole_graph():
+    fg = FactGraph.from_graph(chain_graph())
+    assert gold_facts(fg, [0], [2]).tolist() == [0, 1]
+    assert gold_facts(fg, [0], [5]).tolist() == []
+
+
+# --------------------------------------------------------------------- training, retrieval
+@pytest.fixture(scope="module")
+def trained():
+    g = chain_graph()
+    queries = [
+        Query("alpha city gamma lake", anchor="a", relevant=("c",), id=f"q{i}") for i in range(4)
+    ]
+    r = TripleRetriever(g, GNNConfig(gate="structural", layers=1, hidden=8), n_anchors=1, seed=3)
+    log = r.fit(queries, queries, TrainConfig(epochs=30, patience=30, lr=3e-2, seed=0))
+    return r, queries, log
+
+
+def test_training_learns_the_path_and_retrieval_feeds_ground(trained):
+    r, queries, log = trained
+    assert log.n_train == 4 and log.n_skipped == 0
+    assert log.loss[-1] < log.loss[0]
+    res = r.retrieve(queries[0], k=2)
+    assert sorted(res.graph.triples()[i] for i in res.triples) == [("a", "r", "b"), ("b", "s", "c")]
+    ev = res.evidence.graph.triples()
+    assert ("c", "s^-1", "b") in ev and ("a", "r", "b") in ev and len(ev) == 4
+
+
+def test_checkpoint_round_trip_and_refusals(trained, tmp_path):
+    r, queries, _ = trained
+    path = r.save(tmp_path / "ckpt.npz")
+    other = TripleRetriever(r.graph, r.config, encoder=r.encoder, n_anchors=1, seed=99)
+    other.load(path)
+    a = r.scores(r.subgraphs(queries[:1]), r.embed(queries[:1]))[0]
+    b = other.scores(other.subgraphs(queries[:1]), other.embed(queries[:1]))[0]
+    np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="architecture"):
+        TripleRetriever(
+            r.graph, GNNConfig(gate="mean", layers=1, hidden=8), encoder=r.encoder
+        ).load(path)
+    from grounding.retrieval.text import HashingEncoder
+
+    with pytest.raises(ValueError, match="another graph or encoder"):
+        TripleRetriever(r.graph, r.config, encoder=HashingEncoder(dim=32)).load(path)
+
+
+def test_training_is_deterministic_given_a_seed():
+    g = chain_graph()
+    queries = [Query("alpha city gamma lake", anchor="a", relevant=("c",), id="q")]
+    runs = []
+    for _ in range(2):
+        r = TripleRetriever(g, GNNConfig(gate="semantic", layers=1, hidden=8), n_anchors=1, seed=5)
+        r.fit(queries, queries, TrainConfig(epochs=3, seed=1))
+        runs.append(jax.tree_util.tree_leaves(r.params))
+    for a, b in zip(*runs):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_divergence_stops_with_the_epoch():
+    g = chain_graph()
+    queries = [Query("alpha city gamma lake", anchor="a", relevant=("c",), id="q")]
+    r = TripleRetriever(g, GNNConfig(gate="mean", layers=1, hidden=8), n_anchors=0)
+    r.params = jax.tree_util.tree_map(lambda x: x * jnp.nan, r.params)
+    with pytest.raises(FloatingPointError, match="epoch 0"):
+        r.fit(queries, queries, TrainConfig(epochs=2))
+
+
+def test_bad_input_is_refused():
+    g = chain_graph()
+    r = TripleRetriever(g, GNNConfig(gate="none", layers=0), n_anchors=0)
+    with pytest.raises(ValueError, match="no topic entity"):
+        r.retrieve(Query("x", anchor="nowhere"))
+    with pytest.raises(ValueError, match="k must be"):
+        r.retrieve(Query("x", anchor="a"), k=0)
+    with pytest.raises(ValueError, match="no training question"):
+        r.fit([Query("x", anchor="a", relevant=("a",))], [])
+    with pytest.raises(ValueError, match="gate"):
+        GNNConfig(gate="attention")
+    with pytest.raises(ValueError, match="layers >= 1"):
+        GNNConfig(gate="mean", layers=0)
+    with pytest.raises(ValueError, match="n_anchors"):
+        TripleRetriever(g, n_anchors=-1)
+    with pytest.raises(ValueError, match="relation_texts"):
+        TripleRetriever(g, relation_texts=["only one"])
+    with pytest.raises(ValueError, match="empty"):
+        QuestionSubgraph.build(FactGraph.from_graph(g), np.zeros(0, int), [0])
+    empty = TypedGraph(head=jnp.zeros(0, jnp.int32), relation=jnp.zeros(0, jnp.int32),
+                       tail=jnp.zeros(0, jnp.int32), reliability=jnp.ones(0), entities=("a",),
+                       relations=("r",))  # fmt: skip
+    with pytest.raises(ValueError, match="no edges"):
+        FactGraph.from_graph(empty)
