@@ -274,7 +274,11 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
                  for h in HOPS}  # fmt: skip
         kg[s]["all"] = scores(answers, test)
         kg[s]["ms_per_question"] = 1000 * seconds / len(test)
-        log(f"codex-m {s}: " + " ".join(f"{h}={kg[s][str(h)]['hit']:.3f}" for h in HOPS) + f" ({seconds:.1f} s)")
+        log(
+            f"codex-m {s}: "
+            + " ".join(f"{h}={kg[s][str(h)]['hit']:.3f}" for h in HOPS)
+            + f" ({seconds:.1f} s)"
+        )
     for s in SYSTEMS[1:]:  # PankRAG against each other system, question by question
         kg[s]["against_pankrag"] = paired(per_question["pankrag"], per_question[s])
     # speed: PankRAG again with compiled programs but no memoised model proposals

@@ -266,6 +266,8 @@ def test_training_learns_the_path_and_retrieval_feeds_ground(trained):
     assert log.loss[-1] < log.loss[0]
     res = r.retrieve(queries[0], k=2)
     assert sorted(res.graph.triples()[i] for i in res.triples) == [("a", "r", "b"), ("b", "s", "c")]
+    assert np.all(np.diff(res.triple_scores) <= 0) and np.all(np.diff(res.scores) <= 0)
+    assert set(res.nodes) == {"a", "b", "c"}  # the facts' entities, each scored by its best fact
     ev = res.evidence.graph.triples()
     assert ("c", "s^-1", "b") in ev and ("a", "r", "b") in ev and len(ev) == 4
 

@@ -256,8 +256,9 @@ class TripleRetriever:
         return self.retrieve_batch([query], k)[0]
 
     def retrieve_batch(self, queries: Sequence[Query], k: int = 100) -> list[Retrieval]:
-        """The top ``k`` facts of each query, as triples of the graph (edge indices) with an
-        evidence state holding them and their inverse copies."""
+        """The top ``k`` facts of each query, as triples of the graph (edge indices, with their
+        logits) and an evidence state holding them and their inverse copies; ``index`` lists
+        the facts' entities, each scored by its best fact."""
         k = check_k(k)
         qs = self.embed(queries)
         subs = [self.subgraph(query, q) for query, q in zip(queries, qs)]
@@ -268,7 +269,10 @@ class TripleRetriever:
             edges = self.facts.edge[top]
             inv = self.facts.inverse_edge[top]
             keep = np.union1d(edges, inv[inv >= 0])
-            nodes = np.unique(np.concatenate([self.facts.head[top], self.facts.tail[top]]))
+            ends = np.stack([self.facts.head[top], self.facts.tail[top]], 1).ravel()
+            nodes, first = np.unique(ends, return_index=True)  # a node ranks by its best fact
+            order_nodes = np.argsort(first, kind="stable")
+            nodes, node_scores = nodes[order_nodes], s[order][first[order_nodes] // 2]
             prov = dict(
                 retriever=self.name, query=query.text, anchors=query.anchors, n_facts=len(top)
             )
@@ -277,7 +281,7 @@ class TripleRetriever:
                 Retrieval(
                     query,
                     nodes,
-                    np.zeros(len(nodes)),
+                    node_scores,
                     self.graph,
                     self.name,
                     anchors=np.asarray(self._topics(query), np.int64),
