@@ -84,7 +84,7 @@ def make(bench, variant: tuple, sc: Scale, seed: int, name: str, facts=None) -> 
     labels = [bench.relation_labels[r] for r in bench.graph.relations]
     return TripleRetriever(bench.graph, GNNConfig(gate=gate, layers=layers), relation_texts=labels,
                            n_anchors=anchors, max_facts=sc.max_facts, name=name, seed=seed,
-                           _facts=facts)  # fmt: skip
+                           facts=facts)  # fmt: skip
 
 
 def rank_questions(model: TripleRetriever, questions) -> tuple[list[np.ndarray], float]:
@@ -166,7 +166,7 @@ def oversmoothing(models: dict, queries) -> dict:
         subs = model.subgraphs(queries)
         energies = []
         for lo in range(0, len(subs), 8):
-            b = model._batch(subs[lo : lo + 8], qs[lo : lo + 8])
+            b = model.batch(subs[lo : lo + 8], qs[lo : lo + 8])
             z = entity_states(model.params, model.config, b, model.relation_text)
             for i in range(len(subs[lo : lo + 8])):
                 energies.append([float(dirichlet_energy(z[layer, i], b.head[i], b.tail[i], b.fact_mask[i]))

@@ -296,7 +296,8 @@ def test_training_is_deterministic_given_a_seed():
     runs = []
     for _ in range(2):
         r = TripleRetriever(g, GNNConfig(gate="semantic", layers=1, hidden=8), n_anchors=1, seed=5)
-        r.fit(queries, queries, TrainConfig(epochs=3, seed=1))
+        log = r.fit(queries, [], TrainConfig(epochs=3, seed=1))
+        assert log.best_epoch == 2 and len(log.loss) == 3  # no validation: the last epoch
         runs.append(jax.tree_util.tree_leaves(r.params))
     for a, b in zip(*runs):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
@@ -322,6 +323,9 @@ def test_bad_input_is_refused():
         r.fit([Query("x", anchor="a", relevant=("a",))], [])
     with pytest.raises(ValueError, match="gate"):
         GNNConfig(gate="attention")
+    for bad in (dict(epochs=0), dict(lr=-1.0), dict(lr=float("nan")), dict(batch_size=True)):
+        with pytest.raises(ValueError):
+            TrainConfig(**bad)
     with pytest.raises(ValueError, match="layers >= 1"):
         GNNConfig(gate="mean", layers=0)
     with pytest.raises(ValueError, match="n_anchors"):

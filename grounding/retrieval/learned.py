@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from tqdm import tqdm
 
 from grounding.evidence import EvidenceState
 from grounding.graph import TypedGraph
@@ -67,6 +68,14 @@ class TrainConfig:
     batch_size: int = 4
     eval_k: int = 100
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("epochs", "patience", "batch_size", "eval_k"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive int, got {v!r}")
+        if not (isinstance(self.lr, (int, float)) and np.isfinite(self.lr) and self.lr > 0):
+            raise ValueError(f"lr must be a finite positive number, got {self.lr!r}")
 
 
 @dataclasses.dataclass
@@ -121,6 +130,7 @@ class TripleRetriever:
         hops, anchor_hops, max_facts: the candidate subgraph (:meth:`FactGraph.candidates`).
         name: the retriever's name (default from the configuration).
         seed: parameter initialisation.
+        facts: the graph's :class:`FactGraph`, to share one between retrievers of a graph.
     """
 
     def __init__(
@@ -136,7 +146,7 @@ class TripleRetriever:
         max_facts: int = 3000,
         name: str | None = None,
         seed: int = 0,
-        _facts: FactGraph | None = None,
+        facts: FactGraph | None = None,
     ):
         for label, v, lo in (
             ("n_anchors", n_anchors, 0),
@@ -148,7 +158,7 @@ class TripleRetriever:
                 raise ValueError(f"{label} must be an int >= {lo}, got {v!r}")
         config = config if config is not None else GNNConfig()
         self.graph, self.config = graph, config
-        self.facts = _facts if _facts is not None else FactGraph.from_graph(graph)
+        self.facts = facts if facts is not None else FactGraph.from_graph(graph)
         rel_texts = list(relation_texts) if relation_texts is not None else list(graph.relations)
         if len(rel_texts) != len(graph.relations):
             raise ValueError(
@@ -222,13 +232,16 @@ class TripleRetriever:
         return QuestionSubgraph.build(self.facts, cand, topics, answers, anchors)
 
     def embed(self, queries: Sequence[Query]) -> np.ndarray:
+        """``[Q, dim]`` question embeddings."""
         return np.asarray(self.encoder.encode([q.text for q in queries]), np.float32)
 
     def subgraphs(self, queries: Sequence[Query]) -> list[QuestionSubgraph]:
+        """:meth:`subgraph` of each query."""
         qs = self.embed(queries)
         return [self.subgraph(query, q) for query, q in zip(queries, qs)]
 
-    def _batch(self, subs: Sequence[QuestionSubgraph], qs: np.ndarray) -> Batch:
+    def batch(self, subs: Sequence[QuestionSubgraph], qs: np.ndarray) -> Batch:
+        """The padded model input of subgraphs ``subs`` with question embeddings ``qs``."""
         return make_batch(subs, qs, self.entity_text)
 
     # ------------------------------------------------------------------------- scoring
@@ -239,7 +252,7 @@ class TripleRetriever:
         out = []
         for lo in range(0, len(subs), batch_size):
             part = subs[lo : lo + batch_size]
-            batch = self._batch(part, qs[lo : lo + batch_size])
+            batch = self.batch(part, qs[lo : lo + batch_size])
             s = np.asarray(self._score(self.params, batch))
             if not np.all(np.isfinite(s[np.asarray(batch.fact_mask)])):
                 raise FloatingPointError(f"{self.name}: non-finite fact scores")
@@ -300,7 +313,9 @@ class TripleRetriever:
         config: TrainConfig | None = None,
         progress: bool = False,
     ) -> TrainLog:
-        """Train on ``train`` (queries with ``relevant`` answers), stop early on ``valid``."""
+        """Train on ``train`` (queries with ``relevant`` answers), stop early on ``valid``
+        (keep the parameters of the best validation epoch); with no ``valid`` questions, train
+        every epoch and keep the last parameters."""
         config = config if config is not None else TrainConfig()
         log = TrainLog()
         t0 = time.perf_counter()
@@ -335,14 +350,12 @@ class TripleRetriever:
 
         rng = np.random.default_rng(config.seed)
         best, best_params, since = -1.0, self.params, 0
-        from tqdm.auto import tqdm
-
         for epoch in tqdm(range(config.epochs), disable=not progress, desc=self.name):
             order = rng.permutation(keep)
             losses = []
             for lo in range(0, len(order), config.batch_size):
                 idx = order[lo : lo + config.batch_size]
-                b = self._batch([tsubs[i] for i in idx], tq[idx])
+                b = self.batch([tsubs[i] for i in idx], tq[idx])
                 self.params, state, loss = step(self.params, state, b)
                 losses.append(float(loss))
             mean = float(np.mean(losses))
@@ -354,6 +367,9 @@ class TripleRetriever:
                     f"(loss {mean}); lower the learning rate"
                 )
             log.loss.append(mean)
+            if not vsubs:
+                best_params, log.best_epoch = self.params, epoch
+                continue
             ranked = self.rank(vsubs, vq)
             rec = [
                 len(set(r[: config.eval_k].tolist()) & set(g.tolist())) / len(g)
