@@ -40,6 +40,7 @@ from grounding.qa import GroundedQA
 from grounding.retrieval import GNNConfig, TrainConfig, TripleRetriever
 from grounding.retrieval.gnn import dirichlet_energy, entity_states
 from grounding.retrieval.learned import answer_recall_at_k, gold_facts
+from grounding.retrieval.metrics import recall_at_k
 
 KS = (50, 100, 200, 400)
 HOPS = (1, 2, 3)
@@ -113,9 +114,8 @@ def node_to_fact_ranking(facts, topics: Sequence[int], nodes: np.ndarray) -> np.
 def recalls(ranked: np.ndarray, facts, gold: np.ndarray, answers: np.ndarray) -> dict:
     """Triple and answer recall@K of one question (``nan`` where undefined)."""
     out = {}
-    g = set(gold.tolist())
     for k in KS:
-        out[f"triple@{k}"] = len(g & set(ranked[:k].tolist())) / len(g) if g else np.nan
+        out[f"triple@{k}"] = recall_at_k(ranked, gold, k) if len(gold) else np.nan
         out[f"answer@{k}"] = (answer_recall_at_k(facts.head[ranked], facts.tail[ranked], answers, k)
                               if len(answers) else np.nan)  # fmt: skip
     return out

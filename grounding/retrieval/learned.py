@@ -36,6 +36,7 @@ from grounding.io import atomic_write_bytes
 from grounding.query import Query
 from grounding.retrieval.base import Retrieval, check_k
 from grounding.retrieval.gnn import Batch, GNNConfig, init_params, logits, make_batch
+from grounding.retrieval.metrics import recall_at_k
 from grounding.retrieval.subgraph import (
     FactGraph,
     QuestionSubgraph,
@@ -371,11 +372,7 @@ class TripleRetriever:
                 best_params, log.best_epoch = self.params, epoch
                 continue
             ranked = self.rank(vsubs, vq)
-            rec = [
-                len(set(r[: config.eval_k].tolist()) & set(g.tolist())) / len(g)
-                for r, g in zip(ranked, vgold)
-                if len(g)
-            ]
+            rec = [recall_at_k(r, g, config.eval_k) for r, g in zip(ranked, vgold) if len(g)]
             log.valid_recall.append(float(np.mean(rec)) if rec else 0.0)
             if log.valid_recall[-1] > best:
                 best, best_params, since, log.best_epoch = (
