@@ -1,9 +1,13 @@
-r"""The ELL layout of incoming edges (:class:`EdgeIndex`): built once per graph, reused by
-every energy field, edge usage and hop distance on it.
+r"""The prebuilt layout of a graph (:class:`EdgeIndex`): built once per graph, reused by every
+energy field, edge usage and hop distance on it, with one of two backends for the hop:
 
-Incoming edges are grouped by in-degree into a few dense blocks (widths ``1, 2, 3, 4, 6, ...,
+- ``"fused"`` (the default on CPU when numba is installed): compressed in- and out-edge rows
+  and the fused kernel of :mod:`grounding.semiring.fused`;
+- ``"ell"`` (the default on GPU/TPU, and the reference): incoming edges grouped by in-degree into a few dense blocks (widths ``1, 2, 3, 4, 6, ...,
 32``; hubs are split into rows of 32 whose partial sums are combined at a second level), so a
-hop is a sequence of row gathers and dense reductions with no scatter. :func:`as_graph` picks
+  hop is a sequence of XLA row gathers and dense reductions with no scatter.
+
+Both give the same values (tested against each other and the segment layout). :func:`as_graph` picks
 this layout for large concrete edge arrays and :class:`~grounding.semiring.kernels.SegmentEdges`
 otherwise.
 """
@@ -18,10 +22,13 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from grounding._checks import check_edges, is_concrete
+from grounding.semiring import fused
 from grounding.semiring.kernels import SegmentEdges, reduce_rows
 from grounding.semiring.recursion import bfs, edge_usage, fields
 
-__all__ = ["EdgeIndex", "as_graph"]
+__all__ = ["EdgeIndex", "as_graph", "default_backend"]
+
+BACKENDS = ("fused", "ell")
 
 _WIDTHS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)  # ELL row widths: padding below 1/3
 _MAX_WIDTH = _WIDTHS[-1]
@@ -30,38 +37,61 @@ _MAX_WIDTH = _WIDTHS[-1]
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class EdgeIndex:
-    """Incoming-edge layout of a directed multigraph for the semiring recursion (a pytree).
+    """Edge layout of a directed multigraph for the semiring recursion (a pytree).
 
     Built once from concrete edge arrays with :meth:`from_edges`; reusable for any edge
     costs, priors and sources on the same graph, and passable through ``jit`` as an
-    argument. Rows of a value pool ``[1 + n_nodes + n_partial, S]`` are gathered: row ``0``
-    is the semiring zero (``-inf``), rows ``1..n_nodes`` are the previous hop's values, the
-    rest are partial reductions of hub nodes.
+    argument. Node ids and edge order are the caller's under either backend.
+
+    ELL backend: rows of a value pool ``[1 + n_nodes + n_partial, S]`` are gathered: row
+    ``0`` is the semiring zero (``-inf``), rows ``1..n_nodes`` are the previous hop's values,
+    the rest are partial reductions of hub nodes.
 
     Attributes:
         head, tail: ``[n_edges]`` int32 edge endpoints.
-        srcs: per level, per block: ``[rows, width]`` pool rows to reduce (``0`` pads).
-        slots: per level-0 block: ``[rows, width]`` edge ids whose weight is added.
-        final_row: ``[n_nodes]`` pool row holding each node's reduction (``0``: no in-edge).
+        srcs: ELL: per level, per block: ``[rows, width]`` pool rows to reduce (``0`` pads).
+        slots: ELL: per level-0 block: ``[rows, width]`` edge ids whose weight is added.
+        final_row: ELL: ``[n_nodes]`` pool row holding each node's reduction (``0``: no
+            in-edge).
+        csr: fused: in- and out-edge rows (:class:`~grounding.semiring.fused.CSR`).
         n_nodes: number of nodes (static).
+        backend: ``"fused"`` or ``"ell"`` (static).
     """
 
     head: jax.Array
     tail: jax.Array
     srcs: tuple[tuple[jax.Array, ...], ...]
     slots: tuple[jax.Array, ...]
-    final_row: jax.Array
+    final_row: jax.Array | None
+    csr: fused.CSR | None
     n_nodes: int = dataclasses.field(metadata=dict(static=True))
+    backend: str = dataclasses.field(default="ell", metadata=dict(static=True))
 
     @property
     def n_edges(self) -> int:
         return int(self.head.shape[0])
 
     @classmethod
-    def from_edges(cls, head: ArrayLike, tail: ArrayLike, n_nodes: int) -> EdgeIndex:
-        """Build the layout (NumPy, ``O(|E| log |E|)``) from concrete edge arrays."""
+    def from_edges(
+        cls, head: ArrayLike, tail: ArrayLike, n_nodes: int, *, backend: str | None = None
+    ) -> EdgeIndex:
+        """Build the layout (NumPy, ``O(|E| log |E|)``) from concrete edge arrays.
+
+        Args:
+            backend: ``"fused"``, ``"ell"`` or ``None`` for :func:`default_backend`.
+        """
+        backend = default_backend() if backend is None else backend
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        if backend == "fused" and not fused.AVAILABLE:
+            raise ValueError("backend='fused' needs numba (pip install numba)")
         h, t = check_edges(head, tail, n_nodes)
         h, t = np.asarray(h, np.int64), np.asarray(t, np.int64)
+        ends = dict(head=jnp.asarray(h, jnp.int32), tail=jnp.asarray(t, jnp.int32))
+        if backend == "fused":
+            csr = fused.CSR.from_edges(h, t, int(n_nodes))
+            return cls(**ends, srcs=(), slots=(), final_row=None, csr=csr,
+                       n_nodes=int(n_nodes), backend=backend)  # fmt: skip
         srcs: list[tuple[jax.Array, ...]] = []
         slots: list[jax.Array] = []
         final_row = np.zeros(n_nodes, np.int64)
@@ -99,17 +129,22 @@ class EdgeIndex:
             item_src, item_dest = row_pos[~single], row_node[~single]
             item_slot = np.zeros(len(item_src), np.int64)
         return cls(
-            head=jnp.asarray(h, jnp.int32),
-            tail=jnp.asarray(t, jnp.int32),
+            **ends,
             srcs=tuple(srcs),
             slots=tuple(slots),
             final_row=jnp.asarray(final_row, jnp.int32),
+            csr=None,
             n_nodes=int(n_nodes),
+            backend=backend,
         )
 
     def hop(self, a: jax.Array, logw: jax.Array, tropical: bool) -> jax.Array:
-        """One hop ``[n_nodes, S] -> [n_nodes, S]`` on the ELL layout (``logw``: ``[E]`` or
-        ``[E, S]``)."""
+        """One hop ``[n_nodes, S] -> [n_nodes, S]`` (``logw``: ``[E]`` or ``[E, S]``)."""
+        if self.backend == "fused":
+            if a.dtype in (jnp.float32, jnp.float64):
+                return fused.hop(self.csr, self.head, self.tail, a, logw, tropical)
+            # the kernel is compiled for float32 and float64; others take the XLA segment hop
+            return SegmentEdges(self.head, self.tail, self.n_nodes).hop(a, logw, tropical)
         pool = jnp.concatenate([jnp.full((1, a.shape[1]), -jnp.inf, a.dtype), a])
         w = logw if logw.ndim == 2 else logw[:, None]  # [E, S] or [E, 1]
         for level, blocks in enumerate(self.srcs):
@@ -120,6 +155,14 @@ class EdgeIndex:
             pool = jnp.concatenate([pool, *outs])
         # materialise the hop once for its consumers (next hop's gathers, the accumulator)
         return jax.lax.optimization_barrier(pool[self.final_row])
+
+    def recursion(self, a0, logw, n_hops: int, tropical: bool, keep_hops: bool):
+        """The ``n_hops`` recursion in one host call (fused backend, float32/float64 values;
+        else ``None``): see :func:`grounding.semiring.fused.recursion`."""
+        if self.backend != "fused" or a0.dtype not in (jnp.float32, jnp.float64):
+            return None
+        return fused.recursion(self.csr, self.head, self.tail, a0, logw, n_hops, tropical,
+                               keep_hops)  # fmt: skip
 
     # the array-level API on this prebuilt index (no rebuild)
     def energy_field(self, edge_cost, sources, *, max_hops, tau, log_step_prior=None, mesh=None):
@@ -146,6 +189,11 @@ ELL_MIN_EDGES = 65_536
 segment recursion is as fast and compiles in a fraction of the time (the ELL hop unrolls one
 gather per column: ~3 s to compile at 1,000 edges, ~6 s at 1M; the segment hop ~0.3 s). An
 explicit index is always used as given."""
+
+
+def default_backend() -> str:
+    """``"fused"`` when JAX computes on the CPU and numba is installed, else ``"ell"``."""
+    return "fused" if fused.AVAILABLE and jax.default_backend() == "cpu" else "ell"
 
 
 def as_graph(head: ArrayLike, tail: ArrayLike, n_nodes: int) -> EdgeIndex | SegmentEdges:

@@ -59,13 +59,29 @@ def by_temperature(tau: Tau, fn):
     return jax.lax.cond(positive, lambda t: fn(t, False), lambda t: fn(t, True), safe)
 
 
-def forward(graph, a0, n_hops: int, tropical: bool, *, logw=None, hop_logw=None, node_logw=None):
-    """Run ``n_hops`` hops from ``a0`` (``[N, S]``) with ``lax.scan`` (one compiled hop body).
+def forward(
+    graph,
+    a0,
+    n_hops: int,
+    tropical: bool,
+    *,
+    logw=None,
+    hop_logw=None,
+    node_logw=None,
+    keep_hops=True,
+):
+    """Run ``n_hops`` hops from ``a0`` (``[N, S]``) with ``lax.scan`` (one compiled hop body),
+    or in one call of the layout's own ``recursion`` where it has one (the fused CPU kernel).
 
     Edge log weights are ``logw`` (shared by all hops) or ``hop_logw`` (leading hop axis);
     ``node_logw`` (``[T, N]``) is added to the values after each hop. Returns the
-    ``(+)``-sum over hops ``1..n_hops`` (``[N, S]``) and every hop's values ``[T, N, S]``.
+    ``(+)``-sum over hops ``1..n_hops`` (``[N, S]``) and every hop's values ``[T, N, S]``
+    (may be ``None`` without ``keep_hops``).
     """
+    if logw is not None and node_logw is None and hasattr(graph, "recursion"):
+        out = graph.recursion(a0, logw, n_hops, tropical, keep_hops)
+        if out is not None:
+            return out
 
     def step(carry, xs):
         a, acc = carry
@@ -148,7 +164,7 @@ def run(graph, cost, prior, sources, tau, max_hops, tropical, per_hop):
     a0 = one_hot_log(sources, graph.n_nodes, cost.dtype)
     if max_hops is None:  # Eq. (11) over walks of any length
         return scaled_energy(1.0, -closure(graph, a0, logw, max(graph.n_nodes, 1))).T
-    acc, hops = forward(graph, a0, max_hops, tropical, logw=logw)
+    acc, hops = forward(graph, a0, max_hops, tropical, logw=logw, keep_hops=per_hop)
     scale = 1.0 if tropical else tau
     # Eq. (13): E = -tau * logsumexp over walks; Eq. (11) (max-plus on -c) at tau = 0
     if per_hop:

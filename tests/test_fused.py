@@ -1,0 +1,186 @@
+"""The fused CPU backend of the path engine (``grounding.semiring.fused``) against the XLA
+layouts: the segment reductions (the reference for traced edges) and the ELL blocks.
+
+Every check compares whole fields: same ``+inf`` pattern, no NaN, values within float64 (or,
+for float32 inputs, float32) rounding. The kernel's factored fast path, its exact fallback at
+small ``tau``, per-source costs, priors, ``jit``/``vmap``/``grad`` and the min-plus semiring
+are each reached by a case below.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from _tol import F32, F64
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import grounding as g
+from grounding import semiring
+from grounding.semiring import fused, layout, recursion
+from grounding.semiring.kernels import SegmentEdges
+from grounding.testing.strategies import seeds, weighted_digraphs
+
+pytestmark = pytest.mark.skipif(not fused.AVAILABLE, reason="numba is not installed")
+
+taus = st.one_of(st.just(0.0), st.floats(0.01, 5.0))
+
+
+def assert_fields_equal(got, want, tol=F64):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and not np.isnan(got).any()
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+    np.testing.assert_allclose(got[np.isfinite(want)], want[np.isfinite(want)], **tol)
+
+
+def layouts(head, tail, n):
+    """The fused index and the reference (segment) layout of one graph."""
+    ref = SegmentEdges(jnp.asarray(head), jnp.asarray(tail), n)
+    return semiring.EdgeIndex.from_edges(head, tail, n, backend="fused"), ref
+
+
+@settings(max_examples=max(10, settings.default.max_examples // 2))
+@given(weighted_digraphs(), st.integers(1, 4), taus, st.booleans(), st.booleans(), seeds)
+def test_fields_per_hop_fields_and_edge_usage_equal_the_segment_layout(
+    gr, k, tau, prior, per_source, seed
+):
+    """Eq. (13)/(11) fields, exact-hop fields and Prop. 2 edge usage (the gradient through the
+    kernel's backward pass), in float64, with shared or per-source costs and priors."""
+    rng = np.random.default_rng(seed)
+    n_src = int(rng.integers(1, 4))
+    sources = rng.integers(0, gr.n_nodes, n_src).astype(np.int32)
+    # continuous costs (no ties: the min-plus gradient is then unique)
+    cost = gr.cost + rng.uniform(0, 0.01, gr.cost.shape)
+    if per_source:
+        cost = cost[None] + rng.uniform(0, 1, (n_src, len(cost)))
+    log_prior = gr.log_prior if prior else None
+    fast, ref = layouts(gr.head, gr.tail, gr.n_nodes)
+    for per_hop in (False, True):
+        args = (cost, sources, k, tau, log_prior, None, per_hop)
+        assert_fields_equal(recursion.fields(fast, *args), recursion.fields(ref, *args))
+    targets = rng.integers(0, gr.n_nodes, n_src).astype(np.int32)
+    args = (cost, sources, targets, k, tau, log_prior)
+    got, want = recursion.edge_usage(fast, *args), recursion.edge_usage(ref, *args)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), **F64)
+
+
+@settings(max_examples=max(10, settings.default.max_examples // 4))
+@given(st.integers(20, 200), st.integers(1, 8), st.sampled_from([0.0, 0.005, 0.3, 2.0]), seeds)
+def test_float32_kernel_equals_the_float64_reference(n, n_src, tau, seed):
+    """float32 fields on random graphs with hubs equal the float64 reference to float32
+    rounding, at every temperature (the polynomial ``exp``/``log`` and the factored sum)."""
+    rng = np.random.default_rng(seed)
+    m = 6 * n
+    head = rng.integers(0, n, m).astype(np.int32)
+    tail = np.where(rng.random(m) < 0.2, 0, rng.integers(0, n, m)).astype(np.int32)  # a hub
+    cost = rng.uniform(0, 3, m)
+    sources = rng.choice(n, n_src).astype(np.int32)
+    fast, ref = layouts(head, tail, n)
+    want = recursion.fields(ref, cost, sources, 4, tau, None, None, False)
+    got = recursion.fields(fast, cost.astype(np.float32), sources, 4, tau, None, None, False)
+    assert got.dtype == jnp.float32
+    assert_fields_equal(got, np.asarray(want).astype(np.float32), tol=F32)
+
+
+def test_small_tau_rows_far_below_their_node_maximum_are_exact():
+    """The factored sum shifts a node by its best source; a source ``1000 tau`` below it
+    underflows there and its row must be recomputed exactly, not reported as ``+inf``."""
+    # 0 -> 2 (cost 0) and 1 -> 2 (cost 10); sources 0 and 1; then 2 -> 3
+    head, tail = np.array([0, 1, 2], np.int32), np.array([2, 2, 3], np.int32)
+    cost = np.array([0.0, 10.0, 1.0], np.float32)
+    fast, ref = layouts(head, tail, 4)
+    for tau in (0.01, 1.0):
+        got = fast.energy_field(cost, np.array([0, 1]), max_hops=2, tau=tau)
+        want = ref_field = recursion.fields(ref, cost, np.array([0, 1]), 2, tau, None, None, False)
+        assert_fields_equal(got, ref_field, tol=F32)
+        np.testing.assert_allclose(np.asarray(want)[1, 3], 11.0, rtol=1e-6)
+
+
+def test_one_source_with_per_source_costs_is_not_read_as_shared():
+    """``[1, E]`` per-source costs (one source) equal the same costs given as ``[E]``."""
+    rng = np.random.default_rng(0)
+    head, tail = (
+        rng.integers(0, 30, 200).astype(np.int32),
+        rng.integers(0, 30, 200).astype(np.int32),
+    )
+    cost = rng.uniform(0, 2, 200)
+    fast, _ = layouts(head, tail, 30)
+    for tau in (0.0, 0.5):
+        kw = dict(max_hops=3, tau=tau)
+        one = fast.energy_field(cost[None], np.array([4]), **kw)
+        assert_fields_equal(one, fast.energy_field(cost, np.array([4]), **kw))
+        usage = fast.edge_usage(cost[None], np.array([4]), np.array([7]), **kw)
+        shared = fast.edge_usage(cost, np.array([4]), np.array([7]), **kw)
+        np.testing.assert_allclose(np.asarray(usage), np.asarray(shared), **F64)
+
+
+def test_jit_vmap_traced_tau_grad_and_hop_distances_match_the_ell_layout():
+    rng = np.random.default_rng(1)
+    n, m = 300, 2000
+    head, tail = rng.integers(0, n, m).astype(np.int32), rng.integers(0, n, m).astype(np.int32)
+    cost = rng.uniform(0, 2, m).astype(np.float32)
+    src = np.array([0, 5, 9], np.int32)
+    fast = semiring.EdgeIndex.from_edges(head, tail, n, backend="fused")
+    ell = semiring.EdgeIndex.from_edges(head, tail, n, backend="ell")
+
+    def field(index, c, tau):
+        return index.energy_field(c, src, max_hops=3, tau=tau)
+
+    costs = jnp.stack([cost, 2 * cost])
+    batched = [jax.vmap(lambda c, i=i: field(i, c, 0.5))(costs) for i in (fast, ell)]
+    assert_fields_equal(*batched, tol=F32)
+    for tau in (0.0, 0.7):  # a traced tau picks the semiring at run time
+        traced = jax.jit(lambda t: field(fast, cost, t))(tau)
+        assert_fields_equal(traced, field(ell, cost, tau), tol=F32)
+
+    def total(index, c):  # a scalar through the whole recursion
+        f = field(index, c, 0.4)
+        return jnp.sum(jnp.where(jnp.isfinite(f), f, 0.0))
+
+    grads = [jax.jit(jax.grad(total, argnums=1))(i, cost) for i in (fast, ell)]
+    np.testing.assert_allclose(*map(np.asarray, grads), **F32)
+    assert np.abs(np.asarray(grads[0])).sum() > 1.0
+    np.testing.assert_array_equal(
+        np.asarray(fast.hop_distances(src, max_hops=4)),
+        np.asarray(ell.hop_distances(src, max_hops=4)),
+    )
+    closure = [i.energy_field(cost, src, max_hops=None, tau=0.0) for i in (fast, ell)]
+    assert_fields_equal(*closure, tol=F32)
+
+
+def test_empty_graph_isolated_nodes_and_no_sources():
+    fast, _ = layouts(np.zeros(0, np.int32), np.zeros(0, np.int32), 3)
+    assert np.isposinf(
+        np.asarray(fast.energy_field(np.zeros(0), np.array([0]), max_hops=2, tau=1.0))
+    ).all()
+    head, tail = np.array([0], np.int32), np.array([1], np.int32)
+    fast, _ = layouts(head, tail, 4)
+    got = np.asarray(fast.energy_field(np.array([0.5]), np.array([0, 2]), max_hops=2, tau=1.0))
+    np.testing.assert_allclose(got[0], [np.inf, 0.5, np.inf, np.inf])
+    assert np.isposinf(got[1]).all()
+    none = fast.energy_field(np.array([0.5]), np.zeros(0, np.int32), max_hops=2, tau=1.0)
+    assert none.shape == (0, 4)
+
+
+def test_backend_is_chosen_by_the_platform_and_validated():
+    assert layout.default_backend() == ("fused" if jax.default_backend() == "cpu" else "ell")
+    head, tail = np.array([0], np.int32), np.array([1], np.int32)
+    assert semiring.EdgeIndex.from_edges(head, tail, 2).backend == layout.default_backend()
+    with pytest.raises(ValueError, match="backend must be one of"):
+        semiring.EdgeIndex.from_edges(head, tail, 2, backend="gpu")
+
+
+def test_public_energy_field_on_a_large_graph_uses_the_fused_index():
+    """``energy_field(head, tail, ...)`` lays out large concrete graphs as an ``EdgeIndex``
+    with the platform's backend; its result equals the traced (segment) path."""
+    rng = np.random.default_rng(5)
+    n, m = 4000, layout.ELL_MIN_EDGES
+    head, tail = rng.integers(0, n, m).astype(np.int32), rng.integers(0, n, m).astype(np.int32)
+    cost, src = rng.uniform(0, 2, m), np.array([0, 17, 250], np.int32)
+    graph = layout.as_graph(head, tail, n)
+    assert isinstance(graph, semiring.EdgeIndex) and graph.backend == layout.default_backend()
+    kw = dict(n_nodes=n, max_hops=2, tau=0.5)
+    traced = jax.jit(lambda h, t: g.energy_field(h, t, cost, src, **kw))(head, tail)
+    assert_fields_equal(g.energy_field(head, tail, cost, src, **kw), traced)
