@@ -30,6 +30,7 @@ layouts then use XLA.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
@@ -56,6 +57,7 @@ AVAILABLE = numba is not None
 
 _LOCK = threading.Lock()  # several CPU devices may call back at once; numba's pool is shared
 _AHEAD = 8  # in-edges prefetched ahead of the one being reduced
+_PARALLEL_WORK = 1 << 20  # entries (edges x sources) from which a call uses every thread
 _FLAGS = {"contract", "afn", "arcp", "nsz"}  # fast math without no-inf/no-nan: -inf is data
 
 
@@ -187,19 +189,23 @@ if AVAILABLE:
         return log32
 
     @_jit
-    def _exact_row(lo, hi, src, edge, w, a, m, acc, tropical):
+    def _exact_row(lo, hi, src, edge, w, a, c, m, acc, tropical):
         """Row ``[lo, hi)`` with every term shifted by its own ``(v, s)`` maximum: ``m`` gets
-        the maxima (``0`` where ``-inf``, unless ``tropical``), ``acc`` the shifted sums."""
+        the maxima (``0`` where ``-inf``, unless ``tropical``), ``acc`` the shifted sums.
+        In-neighbours with ``c[u] = -inf`` (no source reaches them) are skipped."""
         width, n_e, shared = a.shape[1], src.shape[0], w.shape[1] == 1
         flat, wflat = a.reshape(-1), w.reshape(-1)
         m[:] = -np.inf
         for k in range(lo, hi):
             ahead = min(k + _AHEAD, n_e - 1)
-            for q in range(0, width, 16):  # 64-byte lines of the rows to come
-                _prefetch(flat, src[ahead] * width + q)
-                if not shared:
-                    _prefetch(wflat, edge[ahead] * width + q)
+            if c[src[ahead]] > -np.inf:
+                for q in range(0, width, 16):  # 64-byte lines of the rows to come
+                    _prefetch(flat, src[ahead] * width + q)
+                    if not shared:
+                        _prefetch(wflat, edge[ahead] * width + q)
             u = src[k]
+            if c[u] == -np.inf:
+                continue
             if shared:
                 we = w[k, 0]
                 for s in range(width):
@@ -215,6 +221,8 @@ if AVAILABLE:
             acc[s] = 0.0
         for k in range(lo, hi):  # the rows are in cache from the first pass
             u = src[k]
+            if c[u] == -np.inf:
+                continue
             if shared:
                 we = w[k, 0]
                 for s in range(width):
@@ -225,23 +233,26 @@ if AVAILABLE:
                     acc[s] += _exp(a[u, s] + w[e, s] - m[s])
 
     @_jit(parallel=True)
-    def _node_scaled(a, b, c, reach):
-        """``c[u] = max_s a[u, s]`` (``-inf``: no source reaches ``u``), ``b[u, s] =
-        exp(a[u, s] - c[u])`` (``0`` where ``c[u] = -inf``) and ``reach[u]``: bit ``s`` set
-        where ``a[u, s]`` is finite (64 sources a word)."""
+    def _node_scaled(a, b, c, reach, factored):
+        """``c[u] = max_s a[u, s]`` (``-inf``: no source reaches ``u``); with ``factored``
+        also ``b[u, s] = exp(a[u, s] - c[u])`` (``0`` where ``c[u] = -inf``) and ``reach[u]``:
+        bit ``s`` set where ``a[u, s]`` is finite (64 sources a word)."""
         n, width = a.shape
         for u in numba.prange(n):
             top = a.dtype.type(-np.inf)
             for s in range(width):
                 top = max(top, a[u, s])
             c[u] = top
+            if not factored:
+                continue
             top = top if top > -np.inf else a.dtype.type(0.0)
             for s in range(width):
                 b[u, s] = _exp(a[u, s] - top)
-            reach[u] = 0
-            for s in range(width):
-                if a[u, s] > -np.inf:
-                    reach[u, s >> 6] |= np.uint64(1) << np.uint64(s & 63)
+            for word in range(reach.shape[1]):  # branch-free: half-reached rows mispredict
+                bits = np.uint64(0)
+                for s in range(64 * word, min(width, 64 * word + 64)):
+                    bits |= np.uint64(a[u, s] > -np.inf) << np.uint64(s & 63)
+                reach[u, word] = bits
 
     @_jit(parallel=True)
     def _forward(ptr, src, edge, w, a, out, scratch, tropical, factored):
@@ -260,8 +271,7 @@ if AVAILABLE:
         n, width = out.shape
         b, c, reach = scratch
         words = reach.shape[1]
-        if factored:
-            _node_scaled(a, b, c, reach)
+        _node_scaled(a, b, c, reach, factored)
         bflat, n_e = b.reshape(-1), src.shape[0]
         tiny = a.dtype.type(2.0**-102)
         n_chunks = (n + 63) // 64
@@ -300,7 +310,7 @@ if AVAILABLE:
                         for s in range(width):
                             out[v, s] = _log(acc[s]) + top
                         continue
-                _exact_row(lo, hi, src, edge, w, a, m, acc, tropical)
+                _exact_row(lo, hi, src, edge, w, a, c, m, acc, tropical)
                 if tropical:
                     out[v] = m
                 else:
@@ -367,6 +377,16 @@ if AVAILABLE:
                     acc[u, s] = _log(sum_) + hi if hi > -np.inf else hi
 
 
+@contextlib.contextmanager
+def _threads(work: int):
+    """Hold the kernel lock and run on one thread when ``work`` (entries touched) is small:
+    waking the worker threads costs more than such a call, and under load a parallel region
+    waits for a scheduler slice (milliseconds) to get its second core."""
+    with _LOCK:
+        numba.set_num_threads(1 if work < _PARALLEL_WORK else numba.config.NUMBA_NUM_THREADS)
+        yield
+
+
 def _host(*arrays) -> list[np.ndarray]:
     """Callback arguments as C-contiguous NumPy arrays (numba types those only)."""
     return [np.ascontiguousarray(np.asarray(x)) for x in arrays]
@@ -400,7 +420,7 @@ def _forward_host(ptr, src, edge, w, a, tropical, out=None, rows=False):
     w = w if rows else _row_weights(w, edge)
     out = np.empty_like(a) if out is None else out
     factored = w.shape[1] == 1 and not tropical
-    with _LOCK:
+    with _threads(len(src) * a.shape[1]):
         _forward(ptr, src, edge, w, a, out, _scratch(a), bool(tropical), factored)
     return out
 
@@ -409,7 +429,7 @@ def _backward_host(ptr, dst, edge, w, a, out, g):
     ptr, dst, edge, w, a, out, g = _host(ptr, dst, edge, w, a, out, g)
     rows = _row_weights(w, edge)
     ga, gw = np.empty_like(a), np.empty(rows.shape, a.dtype)
-    with _LOCK:
+    with _threads(len(dst) * a.shape[1]):
         _backward(ptr, dst, edge, rows, a, out, g, ga, gw)
     if rows.shape[1] > 1:
         return ga, gw
@@ -476,7 +496,7 @@ def _forward_hops_host(ptr, src, edge, w, a0, n_hops, tropical, keep_hops):
     for t in range(n_hops):  # values ping-pong between two buffers unless every hop is kept
         buffer = hops[t if keep_hops else t % 2]
         a = _forward_host(ptr, src, edge, w, a, tropical, out=buffer, rows=True)
-        with _LOCK:
+        with _threads(a.size):
             _accumulate(acc, a, bool(tropical))
     return (acc, hops) if keep_hops else acc
 
