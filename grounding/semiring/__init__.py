@@ -26,9 +26,12 @@ Layout. Values are kept node-major, ``[n_nodes, n_sources]``, so one gather move
 contiguous row of source values. Modules, each one idea, imported bottom-up:
 
 - :mod:`~grounding.semiring.kernels`: one hop (row reductions; the segment layout);
+- :mod:`~grounding.semiring.fused`: the fused CPU kernel (numba): a hop, its backward pass,
+  and the whole ``K``-hop recursion in one host call;
 - :mod:`~grounding.semiring.recursion`: the ``K``-hop recursion, its gradient, BFS;
-- :mod:`~grounding.semiring.layout`: :class:`EdgeIndex`, the ELL layout built once per graph
-  (used automatically from ``ELL_MIN_EDGES`` edges, where its compile time is repaid);
+- :mod:`~grounding.semiring.layout`: :class:`EdgeIndex`, the layout built once per graph,
+  with the fused backend on CPU and the ELL blocks (XLA) on GPU/TPU (used automatically
+  from ``ELL_MIN_EDGES`` edges);
 - :mod:`~grounding.semiring.fields`: the public functions on edge arrays;
 - :mod:`~grounding.semiring.reach`: reachable sets and hop distances
   (:class:`Reachability`). Measured speed: ``docs/performance.md``.
