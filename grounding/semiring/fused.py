@@ -254,68 +254,90 @@ if AVAILABLE:
                     bits |= np.uint64(a[u, s] > -np.inf) << np.uint64(s & 63)
                 reach[u, word] = bits
 
+    @_jit
+    def _accumulate_row(total, row, v, tropical):
+        """``total[v] <- total[v] (+) row``: ``max``, or ``log(e^total + e^row)`` (``-inf``
+        with ``-inf`` stays ``-inf``)."""
+        for s in range(row.shape[0]):
+            hi, lo = max(total[v, s], row[s]), min(total[v, s], row[s])
+            if tropical or hi == -np.inf:
+                total[v, s] = hi
+            else:
+                total[v, s] = _log(row.dtype.type(1.0) + _exp(lo - hi)) + hi
+
+    @_jit
+    def _forward_row(ptr, src, edge, w, a, out, b, c, reach, m, acc, row_reach, v, tropical,
+                     factored):  # fmt: skip
+        """Row ``v`` of :func:`_forward` (``m``, ``acc``, ``row_reach``: per-thread rows)."""
+        lo, hi = ptr[v], ptr[v + 1]
+        width, n_e, bflat = a.shape[1], src.shape[0], b.reshape(-1)
+        if factored:
+            top = a.dtype.type(-np.inf)
+            row_reach[:] = 0
+            for k in range(lo, hi):
+                top = max(top, w[k, 0] + c[src[k]])
+                row_reach |= reach[src[k]]
+            if top == -np.inf:  # no in-neighbour reached by any source
+                out[v] = -np.inf
+                return
+            acc[:] = 0.0
+            for k in range(lo, hi):
+                ahead = min(k + _AHEAD, n_e - 1)
+                if c[src[ahead]] > -np.inf:
+                    for q in range(0, width, 16):
+                        _prefetch(bflat, src[ahead] * width + q)
+                u = src[k]
+                if c[u] == -np.inf:  # unreached rows are skipped, not read
+                    continue
+                coef = _exp(w[k, 0] + c[u] - top)
+                for s in range(width):
+                    acc[s] += coef * b[u, s]
+            exact, bound = True, a.dtype.type(2.0**-101) * (hi - lo)
+            for s in range(width):
+                bit = (row_reach[s >> 6] >> np.uint64(s & 63)) & np.uint64(1)
+                exact = exact and (acc[s] >= bound or bit == 0)
+            if exact:
+                for s in range(width):
+                    out[v, s] = _log(acc[s]) + top
+                return
+        _exact_row(lo, hi, src, edge, w, a, c, m, acc, tropical)
+        if tropical:
+            out[v] = m
+        else:
+            for s in range(width):
+                out[v, s] = _log(acc[s]) + m[s]
+
     @_jit(parallel=True)
-    def _forward(ptr, src, edge, w, a, out, scratch, tropical, factored):
-        """``out[v] = (+)_{e=(u->v)} a[u] (x) w[e]`` per row. ``w`` is ``[E, S]`` in edge order
-        or ``[E, 1]`` in row order (shared by all sources); ``scratch``: :func:`_scratch`.
+    def _forward(ptr, src, edge, w, a, out, scratch, tropical, factored, total):
+        """``out[v] = (+)_{e=(u->v)} a[u] (x) w[e]`` per row, and ``total[v] (+)= out[v]``
+        when ``total`` has rows (the sum over hops, while the row is in cache). ``w`` is
+        ``[E, S]`` in edge order or ``[E, 1]`` in row order (shared by all sources);
+        ``scratch``: :func:`_scratch`.
 
         ``factored`` (shared weights, log semiring): ``exp(a[u,s] + w - m'[v]) =
         exp(w + c[u] - m'[v]) b[u, s]`` with a per-node shift ``c`` and a per-row shift
         ``m'[v] = max_e w + c[u]``: one ``exp`` per edge instead of one per edge and source,
-        one pass, and in-neighbours no source has reached are skipped (the frontier of a
-        few sources is a small part of a large graph). Each term lost to underflow is below ``2^-126`` (both factors bound it),
-        so a row where some source reached from an in-neighbour sums below ``deg 2^-102``
-        (relative error possibly above ``2^-24``) is recomputed with the exact per-``(v, s)``
-        shift; sources reached by no in-neighbour are exactly ``-inf``.
+        one pass. Each term lost to underflow is below ``e^-87 < 2^-125`` (both factors
+        bound it), so a row where some source reached from an in-neighbour sums below
+        ``deg 2^-101`` (relative error possibly above ``2^-24``) is recomputed with the exact
+        per-``(v, s)`` shift; sources reached by no in-neighbour are exactly ``-inf``. In
+        every path, in-neighbours no source has reached are skipped, not read (the frontier
+        of a few sources is a small part of a large graph).
         """
         n, width = out.shape
         b, c, reach = scratch
         words = reach.shape[1]
         _node_scaled(a, b, c, reach, factored)
-        bflat, n_e = b.reshape(-1), src.shape[0]
-        tiny = a.dtype.type(2.0**-102)
         n_chunks = (n + 63) // 64
         for chunk in numba.prange(n_chunks):
             m = np.empty(width, a.dtype)
             acc = np.empty(width, a.dtype)
             row_reach = np.empty(words, np.uint64)
             for v in range(64 * chunk, min(n, 64 * chunk + 64)):
-                lo, hi = ptr[v], ptr[v + 1]
-                if factored:
-                    top = a.dtype.type(-np.inf)
-                    row_reach[:] = 0
-                    for k in range(lo, hi):
-                        top = max(top, w[k, 0] + c[src[k]])
-                        row_reach |= reach[src[k]]
-                    if top == -np.inf:  # no in-neighbour reached by any source
-                        out[v] = -np.inf
-                        continue
-                    acc[:] = 0.0
-                    for k in range(lo, hi):
-                        ahead = min(k + _AHEAD, n_e - 1)
-                        if c[src[ahead]] > -np.inf:
-                            for q in range(0, width, 16):
-                                _prefetch(bflat, src[ahead] * width + q)
-                        u = src[k]
-                        if c[u] == -np.inf:  # unreached rows are skipped, not read
-                            continue
-                        coef = _exp(w[k, 0] + c[u] - top)
-                        for s in range(width):
-                            acc[s] += coef * b[u, s]
-                    exact, bound = True, tiny * (hi - lo)
-                    for s in range(width):
-                        bit = (row_reach[s >> 6] >> np.uint64(s & 63)) & np.uint64(1)
-                        exact = exact and (acc[s] >= bound or bit == 0)
-                    if exact:
-                        for s in range(width):
-                            out[v, s] = _log(acc[s]) + top
-                        continue
-                _exact_row(lo, hi, src, edge, w, a, c, m, acc, tropical)
-                if tropical:
-                    out[v] = m
-                else:
-                    for s in range(width):
-                        out[v, s] = _log(acc[s]) + m[s]
+                _forward_row(ptr, src, edge, w, a, out, b, c, reach, m, acc, row_reach, v,
+                             tropical, factored)  # fmt: skip
+                if total.shape[0]:
+                    _accumulate_row(total, out[v], v, tropical)
 
     @_jit(parallel=True)
     def _backward(ptr, dst, edge, w, a, out, g, ga, gw):
@@ -359,24 +381,6 @@ if AVAILABLE:
                 ga[u] = acc
 
 
-if AVAILABLE:
-
-    @_jit(parallel=True)
-    def _accumulate(acc, a, tropical):
-        """``acc <- acc (+) a`` in place: ``max``, or ``log(e^acc + e^a)`` (``-inf`` + ``-inf``
-        stays ``-inf``)."""
-        n, width = a.shape
-        for u in numba.prange(n):
-            for s in range(width):
-                hi, lo = max(acc[u, s], a[u, s]), min(acc[u, s], a[u, s])
-                if tropical:
-                    acc[u, s] = hi
-                else:
-                    one = a.dtype.type(1.0)
-                    sum_ = one + _exp(lo - hi) if hi > -np.inf else a.dtype.type(0.0)
-                    acc[u, s] = _log(sum_) + hi if hi > -np.inf else hi
-
-
 @contextlib.contextmanager
 def _threads(work: int):
     """Hold the kernel lock and run on one thread when ``work`` (entries touched) is small:
@@ -413,15 +417,16 @@ def _row_weights(w: np.ndarray, edge: np.ndarray) -> np.ndarray:
     return w.reshape(-1)[edge, None] if w.ndim == 1 or w.shape[1] == 1 else w
 
 
-def _forward_host(ptr, src, edge, w, a, tropical, out=None, rows=False):
-    """One hop on host arrays into ``out`` (new if ``None``); ``rows``: ``w`` is already
-    :func:`_row_weights`."""
+def _forward_host(ptr, src, edge, w, a, tropical, out=None, rows=False, total=None):
+    """One hop on host arrays into ``out`` (new if ``None``), added into ``total`` if given;
+    ``rows``: ``w`` is already :func:`_row_weights`."""
     ptr, src, edge, w, a = _host(ptr, src, edge, w, a)
     w = w if rows else _row_weights(w, edge)
     out = np.empty_like(a) if out is None else out
+    total = np.empty((0, a.shape[1]), a.dtype) if total is None else total
     factored = w.shape[1] == 1 and not tropical
     with _threads(len(src) * a.shape[1]):
-        _forward(ptr, src, edge, w, a, out, _scratch(a), bool(tropical), factored)
+        _forward(ptr, src, edge, w, a, out, _scratch(a), bool(tropical), factored, total)
     return out
 
 
@@ -495,9 +500,7 @@ def _forward_hops_host(ptr, src, edge, w, a0, n_hops, tropical, keep_hops):
     hops = np.empty((n_hops if keep_hops else 2, *a.shape), a.dtype)
     for t in range(n_hops):  # values ping-pong between two buffers unless every hop is kept
         buffer = hops[t if keep_hops else t % 2]
-        a = _forward_host(ptr, src, edge, w, a, tropical, out=buffer, rows=True)
-        with _threads(a.size):
-            _accumulate(acc, a, bool(tropical))
+        a = _forward_host(ptr, src, edge, w, a, tropical, out=buffer, rows=True, total=acc)
     return (acc, hops) if keep_hops else acc
 
 
