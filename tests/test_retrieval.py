@@ -8,6 +8,8 @@ functions for the soft-to-hard limit.
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import sys
 
 import jax
 import networkx as nx
@@ -283,6 +285,152 @@ def test_soft_pcr_energy_is_the_papers_distance_penalty_and_tau_limit():
         want = np.minimum(np.array([0.0, 0.1, 0.2, np.inf]) + tau * np.log(3.0), 1.0)
         np.testing.assert_allclose(e, want, **F64)
         assert np.all(e >= exact)  # a normalised path prior never lowers the best walk (Eq. (13))
+
+
+def _same_answers(single, batch):
+    assert len(batch) == len(single)
+    for a, b in zip(single, batch):
+        assert b.index.tolist() == a.index.tolist()
+        np.testing.assert_allclose(b.scores, a.scores, **F64)
+        assert (b.fallback, b.anchors.tolist()) == (a.fallback, a.anchors.tolist())
+
+
+@given(graphs(), st.data())
+def test_soft_pcr_batch_equals_one_at_a_time(gt, data):
+    """``retrieve_batch`` (one energy field over the batch's anchors) gives what ``retrieve``
+    (one ``ground`` per query) gives: taus 0 and > 0, reliabilities below 1, several,
+    repeated, unknown and no anchors (the fallback)."""
+    g, enc = gt
+    if data.draw(st.booleans()):  # uncertain edges: cost hop_cost - log w (Eq. (10))
+        w = data.draw(st.lists(st.floats(0.05, 1.0), min_size=g.n_edges, max_size=g.n_edges))
+        g = dataclasses.replace(g, reliability=np.asarray(w))
+    names = st.lists(st.sampled_from([*g.entities, "zzz"]), max_size=3)
+    qs = [Query(f"q{i}", anchors=data.draw(names)) for i in range(data.draw(st.integers(1, 6)))]
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
+    index = TextIndex(g, TableEncoder({**enc.vectors, **{q.text: rng.normal(size=4) for q in qs}}))
+    tau = data.draw(st.sampled_from([0.0, 0.05, 0.7]))
+    soft = SoftPCR(
+        index,
+        lam=data.draw(st.floats(0.0, 30.0)),
+        prior_temperature=0.3,
+        hop_cost=data.draw(st.sampled_from([0.0, 0.2])),
+        slack=data.draw(st.sampled_from([0.5, 1.0])),
+        max_hops=data.draw(st.sampled_from([1, 3] if tau else [None, 1, 3])),
+        tau=tau,
+    )
+    k = data.draw(st.integers(1, g.n_nodes + 1))
+    event(f"tau={tau}, anchors per query {sorted({len(q.anchors) for q in qs})}")
+    _same_answers([soft.retrieve(q, k) for q in qs], soft.retrieve_batch(qs, k))
+
+
+@pytest.mark.parametrize("tau", [0.0, 0.4])
+def test_soft_pcr_batch_on_the_prebuilt_edge_index(tau):
+    """From 65,536 edges both paths use the graph's EdgeIndex; a batch larger than one
+    engine call (several chunks), duplicate anchors within a query, queries sharing anchors."""
+    from grounding.semiring.layout import ELL_MIN_EDGES
+
+    rng = np.random.default_rng(7)
+    n = 300
+    ids = [f"v{i}" for i in range(n)]
+    pairs = rng.integers(0, n, (ELL_MIN_EDGES, 2))
+    g = TypedGraph.from_edges(ids, [(ids[a], ids[b]) for a, b in pairs], texts=ids)
+    g = dataclasses.replace(g, reliability=rng.uniform(0.2, 1.0, g.n_edges))
+    anchors = [(), ("v1",), ("v1", "v1"), ("v2", "v7", "v1"), ("v9", "nope"), ("nope",)]
+    qs = [Query(f"q{i}", anchors=anchors[i % len(anchors)]) for i in range(12)]
+    vecs = {t: rng.normal(size=8) for t in [*ids, *(q.text for q in qs)]}
+    soft = SoftPCR(TextIndex(g, TableEncoder(vecs)), lam=3.0, max_hops=2, tau=tau)
+    pcr_module = importlib.import_module("grounding.retrieval.pcr")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(pcr_module, "_SOFT_BATCH", 5)  # several engine calls, one a short one
+        batch = soft.retrieve_batch(qs, 6)
+    _same_answers([soft.retrieve(q, 6) for q in qs], batch)
+
+
+def test_soft_pcr_batch_bad_input():
+    g, index = _chain()
+    soft = SoftPCR(index)
+    assert soft.retrieve_batch([], 3) == []
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="k must be a positive integer"):
+            soft.retrieve_batch([], bad)
+    with pytest.raises(TypeError, match="sequence of Query"):
+        soft.retrieve_batch(Query("q", "a"), 2)
+    with pytest.raises(TypeError, match="sequence of Query"):
+        PCR(index).retrieve_batch("q", 2)
+    with pytest.raises(TypeError, match="Query objects, got str"):
+        soft.retrieve_batch([Query("q", "a"), "q"], 2)
+    with pytest.raises(ValueError, match="unknown anchor"):
+        SoftPCR(index, fallback="error").retrieve_batch([Query("q", "a"), Query("q", "z")], 2)
+    with pytest.raises(ValueError, match="at least one anchor"):
+        soft.batch_energy([[0], []])
+    with pytest.raises(ValueError, match="anchor indices"):
+        soft.batch_energy([[4]])
+    with pytest.raises(ValueError, match="max_hops must be >= 1"):
+        SoftPCR(index, max_hops=0)
+    np.testing.assert_allclose(soft.batch_energy([[0], [2, 0]]), [[0.0, 0.1, 0.2, np.inf],
+                               [0.0, 0.1, 0.0, np.inf]], **F64)  # fmt: skip
+
+
+def test_pcr_ann_search_is_restricted_and_exact_at_full_probe():
+    """``search="ann"``: with every cell scanned it returns exact PCR's lists; at one cell
+    it never leaves C(A), and rows left short fall back to exact search."""
+    pytest.importorskip("faiss")
+    from grounding.retrieval import ANNIndex
+
+    rng = np.random.default_rng(1)
+    n, ring = 3000, 2400  # nodes 0..2399 form a cycle (C(A) = 80 % of the graph); the rest isolated
+    ids = [f"v{i}" for i in range(n)]
+    g = TypedGraph.from_edges(ids, [(ids[i], ids[(i + 1) % ring]) for i in range(ring)], texts=ids)
+    qs = [Query(f"q{j}", anchor=ids[a]) for j, a in enumerate([0, 5, 2500, 2999, 17])]
+    vecs = {t: rng.normal(size=8) for t in [*ids, *(q.text for q in qs)]}
+    index = TextIndex(g, TableEncoder(vecs))
+    exact = PCR(index).retrieve_batch(qs, 7)
+    ann = ANNIndex(index.embeddings, nlist=20, nprobe=20)
+    assert (ann.nlist, ann.nprobe) == (20, 20)
+    full = PCR(index, search=ann)
+    _same_answers(exact, full.retrieve_batch(qs, 7))
+    _same_answers([full.retrieve(q, 7) for q in qs], exact)
+    ann.nprobe = 1
+    for q, r in zip(qs, PCR(index, search=ann).retrieve_batch(qs, 7)):
+        reach = g.reachable(g.entity_index(q.anchor))
+        assert len(r.index) == min(7, len(reach)) and np.isin(r.index, reach).all()
+        cos = index.embeddings[r.index] @ index.embed_queries([q.text])[0]
+        np.testing.assert_allclose(r.scores, cos, **F64)  # rescored exactly
+        assert np.all(np.diff(r.scores) <= 0)
+    starved = ANNIndex(index.embeddings, nlist=50, nprobe=1)
+    starved.search = lambda qv, k, allowed: [(np.zeros(0, np.int64), np.zeros(0))] * len(qv)
+    _same_answers(exact, PCR(index, search=starved).retrieve_batch(qs, 7))  # all rows short
+
+
+def test_pcr_ann_bad_input_and_missing_extra(monkeypatch):
+    g, index = _chain()
+    with pytest.raises(ValueError, match="search must be 'exact', 'ann' or an ANNIndex"):
+        PCR(index, search="approximate")
+    monkeypatch.setitem(sys.modules, "faiss", None)  # faiss absent: import fails
+    with pytest.raises(ImportError, match=r"pip install 'grounding\[ann\]'"):
+        PCR(index, search="ann")
+
+
+def test_ann_index_rejects_bad_arguments():
+    pytest.importorskip("faiss")
+    from grounding.retrieval import ANNIndex
+
+    emb = np.random.default_rng(0).normal(size=(100, 4)).astype(np.float32)
+    with pytest.raises(ValueError, match="float"):
+        ANNIndex(emb.astype(int))
+    with pytest.raises(ValueError, match="nlist must lie in"):
+        ANNIndex(emb, nlist=101)
+    with pytest.raises(ValueError, match="nprobe must be an integer"):
+        ANNIndex(emb, nlist=2, nprobe=1.5)
+    with pytest.raises(ValueError, match="train_size=1 < nlist=2"):
+        ANNIndex(emb, nlist=2, train_size=1)
+    ann = ANNIndex(emb)
+    assert (ann.nlist, ann.nprobe) == (2, 1)  # 100 // 39 cells, nlist // 8 probed (at least 1)
+    with pytest.raises(ValueError, match="nprobe must lie in"):
+        ann.nprobe = 3
+    g, index = _chain()
+    with pytest.raises(ValueError, match="the ANNIndex covers"):
+        PCR(index, search=ann)
 
 
 def test_baselines_match_brute_force_and_the_papers_hybrid():

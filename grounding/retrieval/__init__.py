@@ -6,6 +6,8 @@
   starts;
 - :mod:`~grounding.retrieval.pcr`: Path-Constrained Retrieval, hard (:class:`PCR`) and soft
   (:class:`SoftPCR`, through :func:`grounding.ground`);
+- :mod:`~grounding.retrieval.ann`: :class:`ANNIndex`, approximate search for
+  ``PCR(search="ann")`` (optional extra ``ann``: faiss);
 - :mod:`~grounding.retrieval.baselines`: vector, BM25 and hybrid baselines;
 - :mod:`~grounding.retrieval.plan`: :class:`Plan`, sub-question DAGs for planners;
 - :mod:`~grounding.retrieval.planner`: planners (templated, heuristic free text, LLM);
@@ -23,6 +25,7 @@
 import warnings as _warnings
 
 from grounding.retrieval import _deprecated
+from grounding.retrieval import ann as _ann
 from grounding.retrieval import base as _base
 from grounding.retrieval import baselines as _baselines
 from grounding.retrieval import community as _community
@@ -34,7 +37,8 @@ from grounding.retrieval import planner as _planner
 from grounding.retrieval import proh as _proh
 from grounding.retrieval import rerank as _rerank
 from grounding.retrieval import text as _text
-from grounding.retrieval.base import *  # noqa: F403  (names listed once, in each module's __all__)
+from grounding.retrieval.ann import *  # noqa: F403  (names listed once, in each module's __all__)
+from grounding.retrieval.base import *  # noqa: F403
 from grounding.retrieval.baselines import *  # noqa: F403
 from grounding.retrieval.community import *  # noqa: F403
 from grounding.retrieval.gnn import GNNConfig
@@ -52,6 +56,7 @@ from grounding.semiring import UNREACHABLE  # noqa: F401  (the engine's one cons
 __all__ = [
     *_base.__all__,
     *_pcr.__all__,
+    *_ann.__all__,
     *_baselines.__all__,
     *_plan.__all__,
     *_planner.__all__,

@@ -35,6 +35,7 @@ __all__ = [
     "TextIndex",
     "subgraph_evidence",
     "check_k",
+    "check_queries",
     "top_k",
 ]
 
@@ -157,6 +158,20 @@ def check_k(k: int) -> int:
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0:
         raise ValueError(f"k must be a positive integer, got {k!r}")
     return int(k)
+
+
+def check_queries(queries: Sequence[Query]) -> list[Query]:
+    """A batch of queries as a list (empty allowed); TypeError for a single query or string
+    (use ``retrieve``) and for any element that is not a :class:`Query`."""
+    if isinstance(queries, (Query, str)) or not isinstance(queries, Sequence):
+        raise TypeError(
+            f"queries must be a sequence of Query (one query: retrieve), got "
+            f"{type(queries).__name__}"
+        )
+    bad = [type(q).__name__ for q in queries if not isinstance(q, Query)]
+    if bad:
+        raise TypeError(f"queries must be Query objects, got {bad[0]}")
+    return list(queries)
 
 
 def dots(rows: np.ndarray, q: np.ndarray) -> np.ndarray:

@@ -3,26 +3,33 @@ r"""Path-Constrained Retrieval, hard and soft (*Path-Constrained Retrieval*, the
 - :class:`PCR` (Sec. 3.2 of the PCR paper): candidates :math:`C(A)` = nodes reachable from the
   anchors ``A`` (within ``max_hops``), ranked by cosine similarity inside :math:`C(A)`:
   :math:`R_{PCR} = \operatorname{top\text{-}k}_{v\in C(A)} \cos(\phi(q), \phi(v))`. This is
-  *hard grounding* (Eq. (6)) of a semantic prior over nodes.
+  *hard grounding* (Eq. (6)) of a semantic prior over nodes; ``search="ann"`` takes the top-k
+  by approximate search (:class:`~grounding.retrieval.ann.ANNIndex`) within :math:`C(A)`.
 - :class:`SoftPCR`: the Gibbs posterior (Eq. (7)) of the same prior under the slack-extended
   graph energy (Eq. (19)), computed by :func:`grounding.ground` with every node as a candidate
-  answer grounded by walks from the anchors.
+  answer grounded by walks from the anchors; :meth:`SoftPCR.retrieve_batch` computes the same
+  for a batch of queries from one energy field of the path engine over all their anchors.
 
 Reachability and hop distances come from the path engine (:meth:`grounding.TypedGraph.reachable`).
 """
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Sequence
+from typing import Literal
 
 import jax.numpy as jnp
 import numpy as np
-from scipy.special import logsumexp
 
+from grounding import _numerics
 from grounding.evidence import EvidenceState
-from grounding.problem import GroundingProblem
+from grounding.inputs import bucket
+from grounding.posterior import gibbs_log_posterior
+from grounding.problem import GroundingProblem, edge_costs_from_arrays
 from grounding.result import GroundingResult
+from grounding.retrieval.ann import ANNIndex
 from grounding.retrieval.base import (
     AnchoredRetriever,
     Fallback,
@@ -30,14 +37,18 @@ from grounding.retrieval.base import (
     Retrieval,
     TextIndex,
     check_k,
+    check_queries,
     dots,
     top_k,
 )
+from grounding.semiring import EdgeIndex, energy_field
+from grounding.semiring.layout import ELL_MIN_EDGES
 from grounding.solver import ground
 
 __all__ = ["PCR", "SoftPCR"]
 
 _BLOCK = 256  # block length of the exact top-k pre-selection on long score rows
+_SOFT_BATCH = 256  # queries per path-engine call of SoftPCR.retrieve_batch (bounds [Q, N])
 
 
 class PCR(AnchoredRetriever):
@@ -49,6 +60,11 @@ class PCR(AnchoredRetriever):
         fallback: policy for missing/unknown anchors (see
             :class:`~grounding.retrieval.base.AnchoredRetriever`). An anchor is always reachable
             from itself, so the candidate set is never empty otherwise.
+        search: ``"exact"`` (default), ``"ann"`` (an :class:`~grounding.retrieval.ann.ANNIndex`
+            with its defaults, built here; the ``ann`` extra) or a prebuilt ``ANNIndex`` over
+            ``index.embeddings``. It replaces only the full pass over all nodes (candidate sets
+            of at least half the graph; filtered to :math:`C(A)`, its nodes rescored exactly);
+            smaller sets, and queries it finds fewer than ``k`` candidates for, stay exact.
 
     Scores are cosine similarities. With several anchors (topic entities) the candidate set is
     the union of their reachable sets. PCR paper, Sec. 3.2; hard grounding, Eq. (6).
@@ -57,9 +73,26 @@ class PCR(AnchoredRetriever):
     name = "pcr"
 
     def __init__(
-        self, index: TextIndex, max_hops: int | None = None, fallback: Fallback = "global"
+        self,
+        index: TextIndex,
+        max_hops: int | None = None,
+        fallback: Fallback = "global",
+        *,
+        search: Literal["exact", "ann"] | ANNIndex = "exact",
     ):
         super().__init__(index, max_hops, fallback)
+        if isinstance(search, ANNIndex):
+            n, dim = index.embeddings.shape
+            if (search.n_nodes, search.dim) != (n, dim):
+                raise ValueError(
+                    f"PCR: the ANNIndex covers [{search.n_nodes}, {search.dim}] vectors, the "
+                    f"index has [{n}, {dim}]"
+                )
+            self.ann: ANNIndex | None = search
+        elif isinstance(search, str) and search in ("exact", "ann"):
+            self.ann = ANNIndex(index.embeddings) if search == "ann" else None
+        else:
+            raise ValueError(f"PCR: search must be 'exact', 'ann' or an ANNIndex, got {search!r}")
 
     def candidates(self, anchors: int | Sequence[int] | np.ndarray) -> np.ndarray:
         """:math:`C(A)`: sorted indices reachable from any anchor within ``max_hops``."""
@@ -77,17 +110,34 @@ class PCR(AnchoredRetriever):
     def _rank(self, qv: np.ndarray, cand: np.ndarray, k: int) -> list[tuple]:
         """Top-k node indices and cosines within ``cand`` for each query vector ``[G, dim]``.
 
-        A small candidate set is gathered (``emb[cand] @ q``); a large one is scored against
-        all nodes (no gather; the rest masked), and long rows are pre-selected by block
-        maxima: only blocks whose maximum reaches the k-th largest block maximum can hold a
-        top-k entry (any entry elsewhere has k strictly larger ones), so this stays exact.
-        Scores come from :func:`~grounding.retrieval.base.dots` (a fixed summation order on
-        graphs up to 4096 nodes).
+        A small candidate set is gathered (``emb[cand] @ q``); a large one goes to the
+        approximate index when there is one (its nodes rescored here; exact search for the
+        rows it leaves short), else to :meth:`_rank_all`. Scores come from
+        :func:`~grounding.retrieval.base.dots` (a fixed summation order on graphs up to 4096
+        nodes).
         """
         emb, n = self.index.embeddings, self.graph.n_nodes
         if 2 * len(cand) < n:
             sims = dots(emb[cand], qv)  # [G, |C|]
             return [(cand[i], s) for i, s in (top_k(row, k) for row in sims)]
+        if self.ann is None:
+            return self._rank_all(qv, cand, k)
+        found = [idx for idx, _ in self.ann.search(qv, k, None if len(cand) == n else cand)]
+        out = []
+        for idx, q in zip(found, qv):  # rescored as the exact path scores them
+            top, s = top_k(dots(emb[idx], q), k)
+            out.append((idx[top], s))
+        short = [i for i, idx in enumerate(found) if len(idx) < min(k, len(cand))]
+        for i, exact in zip(short, self._rank_all(qv[short], cand, k) if short else ()):
+            out[i] = exact
+        return out
+
+    def _rank_all(self, qv: np.ndarray, cand: np.ndarray, k: int) -> list[tuple]:
+        """Exact top-k within a large ``cand``: every node is scored (no gather; the rest
+        masked), and long rows are pre-selected by block maxima: only blocks whose maximum
+        reaches the k-th largest block maximum can hold a top-k entry (any entry elsewhere has
+        k strictly larger ones), so this stays exact."""
+        emb, n = self.index.embeddings, self.graph.n_nodes
         nb = n // _BLOCK
         if nb < 4 * k:  # short rows: plain selection within cand (never a masked node)
             among = cand if len(cand) < n else None
@@ -109,6 +159,7 @@ class PCR(AnchoredRetriever):
         queries that share a candidate set (all single anchors in one strongly connected
         component share it when ``max_hops`` is None). Same answers as :meth:`retrieve`."""
         k = check_k(k)
+        queries = check_queries(queries)
         out: list[Retrieval | None] = [None] * len(queries)
         groups: dict[object, tuple[np.ndarray, list[tuple[int, np.ndarray]]]] = {}
         for i, q in enumerate(queries):
@@ -203,6 +254,8 @@ class SoftPCR(AnchoredRetriever):
                 representable = np.isfinite(np.asarray(v, dtype))
             if not representable:
                 raise ValueError(f"SoftPCR: {name}={v!r} overflows {np.dtype(dtype).name}")
+        if self.max_hops == 0:
+            raise ValueError("SoftPCR: max_hops must be >= 1 or None (walks of 1..max_hops edges)")
         if tau > 0 and max_hops is None:
             raise ValueError("SoftPCR: tau > 0 aggregates walks and needs a finite max_hops")
         self.lam, self.prior_temperature = float(lam), float(prior_temperature)
@@ -237,9 +290,16 @@ class SoftPCR(AnchoredRetriever):
         )  # fmt: skip
 
     def _log_prior(self, query: Query) -> np.ndarray:
+        return self._log_priors([query])[0]
+
+    def _log_priors(self, queries: Sequence[Query]) -> np.ndarray:
+        """``[Q, N]`` semantic stand-in priors, Eq. (1): a softmax of cosine / ``T`` (one
+        query-embedding call and one similarity product for the batch)."""
+        qv = self.index.embed_queries([q.text for q in queries])
         # float64: a float32 sum over many nodes misses normalisation by ~1e-4 (17k nodes)
-        logits = np.asarray(self.index.cosine(query), np.float64) / self.prior_temperature
-        return logits - logsumexp(logits)  # Eq. (1): semantic stand-in prior
+        logits = np.asarray(dots(self.index.embeddings, qv), np.float64) / self.prior_temperature
+        top = logits.max(axis=1, keepdims=True)  # cosines are finite: so is every logit
+        return logits - (top + np.log(np.exp(logits - top).sum(axis=1, keepdims=True)))
 
     def energy(self, anchor: int | Sequence[int]) -> np.ndarray:
         """``[N]`` slack-extended graph energy :math:`\\min(E(v), \\kappa)` (Eq. (19)) from the
@@ -270,3 +330,121 @@ class SoftPCR(AnchoredRetriever):
             return self.fallen(query, k, why)
         idx, s = top_k(np.asarray(self.ground(query).log_posterior), k)
         return self._result(query, idx, s, anchors)
+
+    def retrieve_batch(self, queries: Sequence[Query], k: int = 10) -> list[Retrieval]:
+        """:meth:`retrieve`'s answers (scores within float rounding) with one path-engine call
+        per 256 queries (one ``[S, N]`` field over their distinct anchors) instead of one
+        :func:`grounding.ground` per query: :meth:`batch_log_posterior`."""
+        k = check_k(k)
+        queries = check_queries(queries)
+        out: list[Retrieval | None] = [None] * len(queries)
+        todo: list[tuple[int, np.ndarray]] = []
+        for i, q in enumerate(queries):
+            anchors, why = self.resolve(q)
+            if len(anchors):
+                todo.append((i, anchors))
+            else:
+                out[i] = self.fallen(q, k, why)
+        for start in range(0, len(todo), _SOFT_BATCH):
+            chunk = todo[start : start + _SOFT_BATCH]
+            rows = self.batch_log_posterior([queries[i] for i, _ in chunk], [a for _, a in chunk])
+            for (i, anchors), row in zip(chunk, rows):
+                idx, s = top_k(row, k)
+                out[i] = self._result(queries[i], idx, s, anchors)
+        return out  # type: ignore[return-value]
+
+    def batch_log_posterior(
+        self, queries: Sequence[Query], anchors: Sequence[Sequence[int] | np.ndarray]
+    ) -> np.ndarray:
+        r"""``[Q, N]`` log posteriors of Eq. (7) over all nodes, one row per query with the
+        given anchor node indices (each set non-empty): what :func:`grounding.ground` computes
+        for :meth:`retrieve` (anchors ``A``, ``min_hops = 0``, per-edge cost
+        :math:`c(e) = c - \log w(e)` of Eq. (10) with the graph's reliabilities ``w``):
+
+        .. math::
+            \log p_\lambda(v\mid q) = \log p_\theta(v\mid q)
+                - \lambda \min\big(E_A(v), \kappa\big) - \log Z_\lambda
+
+        (Eqs. (1), (19), (7)), with :math:`E_A` from :meth:`batch_energy`."""
+        energy = np.minimum(self.batch_energy(anchors), self.slack)  # Eq. (19)
+        return np.asarray(gibbs_log_posterior(self._log_priors(queries), energy, self.lam))
+
+    def batch_energy(self, anchors: Sequence[Sequence[int] | np.ndarray]) -> np.ndarray:
+        r"""``[Q, N]`` raw path energies :math:`E_A(v)` (before the slack) of Q anchor sets,
+        from one energy field over their distinct anchors (:meth:`_fields`). With
+        :math:`F_a(v)` the field of anchor ``a`` over walks of ``1..max_hops`` edges:
+
+        - ``tau = 0`` (Eq. (11)): :math:`E_A(v) = \min_{a\in A} F_a(v)`, and ``0`` at the
+          anchors (the empty walk);
+        - ``tau > 0`` (Eq. (13) under the uniform prior over the family :math:`W_A` of walks
+          of ``0..max_hops`` edges from any anchor):
+
+          .. math::
+              E_A(v) = -\tau\Big(\log\big[\textstyle\sum_{a\in A} e^{-F_a(v)/\tau}
+                  + \mathbf 1\{v\in A\}\big] - \log|W_A|\Big), \qquad
+              |W_A| = |A| + \textstyle\sum_{a\in A} N_a,
+
+          :math:`N_a` the number of walks of ``1..max_hops`` edges from ``a`` (the field of
+          zero costs at ``tau = 1`` is :math:`-\log` of their count per end node);
+          ``+inf`` where no walk reaches ``v``.
+
+        Repeated anchors within a set count once, as in :func:`grounding.ground`.
+        """
+        sets = [  # in order, once each (as grounding.ground takes a problem's anchors)
+            np.fromiter(dict.fromkeys(np.asarray(a, np.int64).reshape(-1).tolist()), np.int64)
+            for a in anchors
+        ]
+        if not sets or any(len(a) == 0 for a in sets):
+            raise ValueError("SoftPCR.batch_energy: every query needs at least one anchor")
+        src, inv = np.unique(np.concatenate(sets), return_inverse=True)
+        if src[0] < 0 or src[-1] >= self.graph.n_nodes:
+            raise ValueError(f"anchor indices must lie in [0, {self.graph.n_nodes})")
+        rows = np.split(inv, np.cumsum([len(a) for a in sets])[:-1])
+        cost = self._edge_cost()
+        field = self._fields(src, cost, self.tau)  # [U, N]
+        if self.tau > 0:
+            log_mass = jnp.where(jnp.isfinite(field), -field / self.tau, -jnp.inf)
+            count = self._fields(src, jnp.zeros_like(cost), 1.0)  # -log #walks per end node
+            log_n = _numerics.logsumexp(jnp.where(jnp.isfinite(count), -count, -jnp.inf))
+        by_size: dict[int, list[int]] = {}
+        for j, r in enumerate(rows):
+            by_size.setdefault(len(r), []).append(j)
+        out = np.empty((len(sets), self.graph.n_nodes), field.dtype)
+        for size, members in by_size.items():
+            ix = np.stack([rows[j] for j in members])  # [Q_size, size] rows of the field
+            is_anchor = np.zeros((len(members), self.graph.n_nodes), bool)
+            is_anchor[np.arange(len(members))[:, None], src[ix]] = True
+            if self.tau == 0:  # Eq. (11): the best walk from any anchor; 0 hops at an anchor
+                e = jnp.where(is_anchor, 0.0, field[ix].min(axis=1))
+            else:  # Eq. (13), the family W_A: log-sum-exp over anchors, the empty walk added
+                lm = _numerics.logaddexp(
+                    _numerics.logsumexp(log_mass[ix], axis=1), jnp.where(is_anchor, 0.0, -jnp.inf)
+                )
+                log_w = _numerics.logaddexp(_numerics.logsumexp(log_n[ix], axis=1), np.log(size))
+                e = jnp.where(lm > -jnp.inf, -self.tau * (lm - log_w[:, None]), jnp.inf)
+            out[members] = np.asarray(e)
+        return out
+
+    def _edge_cost(self) -> jnp.ndarray:
+        """``[E]`` edge costs of Eq. (10) as :func:`grounding.ground` builds them
+        (``alpha = xi = 1``, no realisation): ``hop_cost - log(reliability)``."""
+        g = self.graph
+        return edge_costs_from_arrays(
+            g.head, g.relation, g.tail, g.reliability, None, 1.0, 1.0, self.hop_cost
+        )
+
+    def _fields(self, sources: np.ndarray, cost: jnp.ndarray, tau: float) -> jnp.ndarray:
+        """``[S, N]`` energy fields (Eq. (13); Eq. (11) at ``tau = 0``) over walks of
+        ``1..max_hops`` edges from ``sources`` (padded to a power of two: one compiled program
+        per size class), on the graph's prebuilt EdgeIndex from ``ELL_MIN_EDGES`` edges."""
+        g, n_src = self.graph, len(sources)
+        padded = np.pad(sources, (0, bucket(n_src, floor=1) - n_src), mode="edge")
+        kw = dict(max_hops=self.max_hops, tau=tau)
+        if g.n_edges >= ELL_MIN_EDGES:
+            return self._edge_index.energy_field(cost, padded, **kw)[:n_src]
+        return energy_field(g.head, g.tail, cost, padded, n_nodes=g.n_nodes, **kw)[:n_src]
+
+    @functools.cached_property
+    def _edge_index(self) -> EdgeIndex:
+        """The graph's path-engine layout, built on the first large-graph batch."""
+        return self.graph.edge_index()

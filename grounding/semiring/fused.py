@@ -1,64 +1,52 @@
-r"""The fused CPU hop: one pass per destination row over its in-edges, compiled with numba.
+r"""The fused CPU backend of the path engine: a hop as one pass per destination row over its
+in-edges, compiled with numba (kernels: :mod:`grounding.semiring._fused_kernels`).
 
 The XLA layouts (:class:`~grounding.semiring.kernels.SegmentEdges`, the ELL blocks of
 :class:`~grounding.semiring.layout.EdgeIndex`) materialise gathered ``[rows, S]`` blocks and
 reduce them afterwards; on a CPU the random-row gather of those blocks, not arithmetic, bounds
-a hop (``docs/performance.md``). This kernel walks the in-edges of each destination ``v``
-(compressed sparse rows sorted by tail) and keeps, per source ``s``, the row maximum and the
-shifted sum in registers:
+a hop (``docs/performance.md``). The fused kernel walks the in-edges of each destination ``v``
+(compressed sparse rows sorted by tail) and reduces them in registers. With edge weights
+shared by all sources (log semiring) it factors each term of Eq. (13)'s recursion,
 
 .. math::
-    m(v, s) = \max_{e=(u\to v)} a(u, s) + w(e, s), \qquad
-    a'(v, s) = m + \log \sum_{e=(u\to v)} \exp\big(a(u, s) + w(e, s) - m\big),
+    e^{a(u, s) + w(e) - m'(v)} = e^{w(e) + c(u) - m'(v)}\, b(u, s), \qquad
+    b(u, s) = e^{a(u, s) - c(u)},\quad c(u) = \max_s a(u, s),\quad
+    m'(v) = \max_{e=(u\to v)} w(e) + c(u),
 
-so every term is shifted by its own ``(v, s)`` maximum, exactly as the XLA reference does (no
-float32 underflow at small ``tau``), with no gathered block in memory. The second pass over a
-row reads what the first brought into cache; the rows of the next in-edges are prefetched
-(``llvm.prefetch``) while the current one is reduced, and ``exp`` is a branch-free polynomial
-that the compiler vectorises over ``s`` (relative error ~1e-7, below float32 rounding; float64
-values use libm's ``exp``).
+one ``exp`` per edge instead of one per edge and source; a row where a term may have been
+lost to float32 underflow (a source far below its node's best, as at small ``tau``) is
+recomputed with every term shifted by its own ``(v, s)`` maximum, exactly as the XLA
+reference does. Per-source weights and the min-plus semiring (Eq. (11)) take that exact
+path. Nodes no source has reached yet are skipped, the rows of the in-edges to come are
+prefetched (``llvm.prefetch``), and ``exp``/``log`` are branch-free float32 polynomials that
+vectorise over sources (relative error ~1e-7; float64 values use libm).
 
 The backward pass (the edge usage of Prop. 2) is a second kernel over the out-edge rows:
 ``p(e, s) = g(v, s) exp(a(u, s) + w(e, s) - a'(v, s))`` summed per head ``u`` (the cotangent of
-``a``) and per edge (of ``w``), with no scatter. The min-plus (``tau = 0``) backward splits each
-``(v, s)`` cotangent equally among tied maximisers, in XLA.
+``a``) and per edge (of ``w``), with no scatter. The min-plus backward splits each ``(v, s)``
+cotangent equally among tied maximisers, in XLA.
 
-:func:`hop` wraps both in :func:`jax.pure_callback` under a :func:`jax.custom_vjp`, so ``jit``,
-``vmap`` (sequentially) and ``grad`` work. :data:`AVAILABLE` is false when numba is missing; the
-layouts then use XLA.
+:func:`hop` (one hop) and :func:`recursion` (``K`` hops and their sum in one host call, the
+path :func:`~grounding.semiring.recursion.forward` takes) wrap the kernels in
+:func:`jax.pure_callback` under a :func:`jax.custom_vjp`, so ``jit``, ``vmap`` (sequentially),
+``grad`` and ``shard_map`` work. :data:`AVAILABLE` is false when numba is missing; the layouts
+then use XLA.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
-import math
-import threading
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from grounding._numerics import logaddexp
-
-try:  # numba ships wheels for the platforms JAX supports; without it the XLA layouts are used
-    import numba
-    from llvmlite import ir
-    from numba.core import cgutils, types
-    from numba.extending import intrinsic, overload
-except ImportError:  # pragma: no cover - exercised only where numba is absent
-    numba = None
+from grounding.semiring import _fused_kernels as kernels
+from grounding.semiring._fused_kernels import AVAILABLE
 
 __all__ = ["AVAILABLE", "CSR", "hop", "recursion"]
-
-AVAILABLE = numba is not None
-"""Whether the fused CPU kernel can be used (numba imports)."""
-
-_LOCK = threading.Lock()  # several CPU devices may call back at once; numba's pool is shared
-_AHEAD = 8  # in-edges prefetched ahead of the one being reduced
-_PARALLEL_WORK = 1 << 20  # entries (edges x sources) from which a call uses every thread
-_FLAGS = {"contract", "afn", "arcp", "nsz"}  # fast math without no-inf/no-nan: -inf is data
 
 
 @jax.tree_util.register_dataclass
@@ -96,357 +84,10 @@ class CSR:
         return cls(*(jnp.asarray(x, jnp.int32) for x in fields))
 
 
-if AVAILABLE:
-
-    @intrinsic
-    def _prefetch(typingctx, arr, idx):
-        """``llvm.prefetch`` (read, high locality) of ``arr.flat[idx]``."""
-
-        def codegen(context, builder, signature, args):
-            ary = context.make_array(signature.args[0])(context, builder, args[0])
-            i8p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
-            fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
-            fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
-            ptr = builder.bitcast(builder.gep(ary.data, [args[1]]), i8p)
-            builder.call(fn, [ptr, *(ir.Constant(i32, k) for k in (0, 3, 1))])
-            return context.get_dummy_value()
-
-        return types.void(arr, idx), codegen
-
-    @intrinsic
-    def _as_float32(typingctx, bits):
-        """The float32 with the bit pattern of an int32."""
-
-        def codegen(context, builder, signature, args):
-            return builder.bitcast(args[0], ir.FloatType())
-
-        return types.float32(types.int32), codegen
-
-    @intrinsic
-    def _as_int32(typingctx, x):
-        """The int32 with the bit pattern of a float32."""
-
-        def codegen(context, builder, signature, args):
-            return builder.bitcast(args[0], ir.IntType(32))
-
-        return types.int32(types.float32), codegen
-
-    _jit = functools.partial(numba.njit, fastmath=_FLAGS, cache=True)
-
-    def _exp(d):
-        """``exp(d)`` for ``d <= 0`` inside the kernels (typed per precision below)."""
-        raise NotImplementedError  # pragma: no cover - replaced by the overload when jitted
-
-    @overload(_exp, fastmath=_FLAGS)
-    def _exp_typed(d):
-        if d != types.float32:  # float64: libm
-            return lambda d: math.exp(d)
-
-        def exp32(d):
-            """float32: ``0`` below ``-87`` (including ``-inf``), else ``2^k e^r`` with
-            ``k = round(d / ln 2)``, ``r = d - k ln 2`` (Cody-Waite: ``ln 2`` in two parts, so
-            ``r`` is exact to rounding), ``|r| <= 0.347``, ``e^r`` by its degree-7 Taylor
-            polynomial (truncation < 1e-8 relative) and ``2^k`` built from its exponent bits:
-            branch-free, vectorisable."""
-            c = max(d, np.float32(-87.0))
-            k = np.floor(c * np.float32(1.4426950408889634) + np.float32(0.5))
-            x = (c - k * np.float32(0.693359375)) + k * np.float32(2.12194440e-4)
-            p = np.float32(1 / 5040) * x + np.float32(1 / 720)
-            p = ((p * x + np.float32(1 / 120)) * x + np.float32(1 / 24)) * x + np.float32(1 / 6)
-            p = ((p * x + np.float32(0.5)) * x + np.float32(1.0)) * x + np.float32(1.0)
-            scaled = p * _as_float32((np.int32(k) + np.int32(127)) << 23)
-            return scaled if d >= np.float32(-87.0) else np.float32(0.0)
-
-        return exp32
-
-    def _log(x):
-        """``log(x)`` for ``x == 0`` (``-inf``) or normal ``x > 0`` inside the kernels."""
-        raise NotImplementedError  # pragma: no cover - replaced by the overload when jitted
-
-    @overload(_log, fastmath=_FLAGS)
-    def _log_typed(x):
-        if x != types.float32:  # float64: libm
-            return lambda x: math.log(x) if x > 0 else -math.inf
-
-        def log32(x):
-            """float32: ``x = 2^e m`` with ``m`` in ``[sqrt(1/2), sqrt(2))`` from the bits;
-            ``log m = 2 atanh(t)``, ``t = (m - 1)/(m + 1)``, ``|t| <= 0.172``, by its series to
-            ``t^9`` (truncation < 1e-9): branch-free, vectorisable. Sums here are ``0`` or
-            at least ``2^-102``, never subnormal."""
-            bits = _as_int32(x)
-            e = (bits >> 23) - np.int32(127)
-            m = _as_float32((bits & np.int32(0x007FFFFF)) | np.int32(0x3F800000))
-            big = m > np.float32(1.4142135)
-            m = m * np.float32(0.5) if big else m
-            e = e + np.int32(1) if big else e
-            t = (m - np.float32(1.0)) / (m + np.float32(1.0))
-            t2 = t * t
-            p = np.float32(2 / 9) * t2 + np.float32(2 / 7)
-            p = ((p * t2 + np.float32(2 / 5)) * t2 + np.float32(2 / 3)) * t2 + np.float32(2.0)
-            y = p * t + np.float32(e) * np.float32(0.6931471805599453)
-            return y if x > np.float32(0.0) else np.float32(-np.inf)
-
-        return log32
-
-    @_jit
-    def _exact_row(lo, hi, src, edge, w, a, c, m, acc, tropical):
-        """Row ``[lo, hi)`` with every term shifted by its own ``(v, s)`` maximum: ``m`` gets
-        the maxima (``0`` where ``-inf``, unless ``tropical``), ``acc`` the shifted sums.
-        In-neighbours with ``c[u] = -inf`` (no source reaches them) are skipped."""
-        width, n_e, shared = a.shape[1], src.shape[0], w.shape[1] == 1
-        flat, wflat = a.reshape(-1), w.reshape(-1)
-        m[:] = -np.inf
-        for k in range(lo, hi):
-            ahead = min(k + _AHEAD, n_e - 1)
-            if c[src[ahead]] > -np.inf:
-                for q in range(0, width, 16):  # 64-byte lines of the rows to come
-                    _prefetch(flat, src[ahead] * width + q)
-                    if not shared:
-                        _prefetch(wflat, edge[ahead] * width + q)
-            u = src[k]
-            if c[u] == -np.inf:
-                continue
-            if shared:
-                we = w[k, 0]
-                for s in range(width):
-                    m[s] = max(m[s], a[u, s] + we)
-            else:
-                e = edge[k]
-                for s in range(width):
-                    m[s] = max(m[s], a[u, s] + w[e, s])
-        if tropical:
-            return
-        for s in range(width):
-            m[s] = m[s] if m[s] > -np.inf else a.dtype.type(0.0)
-            acc[s] = 0.0
-        for k in range(lo, hi):  # the rows are in cache from the first pass
-            u = src[k]
-            if c[u] == -np.inf:
-                continue
-            if shared:
-                we = w[k, 0]
-                for s in range(width):
-                    acc[s] += _exp(a[u, s] + we - m[s])
-            else:
-                e = edge[k]
-                for s in range(width):
-                    acc[s] += _exp(a[u, s] + w[e, s] - m[s])
-
-    @_jit(parallel=True)
-    def _node_scaled(a, b, c, reach, factored):
-        """``c[u] = max_s a[u, s]`` (``-inf``: no source reaches ``u``); with ``factored``
-        also ``b[u, s] = exp(a[u, s] - c[u])`` (``0`` where ``c[u] = -inf``) and ``reach[u]``:
-        bit ``s`` set where ``a[u, s]`` is finite (64 sources a word)."""
-        n, width = a.shape
-        for u in numba.prange(n):
-            top = a.dtype.type(-np.inf)
-            for s in range(width):
-                top = max(top, a[u, s])
-            c[u] = top
-            if not factored:
-                continue
-            top = top if top > -np.inf else a.dtype.type(0.0)
-            for s in range(width):
-                b[u, s] = _exp(a[u, s] - top)
-            for word in range(reach.shape[1]):  # branch-free: half-reached rows mispredict
-                bits = np.uint64(0)
-                for s in range(64 * word, min(width, 64 * word + 64)):
-                    bits |= np.uint64(a[u, s] > -np.inf) << np.uint64(s & 63)
-                reach[u, word] = bits
-
-    @_jit
-    def _accumulate_row(total, row, v, tropical):
-        """``total[v] <- total[v] (+) row``: ``max``, or ``log(e^total + e^row)`` (``-inf``
-        with ``-inf`` stays ``-inf``)."""
-        for s in range(row.shape[0]):
-            hi, lo = max(total[v, s], row[s]), min(total[v, s], row[s])
-            if tropical or hi == -np.inf:
-                total[v, s] = hi
-            else:
-                total[v, s] = _log(row.dtype.type(1.0) + _exp(lo - hi)) + hi
-
-    @_jit
-    def _forward_row(ptr, src, edge, w, a, out, b, c, reach, m, acc, row_reach, v, tropical,
-                     factored):  # fmt: skip
-        """Row ``v`` of :func:`_forward` (``m``, ``acc``, ``row_reach``: per-thread rows)."""
-        lo, hi = ptr[v], ptr[v + 1]
-        width, n_e, bflat = a.shape[1], src.shape[0], b.reshape(-1)
-        if factored:
-            top = a.dtype.type(-np.inf)
-            row_reach[:] = 0
-            for k in range(lo, hi):
-                top = max(top, w[k, 0] + c[src[k]])
-                row_reach |= reach[src[k]]
-            if top == -np.inf:  # no in-neighbour reached by any source
-                out[v] = -np.inf
-                return
-            acc[:] = 0.0
-            for k in range(lo, hi):
-                ahead = min(k + _AHEAD, n_e - 1)
-                if c[src[ahead]] > -np.inf:
-                    for q in range(0, width, 16):
-                        _prefetch(bflat, src[ahead] * width + q)
-                u = src[k]
-                if c[u] == -np.inf:  # unreached rows are skipped, not read
-                    continue
-                coef = _exp(w[k, 0] + c[u] - top)
-                for s in range(width):
-                    acc[s] += coef * b[u, s]
-            exact, bound = True, a.dtype.type(2.0**-101) * (hi - lo)
-            for s in range(width):
-                bit = (row_reach[s >> 6] >> np.uint64(s & 63)) & np.uint64(1)
-                exact = exact and (acc[s] >= bound or bit == 0)
-            if exact:
-                for s in range(width):
-                    out[v, s] = _log(acc[s]) + top
-                return
-        _exact_row(lo, hi, src, edge, w, a, c, m, acc, tropical)
-        if tropical:
-            out[v] = m
-        else:
-            for s in range(width):
-                out[v, s] = _log(acc[s]) + m[s]
-
-    @_jit(parallel=True)
-    def _forward(ptr, src, edge, w, a, out, scratch, tropical, factored, total):
-        """``out[v] = (+)_{e=(u->v)} a[u] (x) w[e]`` per row, and ``total[v] (+)= out[v]``
-        when ``total`` has rows (the sum over hops, while the row is in cache). ``w`` is
-        ``[E, S]`` in edge order or ``[E, 1]`` in row order (shared by all sources);
-        ``scratch``: :func:`_scratch`.
-
-        ``factored`` (shared weights, log semiring): ``exp(a[u,s] + w - m'[v]) =
-        exp(w + c[u] - m'[v]) b[u, s]`` with a per-node shift ``c`` and a per-row shift
-        ``m'[v] = max_e w + c[u]``: one ``exp`` per edge instead of one per edge and source,
-        one pass. Each term lost to underflow is below ``e^-87 < 2^-125`` (both factors
-        bound it), so a row where some source reached from an in-neighbour sums below
-        ``deg 2^-101`` (relative error possibly above ``2^-24``) is recomputed with the exact
-        per-``(v, s)`` shift; sources reached by no in-neighbour are exactly ``-inf``. In
-        every path, in-neighbours no source has reached are skipped, not read (the frontier
-        of a few sources is a small part of a large graph).
-        """
-        n, width = out.shape
-        b, c, reach = scratch
-        words = reach.shape[1]
-        _node_scaled(a, b, c, reach, factored)
-        n_chunks = (n + 63) // 64
-        for chunk in numba.prange(n_chunks):
-            m = np.empty(width, a.dtype)
-            acc = np.empty(width, a.dtype)
-            row_reach = np.empty(words, np.uint64)
-            for v in range(64 * chunk, min(n, 64 * chunk + 64)):
-                _forward_row(ptr, src, edge, w, a, out, b, c, reach, m, acc, row_reach, v,
-                             tropical, factored)  # fmt: skip
-                if total.shape[0]:
-                    _accumulate_row(total, out[v], v, tropical)
-
-    @_jit(parallel=True)
-    def _backward(ptr, dst, edge, w, a, out, g, ga, gw):
-        """Log semiring: ``p = g[v] exp(a[u] + w[e] - out[v])`` over the out-edges of each
-        ``u``, summed into ``ga[u]`` and into ``gw`` (per edge and source for ``[E, S]``
-        weights in edge order; summed over sources for ``[E, 1]`` weights in row order)."""
-        n, width = a.shape
-        shared, zero = w.shape[1] == 1, a.dtype.type(0.0)
-        gflat, oflat, wflat, n_e = g.reshape(-1), out.reshape(-1), w.reshape(-1), dst.shape[0]
-        n_chunks = (n + 63) // 64
-        for chunk in numba.prange(n_chunks):
-            acc = np.empty(width, a.dtype)
-            p = np.empty(width, a.dtype)
-            for u in range(64 * chunk, min(n, 64 * chunk + 64)):
-                acc[:] = 0.0
-                for k in range(ptr[u], ptr[u + 1]):
-                    ahead = min(k + _AHEAD, n_e - 1)
-                    for q in range(0, width, 16):
-                        _prefetch(gflat, dst[ahead] * width + q)
-                        _prefetch(oflat, dst[ahead] * width + q)
-                        if not shared:
-                            _prefetch(wflat, edge[ahead] * width + q)
-                    v = dst[k]
-                    if shared:
-                        we = w[k, 0]
-                        for s in range(width):
-                            x = a[u, s] + we - out[v, s]  # <= 0 up to rounding
-                            p[s] = g[v, s] * _exp(min(x, zero))
-                    else:
-                        e = edge[k]
-                        for s in range(width):
-                            x = a[u, s] + w[e, s] - out[v, s]
-                            p[s] = g[v, s] * _exp(min(x, zero))
-                    for s in range(width):  # -inf (no walk to v): nothing flows back
-                        p[s] = p[s] if out[v, s] > -np.inf else zero
-                        acc[s] += p[s]
-                    if shared:
-                        gw[k, 0] = p.sum()
-                    else:
-                        gw[edge[k]] = p
-                ga[u] = acc
-
-
-@contextlib.contextmanager
-def _threads(work: int):
-    """Hold the kernel lock and run on one thread when ``work`` (entries touched) is small:
-    waking the worker threads costs more than such a call, and under load a parallel region
-    waits for a scheduler slice (milliseconds) to get its second core."""
-    with _LOCK:
-        numba.set_num_threads(1 if work < _PARALLEL_WORK else numba.config.NUMBA_NUM_THREADS)
-        yield
-
-
-def _host(*arrays) -> list[np.ndarray]:
-    """Callback arguments as C-contiguous NumPy arrays (numba types those only)."""
-    return [np.ascontiguousarray(np.asarray(x)) for x in arrays]
-
-
-_SCRATCH: dict = {}  # (shape, dtype) -> buffers reused across calls (fresh pages cost)
-
-
-def _scratch(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Buffers of the factored hop for values like ``a`` (under ``_LOCK``): ``b`` like ``a``,
-    per-node shifts ``[n]`` and reach bits ``[n, ceil(S / 64)]``. Only the latest is kept."""
-    key = (a.shape, a.dtype)
-    if key not in _SCRATCH:
-        _SCRATCH.clear()
-        n, width = a.shape
-        reach = np.zeros((n, (width + 63) // 64), np.uint64)
-        _SCRATCH[key] = (np.empty_like(a), np.empty(n, a.dtype), reach)
-    return _SCRATCH[key]
-
-
-def _row_weights(w: np.ndarray, edge: np.ndarray) -> np.ndarray:
-    """Edge-order weights for the kernels: ``[E]`` or ``[E, 1]`` (shared by all sources, or
-    one source) become ``[E, 1]`` in row order (read in sequence); ``[E, S > 1]`` stay."""
-    return w.reshape(-1)[edge, None] if w.ndim == 1 or w.shape[1] == 1 else w
-
-
-def _forward_host(ptr, src, edge, w, a, tropical, out=None, rows=False, total=None):
-    """One hop on host arrays into ``out`` (new if ``None``), added into ``total`` if given;
-    ``rows``: ``w`` is already :func:`_row_weights`."""
-    ptr, src, edge, w, a = _host(ptr, src, edge, w, a)
-    w = w if rows else _row_weights(w, edge)
-    out = np.empty_like(a) if out is None else out
-    total = np.empty((0, a.shape[1]), a.dtype) if total is None else total
-    factored = w.shape[1] == 1 and not tropical
-    with _threads(len(src) * a.shape[1]):
-        _forward(ptr, src, edge, w, a, out, _scratch(a), bool(tropical), factored, total)
-    return out
-
-
-def _backward_host(ptr, dst, edge, w, a, out, g):
-    ptr, dst, edge, w, a, out, g = _host(ptr, dst, edge, w, a, out, g)
-    rows = _row_weights(w, edge)
-    ga, gw = np.empty_like(a), np.empty(rows.shape, a.dtype)
-    with _threads(len(dst) * a.shape[1]):
-        _backward(ptr, dst, edge, rows, a, out, g, ga, gw)
-    if rows.shape[1] > 1:
-        return ga, gw
-    gw_edges = np.empty(len(edge), a.dtype)  # back to edge order
-    gw_edges[edge] = gw[:, 0]
-    return ga, gw_edges.reshape(w.shape)
-
-
 @functools.partial(jax.custom_vjp, nondiff_argnums=(4,))
 def _hop(csr: CSR, edges, a: jax.Array, logw: jax.Array, tropical: bool) -> jax.Array:
     shape = jax.ShapeDtypeStruct(a.shape, a.dtype)
-    fn = functools.partial(_forward_host, tropical=tropical)
+    fn = functools.partial(kernels.forward_host, tropical=tropical)
     args = (csr.in_ptr, csr.in_src, csr.in_edge, logw, a)
     return _varying(jax.pure_callback(fn, shape, *args, vmap_method="sequential"), args)
 
@@ -467,7 +108,7 @@ def _hop_bwd(tropical, res, g):
         return None, None, ga, p if logw.ndim == 2 else p.sum(axis=1)
     shapes = (jax.ShapeDtypeStruct(a.shape, a.dtype), jax.ShapeDtypeStruct(logw.shape, a.dtype))
     args = (csr.out_ptr, csr.out_dst, csr.out_edge, logw, a, out, g)
-    ga, gw = jax.pure_callback(_backward_host, shapes, *args, vmap_method="sequential")
+    ga, gw = jax.pure_callback(kernels.backward_host, shapes, *args, vmap_method="sequential")
     return None, None, *_varying((ga, gw), args)
 
 
@@ -491,23 +132,10 @@ def _varying(outputs, inputs):
 _hop.defvjp(_hop_fwd, _hop_bwd)
 
 
-def _forward_hops_host(ptr, src, edge, w, a0, n_hops, tropical, keep_hops):
-    """``n_hops`` hops from ``a0`` on the host: the ``(+)``-sum over hops ``1..n_hops`` and,
-    with ``keep_hops``, every hop's values ``[n_hops, N, S]``."""
-    ptr, src, edge, w, a = _host(ptr, src, edge, w, a0)
-    w = _row_weights(w, edge)  # once for all hops
-    acc = np.full(a.shape, -np.inf, a.dtype)
-    hops = np.empty((n_hops if keep_hops else 2, *a.shape), a.dtype)
-    for t in range(n_hops):  # values ping-pong between two buffers unless every hop is kept
-        buffer = hops[t if keep_hops else t % 2]
-        a = _forward_host(ptr, src, edge, w, a, tropical, out=buffer, rows=True, total=acc)
-    return (acc, hops) if keep_hops else acc
-
-
 @functools.partial(jax.custom_vjp, nondiff_argnums=(4, 5, 6))
 def _recursion(csr, edges, a0, logw, n_hops, tropical, keep_hops):
     fn = functools.partial(
-        _forward_hops_host, n_hops=n_hops, tropical=tropical, keep_hops=keep_hops
+        kernels.forward_hops_host, n_hops=n_hops, tropical=tropical, keep_hops=keep_hops
     )
     acc = jax.ShapeDtypeStruct(a0.shape, a0.dtype)
     shapes = (acc, jax.ShapeDtypeStruct((n_hops, *a0.shape), a0.dtype)) if keep_hops else acc
