@@ -29,8 +29,10 @@ cotangent equally among tied maximisers, in XLA.
 :func:`hop` (one hop) and :func:`recursion` (``K`` hops and their sum in one host call, the
 path :func:`~grounding.semiring.recursion.forward` takes) wrap the kernels in
 :func:`jax.pure_callback` under a :func:`jax.custom_vjp`, so ``jit``, ``vmap`` (sequentially),
-``grad`` and ``shard_map`` work. :data:`AVAILABLE` is false when numba is missing; the layouts
-then use XLA.
+and ``grad`` work. Sharded fields (``mesh=``) run on the XLA segment hop instead: inside
+``shard_map`` over several devices a callback receives device arrays whose reading can deadlock
+(:func:`grounding.semiring.recursion.fields`). :data:`AVAILABLE` is false when numba is missing;
+the layouts then use XLA.
 """
 
 from __future__ import annotations

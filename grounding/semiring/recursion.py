@@ -25,6 +25,7 @@ from grounding._checks import (
     is_concrete,
 )
 from grounding._numerics import logaddexp, scaled_energy
+from grounding.semiring.kernels import SegmentEdges
 
 # Kernels are jitted by assignment (``f = jax.jit(f, ...)``) rather than by decorator, so that
 # mutation testing (scripts/mutation.sh; mutmut skips decorated functions) reaches their bodies.
@@ -180,6 +181,11 @@ def _sharded(mesh, statics, graph, cost, prior, sources, tau):
     and shared edge arrays replicated: no communication, each device runs the recursion on
     its block of sources."""
     n_src, n_dev = sources.shape[0], mesh.devices.size
+    if getattr(graph, "backend", None) == "fused":
+        # a host callback inside shard_map receives device arrays, and reading them waits on
+        # the other devices' threads, blocked in their own callbacks (a deadlock from about a
+        # million entries up, JAX 0.10): sharded fields use the XLA segment hop instead
+        graph = SegmentEdges(graph.head, graph.tail, graph.n_nodes)
     pad = -n_src % n_dev
     if pad:  # pad the batch with copies of the first source; sliced off below
         sources = jnp.concatenate([sources, jnp.repeat(sources[:1], pad)])
