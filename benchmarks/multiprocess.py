@@ -32,25 +32,13 @@ from pathlib import Path
 
 import numpy as np
 
-SEED, HOPS, TAU, DEVICES_PER_PROCESS, TIMEOUT_S = 0, 3, 1.0, 2, 600
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from paths import random_graph, sig3  # noqa: E402  (the benchmarks directory, just above)
+
+HOPS, TAU, DEVICES_PER_PROCESS, TIMEOUT_S = 3, 1.0, 2, 600
 FULL = dict(n_nodes=20_000, n_edges=200_000, n_sources=64, warmup=2, repeats=7)
 QUICK = dict(n_nodes=5_000, n_edges=50_000, n_sources=16, warmup=1, repeats=3)
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def sig3(x: float) -> str:
-    """``x`` to 3 significant digits without an exponent (``41.2``, ``0.161``, ``1230``)."""
-    return f"{float(f'{x:.3g}'):g}"
-
-
-def random_graph(n_nodes: int, n_edges: int, n_sources: int):
-    """``head, tail, cost, sources`` of a uniform random multigraph (float32 costs)."""
-    rng = np.random.default_rng(SEED)
-    head = rng.integers(0, n_nodes, n_edges, dtype=np.int32)
-    tail = rng.integers(0, n_nodes, n_edges, dtype=np.int32)
-    cost = rng.random(n_edges, dtype=np.float32)
-    sources = rng.choice(n_nodes, n_sources, replace=False).astype(np.int32)
-    return head, tail, cost, sources
 
 
 # ------------------------------------------------------------------------- one process
