@@ -72,7 +72,6 @@ class CSR:
     @classmethod
     def from_edges(cls, head: np.ndarray, tail: np.ndarray, n_nodes: int) -> CSR:
         """Both row orders of validated concrete edge arrays (NumPy, ``O(|E| log |E|)``)."""
-
         if len(head) >= 2**31:
             raise ValueError(f"the fused layout indexes edges with int32; got {len(head)} edges")
 
@@ -195,6 +194,6 @@ def hop(
     csr: CSR, head: jax.Array, tail: jax.Array, a: jax.Array, logw: jax.Array, tropical: bool
 ) -> jax.Array:
     """One hop ``[n_nodes, S] -> [n_nodes, S]`` by the fused kernel (``logw``: ``[E]`` or
-    ``[E, S]``; float32 or float64 values); differentiable in ``a`` and ``logw``. ``head``/``tail`` (edge
-    order) serve the min-plus backward pass."""
+    ``[E, S]``; float32 or float64 values); differentiable in ``a`` and ``logw``.
+    ``head``/``tail`` (edge order) serve the min-plus backward pass."""
     return _hop(csr, (head, tail), a, logw.astype(a.dtype), tropical)

@@ -3,13 +3,14 @@ energy field, edge usage and hop distance on it, with one of two backends for th
 
 - ``"fused"`` (the default on CPU when numba is installed): compressed in- and out-edge rows
   and the fused kernel of :mod:`grounding.semiring.fused`;
-- ``"ell"`` (the default on GPU/TPU, and the reference): incoming edges grouped by in-degree into a few dense blocks (widths ``1, 2, 3, 4, 6, ...,
-32``; hubs are split into rows of 32 whose partial sums are combined at a second level), so a
-  hop is a sequence of XLA row gathers and dense reductions with no scatter.
+- ``"ell"`` (the default on GPU/TPU, and the reference): incoming edges grouped by in-degree
+  into a few dense blocks (widths ``1, 2, 3, 4, 6, ..., 32``; hubs are split into rows of 32
+  whose partial sums are combined at a second level), so that a hop is a sequence of XLA row
+  gathers and dense reductions with no scatter.
 
-Both give the same values (tested against each other and the segment layout). :func:`as_graph` picks
-this layout for large concrete edge arrays and :class:`~grounding.semiring.kernels.SegmentEdges`
-otherwise.
+Both give the same values (tested against each other and the segment layout).
+:func:`as_graph` picks this layout for large concrete edge arrays and
+:class:`~grounding.semiring.kernels.SegmentEdges` otherwise.
 """
 
 from __future__ import annotations
