@@ -16,7 +16,7 @@ import networkx as nx
 import numpy as np
 import pytest
 from _tol import F64
-from hypothesis import event, given, note
+from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 
 from grounding import TypedGraph
@@ -295,6 +295,9 @@ def _same_answers(single, batch):
         assert (b.fallback, b.anchors.tolist()) == (a.fallback, a.anchors.tolist())
 
 
+# each example grounds up to 6 queries one by one, each compiling for new shapes (~1 s):
+# half the profile's examples
+@settings(max_examples=max(10, settings.default.max_examples // 2))
 @given(graphs(), st.data())
 def test_soft_pcr_batch_equals_one_at_a_time(gt, data):
     """``retrieve_batch`` (one energy field over the batch's anchors) gives what ``retrieve``
