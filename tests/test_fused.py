@@ -1,8 +1,8 @@
 """The fused CPU backend of the path engine (``grounding.semiring.fused``) against the XLA
 layouts: the segment reductions (the reference for traced edges) and the ELL blocks.
 
-Every check compares whole fields: same ``+inf`` pattern, no NaN, values within float64 (or,
-for float32 inputs, float32) rounding. The kernel's factored fast path, its exact fallback at
+Every check compares whole fields: same ``+inf`` pattern, no NaN, values within float32
+rounding (the layouts call the kernel for float32 values; float64 ones take the XLA hop). The kernel's factored fast path, its exact fallback at
 small ``tau``, per-source costs, priors, ``jit``/``vmap``/``grad`` and the min-plus semiring
 are each reached by a case below.
 """
@@ -52,7 +52,8 @@ def test_fields_per_hop_fields_and_edge_usage_equal_the_segment_layout(
     gr, k, tau, prior, per_source, seed
 ):
     """Eq. (13)/(11) fields, exact-hop fields and Prop. 2 edge usage (the gradient through the
-    kernel's backward pass), in float64, with shared or per-source costs and priors."""
+    kernel's backward pass) of float32 inputs against the float64 reference, with shared or
+    per-source costs and priors."""
     rng = np.random.default_rng(seed)
     n_src = int(rng.integers(1, 4))
     sources = rng.integers(0, gr.n_nodes, n_src).astype(np.int32)
@@ -62,13 +63,16 @@ def test_fields_per_hop_fields_and_edge_usage_equal_the_segment_layout(
         cost = cost[None] + rng.uniform(0, 1, (n_src, len(cost)))
     log_prior = gr.log_prior if prior else None
     fast, ref = layouts(gr.head, gr.tail, gr.n_nodes)
+    c32 = cost.astype(np.float32)
+    p32 = None if log_prior is None else log_prior.astype(np.float32)
     for per_hop in (False, True):
-        args = (cost, sources, k, tau, log_prior, None, per_hop)
-        assert_fields_equal(recursion.fields(fast, *args), recursion.fields(ref, *args))
+        want = recursion.fields(ref, cost, sources, k, tau, log_prior, None, per_hop)
+        got = recursion.fields(fast, c32, sources, k, tau, p32, None, per_hop)
+        assert_fields_equal(got, np.asarray(want).astype(np.float32), tol=F32)
     targets = rng.integers(0, gr.n_nodes, n_src).astype(np.int32)
-    args = (cost, sources, targets, k, tau, log_prior)
-    got, want = recursion.edge_usage(fast, *args), recursion.edge_usage(ref, *args)
-    np.testing.assert_allclose(np.asarray(got), np.asarray(want), **F64)
+    got = recursion.edge_usage(fast, c32, sources, targets, k, tau, p32)
+    want = recursion.edge_usage(ref, cost, sources, targets, k, tau, log_prior)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), **F32)
 
 
 @settings(max_examples=max(10, settings.default.max_examples // 4))
@@ -110,7 +114,7 @@ def test_one_source_with_per_source_costs_is_not_read_as_shared():
         rng.integers(0, 30, 200).astype(np.int32),
         rng.integers(0, 30, 200).astype(np.int32),
     )
-    cost = rng.uniform(0, 2, 200)
+    cost = rng.uniform(0, 2, 200).astype(np.float32)
     fast, _ = layouts(head, tail, 30)
     for tau in (0.0, 0.5):
         kw = dict(max_hops=3, tau=tau)
@@ -118,7 +122,7 @@ def test_one_source_with_per_source_costs_is_not_read_as_shared():
         assert_fields_equal(one, fast.energy_field(cost, np.array([4]), **kw))
         usage = fast.edge_usage(cost[None], np.array([4]), np.array([7]), **kw)
         shared = fast.edge_usage(cost, np.array([4]), np.array([7]), **kw)
-        np.testing.assert_allclose(np.asarray(usage), np.asarray(shared), **F64)
+        np.testing.assert_allclose(np.asarray(usage), np.asarray(shared), **F32)
 
 
 def test_jit_vmap_traced_tau_grad_and_hop_distances_match_the_ell_layout():
@@ -183,12 +187,12 @@ def test_public_energy_field_on_a_large_graph_uses_the_fused_index():
     rng = np.random.default_rng(5)
     n, m = 4000, layout.ELL_MIN_EDGES
     head, tail = rng.integers(0, n, m).astype(np.int32), rng.integers(0, n, m).astype(np.int32)
-    cost, src = rng.uniform(0, 2, m), np.array([0, 17, 250], np.int32)
+    cost, src = rng.uniform(0, 2, m).astype(np.float32), np.array([0, 17, 250], np.int32)
     graph = layout.as_graph(head, tail, n)
     assert isinstance(graph, semiring.EdgeIndex) and graph.backend == layout.default_backend()
     kw = dict(n_nodes=n, max_hops=2, tau=0.5)
     traced = jax.jit(lambda h, t: g.energy_field(h, t, cost, src, **kw))(head, tail)
-    assert_fields_equal(g.energy_field(head, tail, cost, src, **kw), traced)
+    assert_fields_equal(g.energy_field(head, tail, cost, src, **kw), traced, tol=F32)
 
 
 def test_a_sharded_field_on_a_fused_index_over_two_devices_finishes_and_is_exact():
@@ -214,6 +218,29 @@ for tau in (1.0, 0.0):
 print("ok")
 """
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=240)  # fmt: skip
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-3000:]
+
+
+def test_float64_under_a_scoped_enable_x64_takes_the_xla_hop():
+    """Regression: with 64-bit values enabled only inside ``jax.enable_x64`` (the experiments
+    do this), a callback runs on a thread without it and JAX cast its float64 results to
+    float32 ("Incorrect output dtype"). float64 fields on a fused index now take the XLA hop."""
+    code = """
+import jax, numpy as np
+import grounding as g
+rng = np.random.default_rng(0)
+n, m = 20000, 200000  # large enough that the callback runs on another thread
+h, t = rng.integers(0, n, m).astype(np.int32), rng.integers(0, n, m).astype(np.int32)
+index = g.EdgeIndex.from_edges(h, t, n, backend="fused")
+with jax.enable_x64(True):
+    f = index.energy_field(rng.uniform(0, 2, m), np.arange(64), max_hops=3, tau=0.5)
+    u = index.edge_usage(rng.uniform(0, 2, m), np.array([0]), np.array([7]), max_hops=3, tau=0.5)
+assert f.dtype == np.float64 and np.isfinite(np.asarray(f)).any() and u.dtype == np.float64
+print("ok")
+"""
+    env = {k: v for k, v in os.environ.items() if k != "JAX_ENABLE_X64"}
     run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          timeout=240)  # fmt: skip
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-3000:]

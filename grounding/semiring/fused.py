@@ -19,7 +19,10 @@ recomputed with every term shifted by its own ``(v, s)`` maximum, exactly as the
 reference does. Per-source weights and the min-plus semiring (Eq. (11)) take that exact
 path. Nodes no source has reached yet are skipped, the rows of the in-edges to come are
 prefetched (``llvm.prefetch``), and ``exp``/``log`` are branch-free float32 polynomials that
-vectorise over sources (relative error ~1e-7; float64 values use libm).
+vectorise over sources (relative error ~1e-7). The layouts call it for float32 values only
+(float64 ones take the XLA segment hop: under a scoped ``jax.enable_x64`` a callback runs on
+a thread without it, and JAX casts float64 results to float32; the kernels themselves also
+compile for float64, with libm's ``exp``/``log``).
 
 The backward pass (the edge usage of Prop. 2) is a second kernel over the out-edge rows:
 ``p(e, s) = g(v, s) exp(a(u, s) + w(e, s) - a'(v, s))`` summed per head ``u`` (the cotangent of
