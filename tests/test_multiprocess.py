@@ -27,20 +27,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def run_workers(out_dir: Path) -> list[Path]:
-    """Launch the worker processes and return their result files; kill those still running
-    when one fails or at the deadline, and fail with every process's output then."""
-    xla = "--xla_force_host_platform_device_count=2"
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=xla, PYTHONPATH=path)
-    port, outs, logs, procs = free_port(), [], [], []
-    for i in range(N_PROCESSES):
-        outs.append(out_dir / f"fields{i}.npz")
-        logs.append(out_dir / f"stderr{i}.txt")
+def run_processes(cmds: list[list[str]], env: dict, log_dir: Path, timeout_s: float) -> None:
+    """Run the commands as concurrent processes (each one's output to a log in ``log_dir``);
+    kill those still running when one fails or at the deadline, and fail with every
+    process's output then."""
+    logs, procs = [], []
+    for i, cmd in enumerate(cmds):
+        logs.append(log_dir / f"stderr{i}.txt")
         with open(logs[-1], "w") as err:
-            cmd = [sys.executable, str(WORKER), str(port), str(i), str(N_PROCESSES), outs[-1]]
             procs.append(subprocess.Popen(cmd, env=env, stdout=err, stderr=subprocess.STDOUT))
-    deadline = time.monotonic() + TIMEOUT_S
+    deadline = time.monotonic() + timeout_s
     try:  # until all exit, one fails (the others would wait for it) or the deadline passes
         while time.monotonic() < deadline:
             codes = [p.poll() for p in procs]
@@ -59,7 +55,21 @@ def run_workers(out_dir: Path) -> list[Path]:
             f"{log.read_text()[-3000:]}"
             for i, (p, h, log) in enumerate(zip(procs, hung, logs))
         )
-        raise AssertionError(f"multi-process workers failed (limit {TIMEOUT_S} s):\n{report}")
+        raise AssertionError(f"multi-process run failed (limit {timeout_s} s):\n{report}")
+
+
+def run_workers(out_dir: Path) -> list[Path]:
+    """Launch the worker processes and return their result files."""
+    xla = "--xla_force_host_platform_device_count=2"
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=xla, PYTHONPATH=path)
+    port = free_port()
+    outs = [out_dir / f"fields{i}.npz" for i in range(N_PROCESSES)]
+    cmds = [
+        [sys.executable, str(WORKER), str(port), str(i), str(N_PROCESSES), str(out)]
+        for i, out in enumerate(outs)
+    ]
+    run_processes(cmds, env, out_dir, TIMEOUT_S)
     return outs
 
 

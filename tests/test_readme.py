@@ -1,18 +1,24 @@
 """Every Python block of README.md and of the documentation pages (docs/*.md) runs as
 written, each in a fresh interpreter with JAX's default settings (as a reader would paste
-it), so neither can go stale. User-facing text speaks of the software, not of how it was
-made."""
+it), so neither can go stale. A block whose first line reads ``# run as N processes: ...``
+runs as N concurrent processes, process ``i`` with ``sys.argv[1] == "i"``; a block for a
+cluster (first line ``# on every host of a cluster ...``) cannot run on one machine and is
+compiled only. User-facing text speaks of the software, not of how it was made."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from test_multiprocess import run_processes
 
 ROOT = Path(__file__).resolve().parents[1]
+PROCESSES = re.compile(r"# run as (\d+) processes:")
+CLUSTER = "# on every host of a cluster"
 USER_DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 BLOCKS = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
 DOC_BLOCKS = [
@@ -41,7 +47,21 @@ def test_readme_block_runs_as_written(code, tmp_path):
 
 @pytest.mark.parametrize("name, code", DOC_BLOCKS, ids=[n for n, _ in DOC_BLOCKS])
 def test_docs_block_runs_as_written(name, code, tmp_path):
-    test_readme_block_runs_as_written(code, tmp_path)
+    if code.startswith(CLUSTER):
+        compile(code, name, "exec")
+    elif n := PROCESSES.match(code):
+        script = tmp_path / "recipe.py"
+        script.write_text(code)
+        cmds = [[sys.executable, str(script), str(i)] for i in range(int(n.group(1)))]
+        run_processes(cmds, dict(os.environ), tmp_path, timeout_s=300)
+    else:
+        test_readme_block_runs_as_written(code, tmp_path)
+
+
+def test_docs_have_one_cluster_block_and_one_multiprocess_block():
+    """The two special kinds of block exist (so neither convention is dead code)."""
+    kinds = [c.startswith(CLUSTER) or bool(PROCESSES.match(c)) for _, c in DOC_BLOCKS]
+    assert sum(kinds) == 2
 
 
 @pytest.mark.parametrize("page", USER_DOCS, ids=[p.name for p in USER_DOCS])
