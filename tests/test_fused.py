@@ -2,9 +2,10 @@
 layouts: the segment reductions (the reference for traced edges) and the ELL blocks.
 
 Every check compares whole fields: same ``+inf`` pattern, no NaN, values within float32
-rounding (the layouts call the kernel for float32 values; float64 ones take the XLA hop). The kernel's factored fast path, its exact fallback at
-small ``tau``, per-source costs, priors, ``jit``/``vmap``/``grad`` and the min-plus semiring
-are each reached by a case below.
+rounding of the float64 reference for float32 values, within float64 rounding for float64
+ones. The kernel's factored fast path, its exact fallback at small ``tau`` (whose bound
+depends on the precision), per-source costs, priors, ``jit``/``vmap``/``grad`` and the
+min-plus semiring are each reached by a case below.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from grounding.testing.strategies import seeds, weighted_digraphs
 pytestmark = pytest.mark.skipif(not fused.AVAILABLE, reason="numba is not installed")
 
 taus = st.one_of(st.just(0.0), st.floats(0.01, 5.0))
+dtypes = st.sampled_from([np.float32, np.float64])
 
 
 def assert_fields_equal(got, want, tol=F64):
@@ -47,13 +49,13 @@ def layouts(head, tail, n):
 
 # each example compiles the recursion for a new graph shape (~1 s): a quarter of the profile
 @settings(max_examples=max(10, settings.default.max_examples // 4))
-@given(weighted_digraphs(), st.integers(1, 4), taus, st.booleans(), st.booleans(), seeds)
+@given(weighted_digraphs(), st.integers(1, 4), taus, st.booleans(), st.booleans(), dtypes, seeds)
 def test_fields_per_hop_fields_and_edge_usage_equal_the_segment_layout(
-    gr, k, tau, prior, per_source, seed
+    gr, k, tau, prior, per_source, dtype, seed
 ):
     """Eq. (13)/(11) fields, exact-hop fields and Prop. 2 edge usage (the gradient through the
-    kernel's backward pass) of float32 inputs against the float64 reference, with shared or
-    per-source costs and priors."""
+    kernel's backward pass) of float32 or float64 inputs against the float64 reference, with
+    shared or per-source costs and priors."""
     rng = np.random.default_rng(seed)
     n_src = int(rng.integers(1, 4))
     sources = rng.integers(0, gr.n_nodes, n_src).astype(np.int32)
@@ -63,23 +65,28 @@ def test_fields_per_hop_fields_and_edge_usage_equal_the_segment_layout(
         cost = cost[None] + rng.uniform(0, 1, (n_src, len(cost)))
     log_prior = gr.log_prior if prior else None
     fast, ref = layouts(gr.head, gr.tail, gr.n_nodes)
-    c32 = cost.astype(np.float32)
-    p32 = None if log_prior is None else log_prior.astype(np.float32)
+    c = cost.astype(dtype)
+    p = None if log_prior is None else log_prior.astype(dtype)
+    tol = F32 if dtype == np.float32 else F64
     for per_hop in (False, True):
         want = recursion.fields(ref, cost, sources, k, tau, log_prior, None, per_hop)
-        got = recursion.fields(fast, c32, sources, k, tau, p32, None, per_hop)
-        assert_fields_equal(got, np.asarray(want).astype(np.float32), tol=F32)
+        got = recursion.fields(fast, c, sources, k, tau, p, None, per_hop)
+        assert_fields_equal(got, np.asarray(want).astype(dtype), tol=tol)
     targets = rng.integers(0, gr.n_nodes, n_src).astype(np.int32)
-    got = recursion.edge_usage(fast, c32, sources, targets, k, tau, p32)
+    got = recursion.edge_usage(fast, c, sources, targets, k, tau, p)
     want = recursion.edge_usage(ref, cost, sources, targets, k, tau, log_prior)
-    np.testing.assert_allclose(np.asarray(got), np.asarray(want), **F32)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), **tol)
 
 
 @settings(max_examples=max(10, settings.default.max_examples // 4))
-@given(st.integers(20, 200), st.integers(1, 8), st.sampled_from([0.0, 0.005, 0.3, 2.0]), seeds)
-def test_float32_kernel_equals_the_float64_reference(n, n_src, tau, seed):
-    """float32 fields on random graphs with hubs equal the float64 reference to float32
-    rounding, at every temperature (the polynomial ``exp``/``log`` and the factored sum)."""
+@given(
+    st.integers(20, 200), st.integers(1, 8), st.sampled_from([0.0, 0.005, 0.3, 2.0]), dtypes, seeds
+)
+def test_kernel_equals_the_float64_reference(n, n_src, tau, dtype, seed):
+    """Fields on random graphs with hubs equal the float64 reference to the rounding of their
+    precision, at every temperature (float32: the polynomial ``exp``/``log``; both: the
+    factored sum and, at ``tau = 0.005``, its exact fallback where terms underflow)."""
     rng = np.random.default_rng(seed)
     m = 6 * n
     head = rng.integers(0, n, m).astype(np.int32)
@@ -88,9 +95,10 @@ def test_float32_kernel_equals_the_float64_reference(n, n_src, tau, seed):
     sources = rng.choice(n, n_src).astype(np.int32)
     fast, ref = layouts(head, tail, n)
     want = recursion.fields(ref, cost, sources, 4, tau, None, None, False)
-    got = recursion.fields(fast, cost.astype(np.float32), sources, 4, tau, None, None, False)
-    assert got.dtype == jnp.float32
-    assert_fields_equal(got, np.asarray(want).astype(np.float32), tol=F32)
+    got = recursion.fields(fast, cost.astype(dtype), sources, 4, tau, None, None, False)
+    assert got.dtype == dtype
+    tol = F32 if dtype == np.float32 else F64
+    assert_fields_equal(got, np.asarray(want).astype(dtype), tol=tol)
 
 
 def test_small_tau_rows_far_below_their_node_maximum_are_exact():
@@ -223,21 +231,39 @@ print("ok")
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-3000:]
 
 
-def test_float64_under_a_scoped_enable_x64_takes_the_xla_hop():
+def test_float64_under_a_scoped_enable_x64_runs_the_kernel():
     """Regression: with 64-bit values enabled only inside ``jax.enable_x64`` (the experiments
     do this), a callback runs on a thread without it and JAX cast its float64 results to
-    float32 ("Incorrect output dtype"). float64 fields on a fused index now take the XLA hop."""
+    float32 ("Incorrect output dtype"). Results now travel as uint32 words: the float64
+    field and edge usage come from the kernel and equal the segment layout's."""
     code = """
 import jax, numpy as np
 import grounding as g
+from grounding.semiring import _fused_kernels as kernels, recursion
+from grounding.semiring.kernels import SegmentEdges
+calls = []
+for name in ("forward_hops_host", "backward_host"):
+    def counted(*a, _f=getattr(kernels, name), _n=name, **kw):
+        calls.append(_n)
+        return _f(*a, **kw)
+    setattr(kernels, name, counted)
 rng = np.random.default_rng(0)
 n, m = 20000, 200000  # large enough that the callback runs on another thread
 h, t = rng.integers(0, n, m).astype(np.int32), rng.integers(0, n, m).astype(np.int32)
 index = g.EdgeIndex.from_edges(h, t, n, backend="fused")
+ref = SegmentEdges(jax.numpy.asarray(h), jax.numpy.asarray(t), n)
+c, src = rng.uniform(0, 2, m), np.arange(64)
 with jax.enable_x64(True):
-    f = index.energy_field(rng.uniform(0, 2, m), np.arange(64), max_hops=3, tau=0.5)
-    u = index.edge_usage(rng.uniform(0, 2, m), np.array([0]), np.array([7]), max_hops=3, tau=0.5)
-assert f.dtype == np.float64 and np.isfinite(np.asarray(f)).any() and u.dtype == np.float64
+    f = index.energy_field(c, src, max_hops=3, tau=0.5)
+    u = index.edge_usage(c, np.array([0]), np.array([7]), max_hops=3, tau=0.5)
+    want_f = recursion.fields(ref, c, src, 3, 0.5, None, None, False)
+    want_u = recursion.edge_usage(ref, c, np.array([0]), np.array([7]), 3, 0.5, None)
+assert f.dtype == u.dtype == np.float64 and set(calls) == {"forward_hops_host", "backward_host"}
+f, want_f = np.asarray(f), np.asarray(want_f)
+assert (np.isinf(f) == np.isinf(want_f)).all() and np.isfinite(f).sum() > 1000
+ok = np.isfinite(want_f)
+np.testing.assert_allclose(f[ok], want_f[ok], rtol=1e-9, atol=1e-10)
+np.testing.assert_allclose(np.asarray(u), np.asarray(want_u), rtol=1e-9, atol=1e-10)
 print("ok")
 """
     env = {k: v for k, v in os.environ.items() if k != "JAX_ENABLE_X64"}

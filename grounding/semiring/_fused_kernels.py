@@ -101,6 +101,19 @@ if AVAILABLE:
 
         return exp32
 
+    def _lost(x):
+        """Above the mass of one term the factored sum may have lost, times ``2^p`` (``p``
+        the mantissa bits): ``2^-101`` in float32 (:func:`_exp` is ``0`` below
+        ``e^-87 < 2^-125``), ``2^-969`` in float64 (a product of factors ``<= 1`` loses
+        relative precision only below the smallest normal, ``2^-1022``)."""
+        raise NotImplementedError  # pragma: no cover - replaced by the overload when jitted
+
+    @overload(_lost)
+    def _lost_typed(x):
+        if x != types.float32:
+            return lambda x: 2.0**-969
+        return lambda x: np.float32(2.0**-101)
+
     def _log(x):
         """``log(x)`` for ``x == 0`` (``-inf``) or normal ``x > 0`` inside the kernels."""
         raise NotImplementedError  # pragma: no cover - replaced by the overload when jitted
@@ -234,7 +247,7 @@ if AVAILABLE:
                 coef = _exp(w[k, 0] + c[u] - top)
                 for s in range(width):
                     acc[s] += coef * b[u, s]
-            exact, bound = True, a.dtype.type(2.0**-101) * (hi - lo)
+            exact, bound = True, _lost(top) * (hi - lo)
             for s in range(width):
                 bit = (row_reach[s >> 6] >> np.uint64(s & 63)) & np.uint64(1)
                 exact = exact and (acc[s] >= bound or bit == 0)
@@ -259,10 +272,11 @@ if AVAILABLE:
         ``factored`` (shared weights, log semiring): ``exp(a[u,s] + w - m'[v]) =
         exp(w + c[u] - m'[v]) b[u, s]`` with a per-node shift ``c`` and a per-row shift
         ``m'[v] = max_e w + c[u]``: one ``exp`` per edge instead of one per edge and source,
-        one pass. Each term lost to underflow is below ``e^-87 < 2^-125`` (both factors
-        bound it), so a row where some source reached from an in-neighbour sums below
-        ``deg 2^-101`` (relative error possibly above ``2^-24``) is recomputed with the exact
-        per-``(v, s)`` shift; sources reached by no in-neighbour are exactly ``-inf``. In
+        one pass. Each term lost to underflow is below ``e^-87 < 2^-125`` in float32 (both
+        factors bound it), so a row where some source reached from an in-neighbour sums
+        below ``deg 2^-101`` (relative error possibly above ``2^-24``) is recomputed with the
+        exact per-``(v, s)`` shift (float64: below ``deg 2^-969``, :func:`_lost`); sources
+        reached by no in-neighbour are exactly ``-inf``. In
         every path, in-neighbours no source has reached are skipped, not read (the frontier
         of a few sources is a small part of a large graph).
         """

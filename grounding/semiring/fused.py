@@ -19,10 +19,7 @@ recomputed with every term shifted by its own ``(v, s)`` maximum, exactly as the
 reference does. Per-source weights and the min-plus semiring (Eq. (11)) take that exact
 path. Nodes no source has reached yet are skipped, the rows of the in-edges to come are
 prefetched (``llvm.prefetch``), and ``exp``/``log`` are branch-free float32 polynomials that
-vectorise over sources (relative error ~1e-7). The layouts call it for float32 values only
-(float64 ones take the XLA segment hop: under a scoped ``jax.enable_x64`` a callback runs on
-a thread without it, and JAX casts float64 results to float32; the kernels themselves also
-compile for float64, with libm's ``exp``/``log``).
+vectorise over sources (relative error ~1e-7; float64 values use libm's).
 
 The backward pass (the edge usage of Prop. 2) is a second kernel over the out-edge rows:
 ``p(e, s) = g(v, s) exp(a(u, s) + w(e, s) - a'(v, s))`` summed per head ``u`` (the cotangent of
@@ -90,10 +87,9 @@ class CSR:
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(4,))
 def _hop(csr: CSR, edges, a: jax.Array, logw: jax.Array, tropical: bool) -> jax.Array:
-    shape = jax.ShapeDtypeStruct(a.shape, a.dtype)
     fn = functools.partial(kernels.forward_host, tropical=tropical)
     args = (csr.in_ptr, csr.in_src, csr.in_edge, logw, a)
-    return _varying(jax.pure_callback(fn, shape, *args, vmap_method="sequential"), args)
+    return _callback(fn, jax.ShapeDtypeStruct(a.shape, a.dtype), args)
 
 
 def _hop_fwd(csr, edges, a, logw, tropical):
@@ -112,8 +108,45 @@ def _hop_bwd(tropical, res, g):
         return None, None, ga, p if logw.ndim == 2 else p.sum(axis=1)
     shapes = (jax.ShapeDtypeStruct(a.shape, a.dtype), jax.ShapeDtypeStruct(logw.shape, a.dtype))
     args = (csr.out_ptr, csr.out_dst, csr.out_edge, logw, a, out, g)
-    ga, gw = jax.pure_callback(kernels.backward_host, shapes, *args, vmap_method="sequential")
-    return None, None, *_varying((ga, gw), args)
+    return None, None, *_callback(kernels.backward_host, shapes, args)
+
+
+def _callback(fn, shapes, args):
+    """``fn(*args)`` on the host by :func:`jax.pure_callback` (``vmap`` sequential), its
+    results typed like ``args`` on a mesh (:func:`_varying`).
+
+    float64 arguments and results travel as pairs of uint32 words: JAX converts a callback's
+    arrays on its own thread, where a scoped ``jax.enable_x64`` of the caller does not hold,
+    and would cast float64 to float32."""
+    flat, tree = jax.tree.flatten(shapes)
+    wide_in = [x.dtype == jnp.float64 for x in args]
+    wide = [s.dtype == jnp.float64 for s in flat]
+    sent = [
+        jax.ShapeDtypeStruct((*s.shape, 2), jnp.uint32) if w else s for s, w in zip(flat, wide)
+    ]
+
+    def host(*xs):
+        xs = [_from_words(x) if w else x for x, w in zip(xs, wide_in)]
+        outs = jax.tree.leaves(fn(*xs))
+        return [_to_words(y) if w else y for y, w in zip(outs, wide)]
+
+    args = [jax.lax.bitcast_convert_type(x, jnp.uint32) if w else x
+            for x, w in zip(args, wide_in)]  # fmt: skip
+    got = jax.pure_callback(host, sent, *args, vmap_method="sequential")
+    got = [jax.lax.bitcast_convert_type(y, jnp.float64) if w else y for y, w in zip(got, wide)]
+    return _varying(jax.tree.unflatten(tree, got), args)
+
+
+def _to_words(x) -> np.ndarray:
+    """A float64 array as uint32 words ``[..., 2]`` (no copy when contiguous)."""
+    x = np.ascontiguousarray(x, np.float64)
+    return x.view(np.uint32).reshape(*x.shape, 2)
+
+
+def _from_words(x) -> np.ndarray:
+    """The float64 array of :func:`_to_words`'s words."""
+    x = np.ascontiguousarray(x, np.uint32)
+    return x.view(np.float64).reshape(x.shape[:-1])
 
 
 def _varying_axes(aval) -> frozenset:
@@ -143,8 +176,7 @@ def _recursion(csr, edges, a0, logw, n_hops, tropical, keep_hops):
     )
     acc = jax.ShapeDtypeStruct(a0.shape, a0.dtype)
     shapes = (acc, jax.ShapeDtypeStruct((n_hops, *a0.shape), a0.dtype)) if keep_hops else acc
-    args = (csr.in_ptr, csr.in_src, csr.in_edge, logw, a0)
-    return _varying(jax.pure_callback(fn, shapes, *args, vmap_method="sequential"), args)
+    return _callback(fn, shapes, (csr.in_ptr, csr.in_src, csr.in_edge, logw, a0))
 
 
 def _recursion_reference(csr, edges, a0, logw, n_hops, tropical, keep_hops):

@@ -142,11 +142,7 @@ class EdgeIndex:
     def hop(self, a: jax.Array, logw: jax.Array, tropical: bool) -> jax.Array:
         """One hop ``[n_nodes, S] -> [n_nodes, S]`` (``logw``: ``[E]`` or ``[E, S]``)."""
         if self.backend == "fused":
-            if a.dtype == jnp.float32:
-                return fused.hop(self.csr, self.head, self.tail, a, logw, tropical)
-            # float64 takes the XLA segment hop: under a scoped ``jax.enable_x64`` a callback
-            # runs on a thread without it, and JAX casts its float64 results to float32
-            return SegmentEdges(self.head, self.tail, self.n_nodes).hop(a, logw, tropical)
+            return fused.hop(self.csr, self.head, self.tail, a, logw, tropical)
         pool = jnp.concatenate([jnp.full((1, a.shape[1]), -jnp.inf, a.dtype), a])
         w = logw if logw.ndim == 2 else logw[:, None]  # [E, S] or [E, 1]
         for level, blocks in enumerate(self.srcs):
@@ -159,9 +155,9 @@ class EdgeIndex:
         return jax.lax.optimization_barrier(pool[self.final_row])
 
     def recursion(self, a0, logw, n_hops: int, tropical: bool, keep_hops: bool):
-        """The ``n_hops`` recursion in one host call (fused backend, float32 values; else
-        ``None``): see :func:`grounding.semiring.fused.recursion`."""
-        if self.backend != "fused" or a0.dtype != jnp.float32:
+        """The ``n_hops`` recursion in one host call (fused backend; else ``None``): see
+        :func:`grounding.semiring.fused.recursion`."""
+        if self.backend != "fused":
             return None
         return fused.recursion(self.csr, self.head, self.tail, a0, logw, n_hops, tropical,
                                keep_hops)  # fmt: skip
