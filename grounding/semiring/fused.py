@@ -121,9 +121,7 @@ def _callback(fn, shapes, args):
     flat, tree = jax.tree.flatten(shapes)
     wide_in = [x.dtype == jnp.float64 for x in args]
     wide = [s.dtype == jnp.float64 for s in flat]
-    sent = [
-        jax.ShapeDtypeStruct((*s.shape, 2), jnp.uint32) if w else s for s, w in zip(flat, wide)
-    ]
+    sent = [jax.ShapeDtypeStruct((*s.shape, 2), jnp.uint32) if w else s for s, w in zip(flat, wide)]
 
     def host(*xs):
         xs = [_from_words(x) if w else x for x, w in zip(xs, wide_in)]
