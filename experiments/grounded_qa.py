@@ -62,18 +62,24 @@ class Setting:
     negatives: bool = False
 
 
+#: The benchmark and answerer of each dataset, per mode (``True``: ``--full``); PankRAG and the
+#: learned retrievers use the same ones (so one process trains each answerer once).
+SETTINGS = {
+    True: {
+        "codex-m": Setting("codex-m", 3000, 15),
+        "umls": Setting("umls", 1000, 100),
+        "codex-s": Setting("codex-s", 1000, 60, negatives=True),
+    },
+    False: {
+        "codex-m": Setting("codex-m", 500, 3),
+        "umls": Setting("umls", 300, 20),
+        "codex-s": Setting("codex-s", 300, 10, negatives=True),
+    },
+}
+
+
 def settings(full: bool) -> list[Setting]:
-    if full:
-        return [
-            Setting("codex-m", 3000, 15),
-            Setting("umls", 1000, 100),
-            Setting("codex-s", 1000, 60, negatives=True),
-        ]
-    return [
-        Setting("codex-m", 500, 3),
-        Setting("umls", 300, 20),
-        Setting("codex-s", 300, 10, negatives=True),
-    ]
+    return list(SETTINGS[full].values())
 
 
 @functools.lru_cache(maxsize=4)

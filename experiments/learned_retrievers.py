@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from experiments._io import float64, parse_args, plt, save_figure, write_csv, write_json
-from experiments.grounded_qa import KAPPA, Setting, build, fit_lambda
+from experiments.grounded_qa import KAPPA, SETTINGS, Setting, build, fit_lambda
 from grounding.qa import GroundedQA
 from grounding.retrieval import GNNConfig, TrainConfig, TripleRetriever
 from grounding.retrieval.gnn import dirichlet_energy, entity_states
@@ -77,7 +77,7 @@ def setting(dataset: str) -> Setting:
     """The grounded-QA experiment's quick setting, in both modes: the answerer (trained on the
     evidence for a few epochs) only serves the downstream table, and is shared with that
     experiment within one process."""
-    return Setting(dataset, *{"codex-m": (500, 3), "umls": (300, 20)}[dataset])
+    return SETTINGS[False][dataset]
 
 
 def make(bench, variant: tuple, sc: Scale, seed: int, name: str, facts=None) -> TripleRetriever:

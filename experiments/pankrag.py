@@ -39,7 +39,7 @@ import numpy as np
 from scipy.stats import binom
 
 from experiments._io import float64, parse_args, plt, save_figure, styled, write_csv, write_json
-from experiments.grounded_qa import KAPPA, Setting, build, fit_lambda
+from experiments.grounded_qa import KAPPA, SETTINGS, build, fit_lambda
 from grounding.datasets import load_musique
 from grounding.qa import GroundedQA, PankRAG, score_probabilities
 from grounding.retrieval import (
@@ -250,8 +250,7 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
         log(
             f"musique {n}: hop={row['all']['hop_accuracy']:.3f} edge_f1={row['all']['edge_f1']:.3f}"
         )
-    setting = Setting("codex-m", 3000, 15) if args.full else Setting("codex-m", 500, 3)
-    bench, answerer, retrievers, _ = build(setting)
+    bench, answerer, retrievers, _ = build(SETTINGS[args.full]["codex-m"])
     t = time.perf_counter()
     communities = Communities.build(bench.graph, relation_labels=bench.relation_labels)
     community_seconds = time.perf_counter() - t

@@ -1,5 +1,6 @@
 """The question-answering experiments (grounded QA, PankRAG, learned retrievers) in quick mode: they share one
-trained answerer, so one worker runs them together (``--dist loadfile``)."""
+trained answerer, so one worker runs them together (``--dist loadfile``). The default suite runs
+them at a smaller scale (``_experiment_runs.smoke_scale``); ``-m slow`` at quick mode's own."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from _experiment_runs import QA, check_outputs, check_panels, quick_runs, result
 NAMES = QA
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    return quick_runs(NAMES, tmp_path_factory)
+@pytest.fixture(scope="module", params=["smoke", pytest.param("quick", marks=pytest.mark.slow)])
+def runs(request, tmp_path_factory):
+    return quick_runs(NAMES, tmp_path_factory, smoke=request.param == "smoke")
 
 
 @pytest.fixture(scope="module")
