@@ -56,3 +56,13 @@ def _x64():
     """Every test runs with 64-bit JAX arrays enabled (see module docstring)."""
     assert jax.config.jax_enable_x64
     yield
+
+
+#: Files holding the suite's longest module fixtures (the experiments' runs, minutes each):
+#: collected first, so that under ``--dist loadfile`` a worker starts them at once instead of
+#: picking one up near the end while the other worker idles.
+LONG_FILES = ("test_experiments_qa.py", "test_experiments.py")
+
+
+def pytest_collection_modifyitems(items):
+    items.sort(key=lambda item: item.path.name not in LONG_FILES)  # stable: False sorts first

@@ -32,7 +32,7 @@ except ImportError:  # pragma: no cover - exercised only where numba is absent
 AVAILABLE = numba is not None
 """Whether the kernels can be compiled (numba imports)."""
 
-_LOCK = threading.Lock()  # several CPU devices may call back at once; numba's pool is shared
+_LOCK = threading.RLock()  # several CPU devices may call back at once; numba's pool is shared
 _AHEAD = 8  # in-edges prefetched ahead of the one being reduced
 _PARALLEL_WORK = 1 << 20  # entries (edges x sources) from which a call uses every thread
 _FLAGS = {"contract", "afn", "arcp", "nsz"}  # fast math without no-inf/no-nan: -inf is data
@@ -189,18 +189,18 @@ if AVAILABLE:
 
     @_jit(parallel=True)
     def _node_scaled(a, b, c, reach, factored):
-        """``c[u] = max_s a[u, s]`` (``-inf``: no source reaches ``u``); with ``factored``
-        also ``b[u, s] = exp(a[u, s] - c[u])`` (``0`` where ``c[u] = -inf``) and ``reach[u]``:
-        bit ``s`` set where ``a[u, s]`` is finite (64 sources a word)."""
+        """``c[u] = max_s a[u, s]`` (``-inf``: no source reaches ``u``); with ``factored``,
+        for reached ``u`` only (the others are never read), also ``b[u, s] =
+        exp(a[u, s] - c[u])`` and ``reach[u]``: bit ``s`` set where ``a[u, s]`` is finite
+        (64 sources a word)."""
         n, width = a.shape
         for u in numba.prange(n):
             top = a.dtype.type(-np.inf)
             for s in range(width):
                 top = max(top, a[u, s])
             c[u] = top
-            if not factored:
+            if not factored or top == -np.inf:
                 continue
-            top = top if top > -np.inf else a.dtype.type(0.0)
             for s in range(width):
                 b[u, s] = _exp(a[u, s] - top)
             for word in range(reach.shape[1]):  # branch-free: half-reached rows mispredict
@@ -211,14 +211,15 @@ if AVAILABLE:
 
     @_jit
     def _accumulate_row(total, row, v, tropical):
-        """``total[v] <- total[v] (+) row``: ``max``, or ``log(e^total + e^row)`` (``-inf``
-        with ``-inf`` stays ``-inf``)."""
+        """``total[s, v] <- total[s, v] (+) row[s]`` (``total`` sources-first: the rows of a
+        64-node chunk write 64 consecutive values per source): ``max``, or
+        ``log(e^total + e^row)`` (``-inf`` with ``-inf`` stays ``-inf``)."""
         for s in range(row.shape[0]):
-            hi, lo = max(total[v, s], row[s]), min(total[v, s], row[s])
+            hi, lo = max(total[s, v], row[s]), min(total[s, v], row[s])
             if tropical or hi == -np.inf:
-                total[v, s] = hi
+                total[s, v] = hi
             else:
-                total[v, s] = _log(row.dtype.type(1.0) + _exp(lo - hi)) + hi
+                total[s, v] = _log(row.dtype.type(1.0) + _exp(lo - hi)) + hi
 
     @_jit
     def _forward_row(ptr, src, edge, w, a, out, b, c, reach, m, acc, row_reach, v, tropical,
@@ -230,8 +231,9 @@ if AVAILABLE:
             top = a.dtype.type(-np.inf)
             row_reach[:] = 0
             for k in range(lo, hi):
-                top = max(top, w[k, 0] + c[src[k]])
-                row_reach |= reach[src[k]]
+                if c[src[k]] > -np.inf:  # reach[u] is written for reached u only
+                    top = max(top, w[k, 0] + c[src[k]])
+                    row_reach |= reach[src[k]]
             if top == -np.inf:  # no in-neighbour reached by any source
                 out[v] = -np.inf
                 return
@@ -264,8 +266,9 @@ if AVAILABLE:
 
     @_jit(parallel=True)
     def _forward(ptr, src, edge, w, a, out, scratch, tropical, factored, total):
-        """``out[v] = (+)_{e=(u->v)} a[u] (x) w[e]`` per row, and ``total[v] (+)= out[v]``
-        when ``total`` has rows (the sum over hops, while the row is in cache). ``w`` is
+        """``out[v] = (+)_{e=(u->v)} a[u] (x) w[e]`` per row, and ``total[:, v] (+)= out[v]``
+        when ``total`` (``[S, N]``) has rows (the sum over hops, while the row is in cache,
+        written sources-first as callers read it). ``w`` is
         ``[E, S]`` in edge order or ``[E, 1]`` in row order (shared by all sources);
         ``scratch``: :func:`_scratch`.
 
@@ -379,7 +382,7 @@ def forward_host(ptr, src, edge, w, a, tropical, out=None, rows=False, total=Non
     ptr, src, edge, w, a = _host(ptr, src, edge, w, a)
     w = w if rows else _row_weights(w, edge)
     out = np.empty_like(a) if out is None else out
-    total = np.empty((0, a.shape[1]), a.dtype) if total is None else total
+    total = np.empty((0, 0), a.dtype) if total is None else total
     factored = w.shape[1] == 1 and not tropical
     with _threads(len(src) * a.shape[1]):
         _forward(ptr, src, edge, w, a, out, _scratch(a), bool(tropical), factored, total)
@@ -400,13 +403,21 @@ def backward_host(ptr, dst, edge, w, a, out, g):
 
 
 def forward_hops_host(ptr, src, edge, w, a0, n_hops, tropical, keep_hops):
-    """``n_hops`` hops from ``a0`` on the host: the ``(+)``-sum over hops ``1..n_hops`` and,
-    with ``keep_hops``, every hop's values ``[n_hops, N, S]``."""
+    """``n_hops`` hops from ``a0`` (``[N, S]``) on the host: the ``(+)``-sum over hops
+    ``1..n_hops``, sources-first (``[S, N]``), and, with ``keep_hops``, every hop's values
+    ``[n_hops, N, S]``."""
     ptr, src, edge, w, a = _host(ptr, src, edge, w, a0)
     w = _row_weights(w, edge)  # once for all hops
-    acc = np.full(a.shape, -np.inf, a.dtype)
-    hops = np.empty((n_hops if keep_hops else 2, *a.shape), a.dtype)
-    for t in range(n_hops):  # values ping-pong between two buffers unless every hop is kept
-        buffer = hops[t if keep_hops else t % 2]
-        a = forward_host(ptr, src, edge, w, a, tropical, out=buffer, rows=True, total=acc)
+    acc = np.full(a.shape[::-1], -np.inf, a.dtype)
+    with _LOCK:  # the ping-pong buffers below are shared by calls of one shape
+        if keep_hops:
+            hops = np.empty((n_hops, *a.shape), a.dtype)
+        else:  # values ping-pong between two buffers, kept for the next call of this shape
+            key = ("hops", a.shape, a.dtype)
+            hops = _SCRATCH.get(key)
+            if hops is None:
+                hops = _SCRATCH[key] = np.empty((2, *a.shape), a.dtype)
+        for t in range(n_hops):
+            buffer = hops[t if keep_hops else t % 2]
+            a = forward_host(ptr, src, edge, w, a, tropical, out=buffer, rows=True, total=acc)
     return (acc, hops) if keep_hops else acc

@@ -172,7 +172,7 @@ def _recursion(csr, edges, a0, logw, n_hops, tropical, keep_hops):
     fn = functools.partial(
         kernels.forward_hops_host, n_hops=n_hops, tropical=tropical, keep_hops=keep_hops
     )
-    acc = jax.ShapeDtypeStruct(a0.shape, a0.dtype)
+    acc = jax.ShapeDtypeStruct(a0.shape[::-1], a0.dtype)  # sources-first
     shapes = (acc, jax.ShapeDtypeStruct((n_hops, *a0.shape), a0.dtype)) if keep_hops else acc
     return _callback(fn, shapes, (csr.in_ptr, csr.in_src, csr.in_edge, logw, a0))
 
@@ -185,7 +185,7 @@ def _recursion_reference(csr, edges, a0, logw, n_hops, tropical, keep_hops):
         a = _hop(csr, edges, a, logw, tropical)
         acc = jnp.maximum(acc, a) if tropical else logaddexp(acc, a)
         hops.append(a)
-    return (acc, jnp.stack(hops)) if keep_hops else acc
+    return (acc.T, jnp.stack(hops)) if keep_hops else acc.T
 
 
 def _recursion_fwd(csr, edges, a0, logw, n_hops, tropical, keep_hops):
@@ -216,7 +216,8 @@ def recursion(
     keep_hops: bool,
 ):
     """``n_hops`` hops from ``a0`` (``[N, S]``) in one host call: the ``(+)``-sum over hops
-    ``1..n_hops`` and (with ``keep_hops``, else ``None``) every hop's values ``[T, N, S]``.
+    ``1..n_hops``, sources-first (``[S, N]``: the kernel writes it so, sparing a transpose),
+    and (with ``keep_hops``, else ``None``) every hop's values ``[T, N, S]``.
     One callback instead of one per hop, with the accumulation in the kernel;
     differentiable in ``a0`` and ``logw`` (recomputed hop by hop for the gradient)."""
     out = _recursion(csr, (head, tail), a0, logw.astype(a0.dtype), n_hops, tropical, keep_hops)

@@ -155,8 +155,8 @@ class EdgeIndex:
         return jax.lax.optimization_barrier(pool[self.final_row])
 
     def recursion(self, a0, logw, n_hops: int, tropical: bool, keep_hops: bool):
-        """The ``n_hops`` recursion in one host call (fused backend; else ``None``): see
-        :func:`grounding.semiring.fused.recursion`."""
+        """The ``n_hops`` recursion in one host call (fused backend; else ``None``), its sum
+        sources-first: see :func:`grounding.semiring.fused.recursion`."""
         if self.backend != "fused":
             return None
         return fused.recursion(self.csr, self.head, self.tail, a0, logw, n_hops, tropical,

@@ -70,19 +70,21 @@ def forward(
     hop_logw=None,
     node_logw=None,
     keep_hops=True,
+    sources_first=False,
 ):
     """Run ``n_hops`` hops from ``a0`` (``[N, S]``) with ``lax.scan`` (one compiled hop body),
     or in one call of the layout's own ``recursion`` where it has one (the fused CPU kernel).
 
     Edge log weights are ``logw`` (shared by all hops) or ``hop_logw`` (leading hop axis);
     ``node_logw`` (``[T, N]``) is added to the values after each hop. Returns the
-    ``(+)``-sum over hops ``1..n_hops`` (``[N, S]``) and every hop's values ``[T, N, S]``
-    (may be ``None`` without ``keep_hops``).
+    ``(+)``-sum over hops ``1..n_hops`` (``[N, S]``; ``[S, N]`` with ``sources_first``) and
+    every hop's values ``[T, N, S]`` (may be ``None`` without ``keep_hops``).
     """
     if logw is not None and node_logw is None and hasattr(graph, "recursion"):
         out = graph.recursion(a0, logw, n_hops, tropical, keep_hops)
-        if out is not None:
-            return out
+        if out is not None:  # the layout's sum is sources-first
+            acc, hops = out
+            return (acc if sources_first else acc.T), hops
 
     def step(carry, xs):
         a, acc = carry
@@ -95,7 +97,7 @@ def forward(
 
     init = (a0, jnp.full_like(a0, -jnp.inf))
     (_, acc), per_hop = jax.lax.scan(step, init, (hop_logw, node_logw), length=n_hops)
-    return acc, per_hop
+    return (acc.T if sources_first else acc), per_hop
 
 
 def closure(graph, a0, logw, limit: int):
@@ -165,12 +167,14 @@ def run(graph, cost, prior, sources, tau, max_hops, tropical, per_hop):
     a0 = one_hot_log(sources, graph.n_nodes, cost.dtype)
     if max_hops is None:  # Eq. (11) over walks of any length
         return scaled_energy(1.0, -closure(graph, a0, logw, max(graph.n_nodes, 1))).T
-    acc, hops = forward(graph, a0, max_hops, tropical, logw=logw, keep_hops=per_hop)
+    acc, hops = forward(
+        graph, a0, max_hops, tropical, logw=logw, keep_hops=per_hop, sources_first=True
+    )
     scale = 1.0 if tropical else tau
     # Eq. (13): E = -tau * logsumexp over walks; Eq. (11) (max-plus on -c) at tau = 0
     if per_hop:
         return jnp.swapaxes(scaled_energy(scale, -hops), -1, -2)
-    return scaled_energy(scale, -acc).T
+    return scaled_energy(scale, -acc)
 
 
 run = jax.jit(run, static_argnums=(5, 6, 7), static_argnames=_STATIC)
