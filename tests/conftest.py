@@ -59,8 +59,9 @@ def _x64():
 
 
 #: Files holding the suite's longest module fixtures (the experiments' runs, minutes each):
-#: collected first, so that under ``--dist loadfile`` a worker starts them at once instead of
-#: picking one up near the end while the other worker idles.
+#: collected first, so that under ``--dist loadfile`` (with ``--no-loadscope-reorder``, which
+#: keeps this order instead of sorting files by their number of tests) a worker starts them
+#: at once instead of picking one up near the end while the other worker idles.
 LONG_FILES = ("test_experiments_qa.py", "test_experiments.py")
 
 
