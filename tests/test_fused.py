@@ -270,3 +270,15 @@ print("ok")
     run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          timeout=240)  # fmt: skip
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-3000:]
+
+
+def test_other_float_dtypes_take_the_xla_hop():
+    """float16 values on a fused index (no kernel for them) get the segment layout's field."""
+    rng = np.random.default_rng(0)
+    head, tail = rng.integers(0, 200, 1000), rng.integers(0, 200, 1000)
+    fast, ref = layouts(head, tail, 200)
+    cost, sources = rng.uniform(0, 2, 1000).astype(np.float16), np.arange(3)
+    got = recursion.fields(fast, cost, sources, 2, 1.0, None, None, False)
+    want = recursion.fields(ref, cost, sources, 2, 1.0, None, None, False)
+    assert got.dtype == jnp.float16
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))

@@ -48,7 +48,10 @@ from grounding._numerics import logaddexp
 from grounding.semiring import _fused_kernels as kernels
 from grounding.semiring._fused_kernels import AVAILABLE
 
-__all__ = ["AVAILABLE", "CSR", "hop", "recursion"]
+__all__ = ["AVAILABLE", "CSR", "DTYPES", "hop", "recursion"]
+
+DTYPES = (jnp.float32, jnp.float64)
+"""The value dtypes the kernels are compiled for (the layouts send others to XLA)."""
 
 
 @jax.tree_util.register_dataclass

@@ -142,7 +142,10 @@ class EdgeIndex:
     def hop(self, a: jax.Array, logw: jax.Array, tropical: bool) -> jax.Array:
         """One hop ``[n_nodes, S] -> [n_nodes, S]`` (``logw``: ``[E]`` or ``[E, S]``)."""
         if self.backend == "fused":
-            return fused.hop(self.csr, self.head, self.tail, a, logw, tropical)
+            if a.dtype in fused.DTYPES:
+                return fused.hop(self.csr, self.head, self.tail, a, logw, tropical)
+            # the kernel is compiled for float32 and float64; others take the XLA segment hop
+            return SegmentEdges(self.head, self.tail, self.n_nodes).hop(a, logw, tropical)
         pool = jnp.concatenate([jnp.full((1, a.shape[1]), -jnp.inf, a.dtype), a])
         w = logw if logw.ndim == 2 else logw[:, None]  # [E, S] or [E, 1]
         for level, blocks in enumerate(self.srcs):
@@ -155,9 +158,9 @@ class EdgeIndex:
         return jax.lax.optimization_barrier(pool[self.final_row])
 
     def recursion(self, a0, logw, n_hops: int, tropical: bool, keep_hops: bool):
-        """The ``n_hops`` recursion in one host call (fused backend; else ``None``), its sum
-        sources-first: see :func:`grounding.semiring.fused.recursion`."""
-        if self.backend != "fused":
+        """The ``n_hops`` recursion in one host call (fused backend, float32/float64 values;
+        else ``None``), its sum sources-first: see :func:`grounding.semiring.fused.recursion`."""
+        if self.backend != "fused" or a0.dtype not in fused.DTYPES:
             return None
         return fused.recursion(self.csr, self.head, self.tail, a0, logw, n_hops, tropical,
                                keep_hops)  # fmt: skip
