@@ -143,7 +143,7 @@ if AVAILABLE:
 
         return log32
 
-    @_jit
+    @_jit(inline="always")
     def _exact_row(lo, hi, src, edge, w, a, c, m, acc, tropical):
         """Row ``[lo, hi)`` with every term shifted by its own ``(v, s)`` maximum: ``m`` gets
         the maxima (``0`` where ``-inf``, unless ``tropical``), ``acc`` the shifted sums.
@@ -209,19 +209,33 @@ if AVAILABLE:
                     bits |= np.uint64(a[u, s] > -np.inf) << np.uint64(s & 63)
                 reach[u, word] = bits
 
-    @_jit
+    @_jit(inline="always")
     def _accumulate_row(total, row, v, tropical):
-        """``total[s, v] <- total[s, v] (+) row[s]`` (``total`` sources-first: the rows of a
-        64-node chunk write 64 consecutive values per source): ``max``, or
-        ``log(e^total + e^row)`` (``-inf`` with ``-inf`` stays ``-inf``)."""
+        """``total[v] <- total[v] (+) row``: ``max``, or ``log(e^total + e^row)``
+        (branch-free; ``-inf`` with ``-inf`` stays ``-inf``)."""
         for s in range(row.shape[0]):
-            hi, lo = max(total[s, v], row[s]), min(total[s, v], row[s])
-            if tropical or hi == -np.inf:
-                total[s, v] = hi
-            else:
-                total[s, v] = _log(row.dtype.type(1.0) + _exp(lo - hi)) + hi
+            r, t = row[s], total[v, s]
+            hi, lo = max(t, r), min(t, r)
+            d = lo - hi if hi > -np.inf else row.dtype.type(-np.inf)
+            total[v, s] = hi if tropical else _log(row.dtype.type(1.0) + _exp(d)) + hi
 
-    @_jit
+    @_jit(parallel=True)
+    def _gather(x, index, out):
+        """``out = x[index]``."""
+        for k in numba.prange(index.shape[0]):
+            out[k] = x[index[k]]
+
+    @_jit(parallel=True)
+    def _transpose(x, out):
+        """``out = x.T`` in 64 x 64 blocks."""
+        n, width = x.shape
+        for chunk in numba.prange((n + 63) // 64):
+            for s0 in range(0, width, 64):
+                for v in range(64 * chunk, min(n, 64 * chunk + 64)):
+                    for s in range(s0, min(width, s0 + 64)):
+                        out[s, v] = x[v, s]
+
+    @_jit(inline="always")
     def _forward_row(ptr, src, edge, w, a, out, b, c, reach, m, acc, row_reach, v, tropical,
                      factored):  # fmt: skip
         """Row ``v`` of :func:`_forward` (``m``, ``acc``, ``row_reach``: per-thread rows)."""
@@ -231,12 +245,15 @@ if AVAILABLE:
             top = a.dtype.type(-np.inf)
             row_reach[:] = 0
             for k in range(lo, hi):
-                if c[src[k]] > -np.inf:  # reach[u] is written for reached u only
-                    top = max(top, w[k, 0] + c[src[k]])
-                    row_reach |= reach[src[k]]
+                u = src[k]
+                if c[u] > -np.inf:  # reach[u] is written for reached u only
+                    top = max(top, w[k, 0] + c[u])
+                    for word in range(row_reach.shape[0]):
+                        row_reach[word] |= reach[u, word]
             if top == -np.inf:  # no in-neighbour reached by any source
-                out[v] = -np.inf
-                return
+                for s in range(width):
+                    out[v, s] = -np.inf
+                return False
             acc[:] = 0.0
             for k in range(lo, hi):
                 ahead = min(k + _AHEAD, n_e - 1)
@@ -249,20 +266,21 @@ if AVAILABLE:
                 coef = _exp(w[k, 0] + c[u] - top)
                 for s in range(width):
                     acc[s] += coef * b[u, s]
-            exact, bound = True, _lost(top) * (hi - lo)
-            for s in range(width):
+            bound, lost = _lost(top) * (hi - lo), 0
+            for s in range(width):  # branch-free: is a reached source's sum below bound?
                 bit = (row_reach[s >> 6] >> np.uint64(s & 63)) & np.uint64(1)
-                exact = exact and (acc[s] >= bound or bit == 0)
-            if exact:
+                lost |= np.int64(acc[s] < bound) & np.int64(bit)
+            if lost == 0:
                 for s in range(width):
                     out[v, s] = _log(acc[s]) + top
-                return
+                return True
         _exact_row(lo, hi, src, edge, w, a, c, m, acc, tropical)
         if tropical:
             out[v] = m
         else:
             for s in range(width):
                 out[v, s] = _log(acc[s]) + m[s]
+        return True
 
     @_jit(parallel=True)
     def _forward(ptr, src, edge, w, a, out, scratch, tropical, factored, total):
@@ -293,9 +311,9 @@ if AVAILABLE:
             acc = np.empty(width, a.dtype)
             row_reach = np.empty(words, np.uint64)
             for v in range(64 * chunk, min(n, 64 * chunk + 64)):
-                _forward_row(ptr, src, edge, w, a, out, b, c, reach, m, acc, row_reach, v,
-                             tropical, factored)  # fmt: skip
-                if total.shape[0]:
+                live = _forward_row(ptr, src, edge, w, a, out, b, c, reach, m, acc, row_reach,
+                                    v, tropical, factored)  # fmt: skip
+                if live and total.shape[0]:
                     _accumulate_row(total, out[v], v, tropical)
 
     @_jit(parallel=True)
@@ -355,25 +373,40 @@ def _host(*arrays) -> list[np.ndarray]:
     return [np.ascontiguousarray(np.asarray(x)) for x in arrays]
 
 
-_SCRATCH: dict = {}  # (shape, dtype) -> buffers reused across calls (fresh pages cost)
+_BUFFERS: dict = {}  # name -> array reused across calls (under _LOCK): fresh pages cost
+_PER_THREAD = threading.local()  # name -> array handed back to JAX, which copies it
+
+
+def _buffer(name: str, shape: tuple, dtype, per_thread: bool = False) -> np.ndarray:
+    """A reused array of ``shape`` (contents undefined); only the latest shape per name is
+    kept. ``per_thread`` buffers are for results returned to the callback: JAX copies them
+    on the calling thread before that thread calls again, after ``_LOCK`` is released."""
+    store = _PER_THREAD.__dict__ if per_thread else _BUFFERS
+    x = store.get(name)
+    if x is None or x.shape != shape or x.dtype != dtype:
+        store[name] = None  # release the old one first
+        x = store[name] = np.empty(shape, dtype)
+    return x
 
 
 def _scratch(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Buffers of the factored hop for values like ``a`` (under ``_LOCK``): ``b`` like ``a``,
-    per-node shifts ``[n]`` and reach bits ``[n, ceil(S / 64)]``. Only the latest is kept."""
-    key = (a.shape, a.dtype)
-    if key not in _SCRATCH:
-        _SCRATCH.clear()
-        n, width = a.shape
-        reach = np.zeros((n, (width + 63) // 64), np.uint64)
-        _SCRATCH[key] = (np.empty_like(a), np.empty(n, a.dtype), reach)
-    return _SCRATCH[key]
+    per-node shifts ``[n]`` and reach bits ``[n, ceil(S / 64)]``."""
+    n, width = a.shape
+    reach = _buffer("reach", (n, (width + 63) // 64), np.uint64)
+    return _buffer("b", a.shape, a.dtype), _buffer("c", (n,), a.dtype), reach
 
 
-def _row_weights(w: np.ndarray, edge: np.ndarray) -> np.ndarray:
+def _row_weights(w: np.ndarray, edge: np.ndarray, out=None) -> np.ndarray:
     """Edge-order weights for the kernels: ``[E]`` or ``[E, 1]`` (shared by all sources, or
-    one source) become ``[E, 1]`` in row order (read in sequence); ``[E, S > 1]`` stay."""
-    return w.reshape(-1)[edge, None] if w.ndim == 1 or w.shape[1] == 1 else w
+    one source) become ``[E, 1]`` in row order (read in sequence, gathered into ``out`` if
+    given); ``[E, S > 1]`` stay."""
+    if w.ndim > 1 and w.shape[1] > 1:
+        return w
+    out = np.empty((len(edge), 1), w.dtype) if out is None else out
+    with _threads(len(edge)):
+        _gather(w.reshape(-1), edge, out.reshape(-1))
+    return out
 
 
 def forward_host(ptr, src, edge, w, a, tropical, out=None, rows=False, total=None):
@@ -404,20 +437,22 @@ def backward_host(ptr, dst, edge, w, a, out, g):
 
 def forward_hops_host(ptr, src, edge, w, a0, n_hops, tropical, keep_hops):
     """``n_hops`` hops from ``a0`` (``[N, S]``) on the host: the ``(+)``-sum over hops
-    ``1..n_hops``, sources-first (``[S, N]``), and, with ``keep_hops``, every hop's values
-    ``[n_hops, N, S]``."""
+    ``1..n_hops``, sources-first (``[S, N]``, a per-thread buffer that the next call on this
+    thread overwrites), and, with ``keep_hops``, every hop's values ``[n_hops, N, S]``."""
     ptr, src, edge, w, a = _host(ptr, src, edge, w, a0)
-    w = _row_weights(w, edge)  # once for all hops
-    acc = np.full(a.shape[::-1], -np.inf, a.dtype)
-    with _LOCK:  # the ping-pong buffers below are shared by calls of one shape
+    with _LOCK:  # the buffers below are shared by all calls
+        if w.ndim == 1 or w.shape[1] == 1:  # once for all hops
+            w = _row_weights(w, edge, _buffer("w", (len(edge), 1), w.dtype))
+        acc = _buffer("total", a.shape, a.dtype)
+        acc.fill(-np.inf)
         if keep_hops:
             hops = np.empty((n_hops, *a.shape), a.dtype)
-        else:  # values ping-pong between two buffers, kept for the next call of this shape
-            key = ("hops", a.shape, a.dtype)
-            hops = _SCRATCH.get(key)
-            if hops is None:
-                hops = _SCRATCH[key] = np.empty((2, *a.shape), a.dtype)
+        else:  # values ping-pong between two buffers
+            hops = _buffer("hops", (2, *a.shape), a.dtype)
         for t in range(n_hops):
             buffer = hops[t if keep_hops else t % 2]
             a = forward_host(ptr, src, edge, w, a, tropical, out=buffer, rows=True, total=acc)
-    return (acc, hops) if keep_hops else acc
+        total = _buffer("sum", a.shape[::-1], a.dtype, per_thread=True)
+        with _threads(a.size):
+            _transpose(acc, total)
+    return (total, hops) if keep_hops else total
