@@ -34,6 +34,7 @@ AVAILABLE = numba is not None
 
 _LOCK = threading.RLock()  # several CPU devices may call back at once; numba's pool is shared
 _AHEAD = 8  # in-edges prefetched ahead of the one being reduced
+_SPARSE = 8  # a row is summed source by source when at most 1/_SPARSE of them reach it
 _PARALLEL_WORK = 1 << 20  # entries (edges x sources) from which a call uses every thread
 _FLAGS = {"contract", "afn", "arcp", "nsz"}  # fast math without no-inf/no-nan: -inf is data
 
@@ -72,6 +73,24 @@ if AVAILABLE:
             return builder.bitcast(args[0], ir.IntType(32))
 
         return types.int32(types.float32), codegen
+
+    @intrinsic
+    def _ctz(typingctx, bits):
+        """Trailing zero bits of a nonzero uint64 (``llvm.cttz``): the lowest set bit."""
+
+        def codegen(context, builder, signature, args):
+            return builder.cttz(args[0], ir.Constant(ir.IntType(1), 1))
+
+        return types.int64(types.uint64), codegen
+
+    @intrinsic
+    def _popcount(typingctx, bits):
+        """Set bits of a uint64 (``llvm.ctpop``)."""
+
+        def codegen(context, builder, signature, args):
+            return builder.ctpop(args[0])
+
+        return types.int64(types.uint64), codegen
 
     _jit = functools.partial(numba.njit, fastmath=_FLAGS, cache=True)
 
@@ -125,21 +144,28 @@ if AVAILABLE:
 
         def log32(x):
             """float32: ``x = 2^e m`` with ``m`` in ``[sqrt(1/2), sqrt(2))`` from the bits;
-            ``log m = 2 atanh(t)``, ``t = (m - 1)/(m + 1)``, ``|t| <= 0.172``, by its series to
-            ``t^9`` (truncation < 1e-9): branch-free, vectorisable. Sums here are ``0`` or
-            at least ``2^-102``, never subnormal."""
+            ``log m = f - f^2/2 + f^3 P(f)``, ``f = m - 1``, with the degree-8 minimax ``P`` of
+            Cephes' ``logf`` (S. L. Moshier, Cephes Mathematical Library; < 1 ulp here):
+            no division, branch-free, vectorisable. Sums here are ``0`` or at least
+            ``2^-102``, never subnormal."""
+            f32 = np.float32
             bits = _as_int32(x)
-            e = (bits >> 23) - np.int32(127)
+            # the exponent as a float with no int -> float conversion (numba widens int32
+            # arithmetic to int64, which AVX2 cannot convert): bits 0x4B000000 | k are 2^23 + k
+            e = _as_float32((bits >> 23) | np.int32(0x4B000000)) - f32(8388608 + 127)
             m = _as_float32((bits & np.int32(0x007FFFFF)) | np.int32(0x3F800000))
-            big = m > np.float32(1.4142135)
-            m = m * np.float32(0.5) if big else m
-            e = e + np.int32(1) if big else e
-            t = (m - np.float32(1.0)) / (m + np.float32(1.0))
-            t2 = t * t
-            p = np.float32(2 / 9) * t2 + np.float32(2 / 7)
-            p = ((p * t2 + np.float32(2 / 5)) * t2 + np.float32(2 / 3)) * t2 + np.float32(2.0)
-            y = p * t + np.float32(e) * np.float32(0.6931471805599453)
-            return y if x > np.float32(0.0) else np.float32(-np.inf)
+            big = m > f32(1.4142135)
+            m = m * f32(0.5) if big else m
+            e = e + f32(1.0) if big else e
+            f = m - f32(1.0)
+            z = f * f
+            p = f32(7.0376836292e-2) * f + f32(-1.1514610310e-1)
+            p = (p * f + f32(1.1676998740e-1)) * f + f32(-1.2420140846e-1)
+            p = (p * f + f32(1.4249322787e-1)) * f + f32(-1.6668057665e-1)
+            p = (p * f + f32(2.0000714765e-1)) * f + f32(-2.4999993993e-1)
+            p = p * f + f32(3.3333331174e-1)
+            y = (p * f * z - f32(0.5) * z) + f + e * f32(0.6931471805599453)
+            return y if x > f32(0.0) else f32(-np.inf)
 
         return log32
 
@@ -236,6 +262,46 @@ if AVAILABLE:
                         out[s, v] = x[v, s]
 
     @_jit(inline="always")
+    def _sparse_row(lo, hi, src, w, b, c, reach, row_reach, acc, out, v, top):
+        """The factored row (:func:`_forward`) where few sources reach an in-neighbour: only
+        the sources set in ``row_reach`` (and, per edge, in ``reach[u]``) are read, summed
+        and written (one float of a row of ``b`` instead of all). ``False``: a sum is below
+        the fallback bound and the row needs the exact path (nothing written then)."""
+        one = np.uint64(1)
+        for word in range(row_reach.shape[0]):
+            bits = row_reach[word]
+            while bits:
+                acc[64 * word + _ctz(bits)] = 0.0
+                bits &= bits - one
+        for k in range(lo, hi):
+            u = src[k]
+            if c[u] == -np.inf:
+                continue
+            coef = _exp(w[k, 0] + c[u] - top)
+            for word in range(row_reach.shape[0]):
+                bits = reach[u, word]
+                while bits:
+                    s = 64 * word + _ctz(bits)
+                    acc[s] += coef * b[u, s]
+                    bits &= bits - one
+        bound = _lost(top) * (hi - lo)
+        for word in range(row_reach.shape[0]):
+            bits = row_reach[word]
+            while bits:
+                if acc[64 * word + _ctz(bits)] < bound:
+                    return False
+                bits &= bits - one
+        for s in range(out.shape[1]):
+            out[v, s] = -np.inf
+        for word in range(row_reach.shape[0]):
+            bits = row_reach[word]
+            while bits:
+                s = 64 * word + _ctz(bits)
+                out[v, s] = _log(acc[s]) + top
+                bits &= bits - one
+        return True
+
+    @_jit(inline="always")
     def _forward_row(ptr, src, edge, w, a, out, b, c, reach, m, acc, row_reach, v, tropical,
                      factored):  # fmt: skip
         """Row ``v`` of :func:`_forward` (``m``, ``acc``, ``row_reach``: per-thread rows)."""
@@ -254,6 +320,16 @@ if AVAILABLE:
                 for s in range(width):
                     out[v, s] = -np.inf
                 return False
+            n_reached = 0
+            for word in range(row_reach.shape[0]):
+                n_reached += _popcount(row_reach[word])
+            if n_reached * _SPARSE <= width:
+                if _sparse_row(lo, hi, src, w, b, c, reach, row_reach, acc, out, v, top):
+                    return True
+                _exact_row(lo, hi, src, edge, w, a, c, m, acc, tropical)
+                for s in range(width):
+                    out[v, s] = _log(acc[s]) + m[s]
+                return True
             acc[:] = 0.0
             for k in range(lo, hi):
                 ahead = min(k + _AHEAD, n_e - 1)
