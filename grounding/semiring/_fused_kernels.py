@@ -1,173 +1,49 @@
 r"""The numba side of the fused CPU hop (:mod:`grounding.semiring.fused`): the kernels and
-their host wrappers on NumPy arrays.
+their host wrappers on NumPy arrays (intrinsics, ``exp``, ``log``: ``_fused_math``).
 
 - :func:`_forward`: one hop, row by row over the in-edges of each destination, with the
-  factored log-sum-exp (one ``exp`` per edge) and its exact per-``(v, s)`` fallback, the
-  min-plus reduction, unreached in-neighbours skipped, and the sum over hops accumulated;
-- :func:`_backward`: the cotangents of one log-semiring hop over the out-edge rows;
-- branch-free float32 ``exp``/``log`` polynomials that vectorise over sources, and
-  ``llvm.prefetch`` of the rows of the in-edges to come.
+  factored log-sum-exp (one ``exp`` per edge; rows few sources reach summed source by
+  source) and its exact per-``(v, s)`` fallback, the min-plus reduction, unreached
+  in-neighbours skipped, and the sum over hops accumulated;
+- :func:`_backward`: the cotangents of one log-semiring hop over the out-edge rows.
 
 The host functions (``*_host``) take the callback's arrays, hold :data:`_LOCK`, choose the
-thread count by the size of the call and reuse scratch buffers.
+thread count by the size of the call and reuse buffers.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import math
+import sys
 import threading
 
 import numpy as np
 
-try:  # numba ships wheels for the platforms JAX supports; without it the XLA layouts are used
-    import numba
-    from llvmlite import ir
-    from numba.core import cgutils, types
-    from numba.extending import intrinsic, overload
-except ImportError:  # pragma: no cover - exercised only where numba is absent
-    numba = None
+from grounding.semiring._fused_math import AVAILABLE
 
-AVAILABLE = numba is not None
-"""Whether the kernels can be compiled (numba imports)."""
+if AVAILABLE:
+    import numba
+
+    from grounding.semiring._fused_math import (
+        _ctz,
+        _exp,
+        _gather,
+        _jit,
+        _log,
+        _lost,
+        _popcount,
+        _prefetch,
+        _transpose,
+    )
 
 _LOCK = threading.RLock()  # several CPU devices may call back at once; numba's pool is shared
 _AHEAD = 8  # in-edges prefetched ahead of the one being reduced
 _SPARSE = 8  # a row is summed source by source when at most 1/_SPARSE of them reach it
+_FRONTIER = 8  # rows are found from the reached nodes when their out-edges are < |E|/8
 _PARALLEL_WORK = 1 << 20  # entries (edges x sources) from which a call uses every thread
-_FLAGS = {"contract", "afn", "arcp", "nsz"}  # fast math without no-inf/no-nan: -inf is data
 
 
 if AVAILABLE:
-
-    @intrinsic
-    def _prefetch(typingctx, arr, idx):
-        """``llvm.prefetch`` (read, high locality) of ``arr.flat[idx]``."""
-
-        def codegen(context, builder, signature, args):
-            ary = context.make_array(signature.args[0])(context, builder, args[0])
-            i8p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
-            fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
-            fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
-            ptr = builder.bitcast(builder.gep(ary.data, [args[1]]), i8p)
-            builder.call(fn, [ptr, *(ir.Constant(i32, k) for k in (0, 3, 1))])
-            return context.get_dummy_value()
-
-        return types.void(arr, idx), codegen
-
-    @intrinsic
-    def _as_float32(typingctx, bits):
-        """The float32 with the bit pattern of an int32."""
-
-        def codegen(context, builder, signature, args):
-            return builder.bitcast(args[0], ir.FloatType())
-
-        return types.float32(types.int32), codegen
-
-    @intrinsic
-    def _as_int32(typingctx, x):
-        """The int32 with the bit pattern of a float32."""
-
-        def codegen(context, builder, signature, args):
-            return builder.bitcast(args[0], ir.IntType(32))
-
-        return types.int32(types.float32), codegen
-
-    @intrinsic
-    def _ctz(typingctx, bits):
-        """Trailing zero bits of a nonzero uint64 (``llvm.cttz``): the lowest set bit."""
-
-        def codegen(context, builder, signature, args):
-            return builder.cttz(args[0], ir.Constant(ir.IntType(1), 1))
-
-        return types.int64(types.uint64), codegen
-
-    @intrinsic
-    def _popcount(typingctx, bits):
-        """Set bits of a uint64 (``llvm.ctpop``)."""
-
-        def codegen(context, builder, signature, args):
-            return builder.ctpop(args[0])
-
-        return types.int64(types.uint64), codegen
-
-    _jit = functools.partial(numba.njit, fastmath=_FLAGS, cache=True)
-
-    def _exp(d):
-        """``exp(d)`` for ``d <= 0`` inside the kernels (typed per precision below)."""
-        raise NotImplementedError  # pragma: no cover - replaced by the overload when jitted
-
-    @overload(_exp, fastmath=_FLAGS)
-    def _exp_typed(d):
-        if d != types.float32:  # float64: libm
-            return lambda d: math.exp(d)
-
-        def exp32(d):
-            """float32: ``0`` below ``-87`` (including ``-inf``), else ``2^k e^r`` with
-            ``k = round(d / ln 2)``, ``r = d - k ln 2`` (Cody-Waite: ``ln 2`` in two parts, so
-            ``r`` is exact to rounding), ``|r| <= 0.347``, ``e^r`` by its degree-7 Taylor
-            polynomial (truncation < 1e-8 relative) and ``2^k`` built from its exponent bits:
-            branch-free, vectorisable."""
-            c = max(d, np.float32(-87.0))
-            k = np.floor(c * np.float32(1.4426950408889634) + np.float32(0.5))
-            x = (c - k * np.float32(0.693359375)) + k * np.float32(2.12194440e-4)
-            p = np.float32(1 / 5040) * x + np.float32(1 / 720)
-            p = ((p * x + np.float32(1 / 120)) * x + np.float32(1 / 24)) * x + np.float32(1 / 6)
-            p = ((p * x + np.float32(0.5)) * x + np.float32(1.0)) * x + np.float32(1.0)
-            scaled = p * _as_float32((np.int32(k) + np.int32(127)) << 23)
-            return scaled if d >= np.float32(-87.0) else np.float32(0.0)
-
-        return exp32
-
-    def _lost(x):
-        """Above the mass of one term the factored sum may have lost, times ``2^p`` (``p``
-        the mantissa bits): ``2^-101`` in float32 (:func:`_exp` is ``0`` below
-        ``e^-87 < 2^-125``), ``2^-969`` in float64 (a product of factors ``<= 1`` loses
-        relative precision only below the smallest normal, ``2^-1022``)."""
-        raise NotImplementedError  # pragma: no cover - replaced by the overload when jitted
-
-    @overload(_lost)
-    def _lost_typed(x):
-        if x != types.float32:
-            return lambda x: 2.0**-969
-        return lambda x: np.float32(2.0**-101)
-
-    def _log(x):
-        """``log(x)`` for ``x == 0`` (``-inf``) or normal ``x > 0`` inside the kernels."""
-        raise NotImplementedError  # pragma: no cover - replaced by the overload when jitted
-
-    @overload(_log, fastmath=_FLAGS)
-    def _log_typed(x):
-        if x != types.float32:  # float64: libm
-            return lambda x: math.log(x) if x > 0 else -math.inf
-
-        def log32(x):
-            """float32: ``x = 2^e m`` with ``m`` in ``[sqrt(1/2), sqrt(2))`` from the bits;
-            ``log m = f - f^2/2 + f^3 P(f)``, ``f = m - 1``, with the degree-8 minimax ``P`` of
-            Cephes' ``logf`` (S. L. Moshier, Cephes Mathematical Library; < 1 ulp here):
-            no division, branch-free, vectorisable. Sums here are ``0`` or at least
-            ``2^-102``, never subnormal."""
-            f32 = np.float32
-            bits = _as_int32(x)
-            # the exponent as a float with no int -> float conversion (numba widens int32
-            # arithmetic to int64, which AVX2 cannot convert): bits 0x4B000000 | k are 2^23 + k
-            e = _as_float32((bits >> 23) | np.int32(0x4B000000)) - f32(8388608 + 127)
-            m = _as_float32((bits & np.int32(0x007FFFFF)) | np.int32(0x3F800000))
-            big = m > f32(1.4142135)
-            m = m * f32(0.5) if big else m
-            e = e + f32(1.0) if big else e
-            f = m - f32(1.0)
-            z = f * f
-            p = f32(7.0376836292e-2) * f + f32(-1.1514610310e-1)
-            p = (p * f + f32(1.1676998740e-1)) * f + f32(-1.2420140846e-1)
-            p = (p * f + f32(1.4249322787e-1)) * f + f32(-1.6668057665e-1)
-            p = (p * f + f32(2.0000714765e-1)) * f + f32(-2.4999993993e-1)
-            p = p * f + f32(3.3333331174e-1)
-            y = (p * f * z - f32(0.5) * z) + f + e * f32(0.6931471805599453)
-            return y if x > f32(0.0) else f32(-np.inf)
-
-        return log32
 
     @_jit(inline="always")
     def _exact_row(lo, hi, src, edge, w, a, c, m, acc, tropical):
@@ -244,22 +120,6 @@ if AVAILABLE:
             hi, lo = max(t, r), min(t, r)
             d = lo - hi if hi > -np.inf else row.dtype.type(-np.inf)
             total[v, s] = hi if tropical else _log(row.dtype.type(1.0) + _exp(d)) + hi
-
-    @_jit(parallel=True)
-    def _gather(x, index, out):
-        """``out = x[index]``."""
-        for k in numba.prange(index.shape[0]):
-            out[k] = x[index[k]]
-
-    @_jit(parallel=True)
-    def _transpose(x, out):
-        """``out = x.T`` in 64 x 64 blocks."""
-        n, width = x.shape
-        for chunk in numba.prange((n + 63) // 64):
-            for s0 in range(0, width, 64):
-                for v in range(64 * chunk, min(n, 64 * chunk + 64)):
-                    for s in range(s0, min(width, s0 + 64)):
-                        out[s, v] = x[v, s]
 
     @_jit(inline="always")
     def _sparse_row(lo, hi, src, w, b, c, reach, row_reach, acc, out, v, top):
@@ -358,8 +218,29 @@ if AVAILABLE:
                 out[v, s] = _log(acc[s]) + m[s]
         return True
 
+    @_jit
+    def _frontier(c, out_ptr, out_dst, active, n_edges):
+        """Mark in ``active`` the rows with a reached in-neighbour (``c[u] > -inf``), from the
+        out-edges of the reached nodes, when those are fewer than ``n_edges / _FRONTIER``
+        (and out-edge rows are given); returns whether it did (else every row is scanned)."""
+        if out_ptr.shape[0] == 0:
+            return False
+        n, reached_out = c.shape[0], 0
+        for u in range(n):
+            if c[u] > -np.inf:
+                reached_out += out_ptr[u + 1] - out_ptr[u]
+        if reached_out * _FRONTIER >= n_edges:
+            return False
+        active[:] = False
+        for u in range(n):
+            if c[u] > -np.inf:
+                for k in range(out_ptr[u], out_ptr[u + 1]):
+                    active[out_dst[k]] = True
+        return True
+
     @_jit(parallel=True)
-    def _forward(ptr, src, edge, w, a, out, scratch, tropical, factored, total):
+    def _forward(ptr, src, edge, w, a, out, scratch, tropical, factored, total, out_ptr,
+                 out_dst):  # fmt: skip
         """``out[v] = (+)_{e=(u->v)} a[u] (x) w[e]`` per row, and ``total[:, v] (+)= out[v]``
         when ``total`` (``[S, N]``) has rows (the sum over hops, while the row is in cache,
         written sources-first as callers read it). ``w`` is
@@ -375,18 +256,25 @@ if AVAILABLE:
         exact per-``(v, s)`` shift (float64: below ``deg 2^-969``, :func:`_lost`); sources
         reached by no in-neighbour are exactly ``-inf``. In
         every path, in-neighbours no source has reached are skipped, not read (the frontier
-        of a few sources is a small part of a large graph).
+        of a few sources is a small part of a large graph); where the reached nodes have few
+        out-edges (``out_ptr``, ``out_dst``: the out-edge rows, or empty), only the rows they
+        lead to are scanned (:func:`_frontier`), the others are ``-inf``.
         """
         n, width = out.shape
-        b, c, reach = scratch
+        b, c, reach, active = scratch
         words = reach.shape[1]
         _node_scaled(a, b, c, reach, factored)
+        frontier = _frontier(c, out_ptr, out_dst, active, src.shape[0])
         n_chunks = (n + 63) // 64
         for chunk in numba.prange(n_chunks):
             m = np.empty(width, a.dtype)
             acc = np.empty(width, a.dtype)
             row_reach = np.empty(words, np.uint64)
             for v in range(64 * chunk, min(n, 64 * chunk + 64)):
+                if frontier and not active[v]:  # no in-neighbour is reached
+                    for s in range(width):
+                        out[v, s] = -np.inf
+                    continue
                 live = _forward_row(ptr, src, edge, w, a, out, b, c, reach, m, acc, row_reach,
                                     v, tropical, factored)  # fmt: skip
                 if live and total.shape[0]:
@@ -450,27 +338,44 @@ def _host(*arrays) -> list[np.ndarray]:
 
 
 _BUFFERS: dict = {}  # name -> array reused across calls (under _LOCK): fresh pages cost
-_PER_THREAD = threading.local()  # name -> array handed back to JAX, which copies it
+_RESULTS: list = []  # arrays handed back to JAX, which copies them; reused once released
+_MAX_RESULTS = 4
 
 
-def _buffer(name: str, shape: tuple, dtype, per_thread: bool = False) -> np.ndarray:
-    """A reused array of ``shape`` (contents undefined); only the latest shape per name is
-    kept. ``per_thread`` buffers are for results returned to the callback: JAX copies them
-    on the calling thread before that thread calls again, after ``_LOCK`` is released."""
-    store = _PER_THREAD.__dict__ if per_thread else _BUFFERS
-    x = store.get(name)
+def _buffer(name: str, shape: tuple, dtype) -> np.ndarray:
+    """A reused array of ``shape`` (contents undefined, under ``_LOCK``); only the latest
+    shape per name is kept."""
+    x = _BUFFERS.get(name)
     if x is None or x.shape != shape or x.dtype != dtype:
-        store[name] = None  # release the old one first
-        x = store[name] = np.empty(shape, dtype)
+        _BUFFERS[name] = None  # release the old one first
+        x = _BUFFERS[name] = np.empty(shape, dtype)
     return x
 
 
-def _scratch(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Buffers of the factored hop for values like ``a`` (under ``_LOCK``): ``b`` like ``a``,
-    per-node shifts ``[n]`` and reach bits ``[n, ceil(S / 64)]``."""
+def _result(shape: tuple, dtype) -> np.ndarray:
+    """An array for a callback's result (under ``_LOCK``): JAX copies it after the callback
+    returns, outside the lock, so a pooled array is reused only when nothing but the pool
+    refers to it (reference count: the pool's slot, ``x`` and the count's argument)."""
+    for x in _RESULTS:
+        if x.shape == shape and x.dtype == dtype and sys.getrefcount(x) <= 3:
+            return x
+    if len(_RESULTS) >= _MAX_RESULTS:
+        _RESULTS.pop(0)
+    _RESULTS.append(np.empty(shape, dtype))
+    return _RESULTS[-1]
+
+
+def _scratch(a: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Buffers of a hop for values like ``a`` (under ``_LOCK``): ``b`` like ``a``, per-node
+    shifts ``[n]``, reach bits ``[n, ceil(S / 64)]`` and active-row marks ``[n]``."""
     n, width = a.shape
     reach = _buffer("reach", (n, (width + 63) // 64), np.uint64)
-    return _buffer("b", a.shape, a.dtype), _buffer("c", (n,), a.dtype), reach
+    b, c, active = (
+        _buffer("b", a.shape, a.dtype),
+        _buffer("c", (n,), a.dtype),
+        _buffer("active", (n,), np.bool_),
+    )
+    return b, c, reach, active
 
 
 def _row_weights(w: np.ndarray, edge: np.ndarray, out=None) -> np.ndarray:
@@ -480,21 +385,29 @@ def _row_weights(w: np.ndarray, edge: np.ndarray, out=None) -> np.ndarray:
     if w.ndim > 1 and w.shape[1] > 1:
         return w
     out = np.empty((len(edge), 1), w.dtype) if out is None else out
-    with _threads(len(edge)):
+    with _threads(8 * len(edge)):  # a random read an entry: worth both cores sooner
         _gather(w.reshape(-1), edge, out.reshape(-1))
     return out
 
 
-def forward_host(ptr, src, edge, w, a, tropical, out=None, rows=False, total=None):
+_NO_ROWS = np.zeros(0, np.int32)
+
+
+def forward_host(
+    ptr, src, edge, w, a, out_ptr=_NO_ROWS, out_dst=_NO_ROWS, *, tropical, out=None,
+    rows=False, total=None
+):  # fmt: skip
     """One hop on host arrays into ``out`` (new if ``None``), added into ``total`` if given;
-    ``rows``: ``w`` is already :func:`_row_weights`."""
-    ptr, src, edge, w, a = _host(ptr, src, edge, w, a)
+    ``rows``: ``w`` is already :func:`_row_weights`; ``out_ptr``, ``out_dst``: the out-edge
+    rows, for the frontier (see :func:`_forward`)."""
+    ptr, src, edge, w, a, out_ptr, out_dst = _host(ptr, src, edge, w, a, out_ptr, out_dst)
     w = w if rows else _row_weights(w, edge)
     out = np.empty_like(a) if out is None else out
     total = np.empty((0, 0), a.dtype) if total is None else total
     factored = w.shape[1] == 1 and not tropical
     with _threads(len(src) * a.shape[1]):
-        _forward(ptr, src, edge, w, a, out, _scratch(a), bool(tropical), factored, total)
+        _forward(ptr, src, edge, w, a, out, _scratch(a), bool(tropical), factored, total,
+                 out_ptr, out_dst)  # fmt: skip
     return out
 
 
@@ -511,11 +424,11 @@ def backward_host(ptr, dst, edge, w, a, out, g):
     return ga, gw_edges.reshape(w.shape)
 
 
-def forward_hops_host(ptr, src, edge, w, a0, n_hops, tropical, keep_hops):
+def forward_hops_host(ptr, src, edge, w, a0, out_ptr, out_dst, n_hops, tropical, keep_hops):
     """``n_hops`` hops from ``a0`` (``[N, S]``) on the host: the ``(+)``-sum over hops
-    ``1..n_hops``, sources-first (``[S, N]``, a per-thread buffer that the next call on this
-    thread overwrites), and, with ``keep_hops``, every hop's values ``[n_hops, N, S]``."""
-    ptr, src, edge, w, a = _host(ptr, src, edge, w, a0)
+    ``1..n_hops``, sources-first (``[S, N]``, a pooled array, :func:`_result`: callers copy
+    it, as JAX does), and, with ``keep_hops``, every hop's values ``[n_hops, N, S]``."""
+    ptr, src, edge, w, a, out_ptr, out_dst = _host(ptr, src, edge, w, a0, out_ptr, out_dst)
     with _LOCK:  # the buffers below are shared by all calls
         if w.ndim == 1 or w.shape[1] == 1:  # once for all hops
             w = _row_weights(w, edge, _buffer("w", (len(edge), 1), w.dtype))
@@ -527,8 +440,11 @@ def forward_hops_host(ptr, src, edge, w, a0, n_hops, tropical, keep_hops):
             hops = _buffer("hops", (2, *a.shape), a.dtype)
         for t in range(n_hops):
             buffer = hops[t if keep_hops else t % 2]
-            a = forward_host(ptr, src, edge, w, a, tropical, out=buffer, rows=True, total=acc)
-        total = _buffer("sum", a.shape[::-1], a.dtype, per_thread=True)
+            a = forward_host(
+                ptr, src, edge, w, a, out_ptr, out_dst, tropical=tropical, out=buffer,
+                rows=True, total=acc,
+            )  # fmt: skip
+        total = _result(a.shape[::-1], a.dtype)
         with _threads(a.size):
             _transpose(acc, total)
     return (total, hops) if keep_hops else total

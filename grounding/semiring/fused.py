@@ -91,7 +91,7 @@ class CSR:
 @functools.partial(jax.custom_vjp, nondiff_argnums=(4,))
 def _hop(csr: CSR, edges, a: jax.Array, logw: jax.Array, tropical: bool) -> jax.Array:
     fn = functools.partial(kernels.forward_host, tropical=tropical)
-    args = (csr.in_ptr, csr.in_src, csr.in_edge, logw, a)
+    args = (csr.in_ptr, csr.in_src, csr.in_edge, logw, a, csr.out_ptr, csr.out_dst)
     return _callback(fn, jax.ShapeDtypeStruct(a.shape, a.dtype), args)
 
 
@@ -177,7 +177,8 @@ def _recursion(csr, edges, a0, logw, n_hops, tropical, keep_hops):
     )
     acc = jax.ShapeDtypeStruct(a0.shape[::-1], a0.dtype)  # sources-first
     shapes = (acc, jax.ShapeDtypeStruct((n_hops, *a0.shape), a0.dtype)) if keep_hops else acc
-    return _callback(fn, shapes, (csr.in_ptr, csr.in_src, csr.in_edge, logw, a0))
+    args = (csr.in_ptr, csr.in_src, csr.in_edge, logw, a0, csr.out_ptr, csr.out_dst)
+    return _callback(fn, shapes, args)
 
 
 def _recursion_reference(csr, edges, a0, logw, n_hops, tropical, keep_hops):
