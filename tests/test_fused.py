@@ -121,6 +121,24 @@ def test_small_tau_rows_far_below_their_node_maximum_are_exact():
         np.testing.assert_allclose(np.asarray(want)[1, 3], 11.0, rtol=1e-6)
 
 
+def test_fields_kept_across_calls_keep_their_values():
+    """The kernel hands its result to JAX in a pooled array, reused only once nothing but the
+    pool refers to it. Fields kept from earlier jitted calls (other sources) still equal
+    their own values: this holds whether JAX copies a callback's result (as JAX 0.10 does)
+    or keeps a reference to it."""
+    rng = np.random.default_rng(3)
+    n, m = 3000, 30000
+    head, tail = rng.integers(0, n, m).astype(np.int32), rng.integers(0, n, m).astype(np.int32)
+    cost = rng.uniform(0, 2, m).astype(np.float32)
+    fast, ref = layouts(head, tail, n)
+    field = jax.jit(lambda s: fast.energy_field(cost, s, max_hops=3, tau=1.0))
+    kept = [field(jnp.arange(8, dtype=jnp.int32) + 8 * k) for k in range(4)]
+    for k, got in enumerate(kept):
+        sources = np.arange(8, dtype=np.int32) + 8 * k
+        want = recursion.fields(ref, cost, sources, 3, 1.0, None, None, False)
+        assert_fields_equal(got, want, tol=F32)
+
+
 def test_one_source_with_per_source_costs_is_not_read_as_shared():
     """``[1, E]`` per-source costs (one source) equal the same costs given as ``[E]``."""
     rng = np.random.default_rng(0)
