@@ -186,30 +186,27 @@ if AVAILABLE:
             if n_reached * _SPARSE <= width:
                 if _sparse_row(lo, hi, src, w, b, c, reach, row_reach, acc, out, v, top):
                     return True
-                _exact_row(lo, hi, src, edge, w, a, c, m, acc, tropical)
-                for s in range(width):
-                    out[v, s] = _log(acc[s]) + m[s]
-                return True
-            acc[:] = 0.0
-            for k in range(lo, hi):
-                ahead = min(k + _AHEAD, n_e - 1)
-                if c[src[ahead]] > -np.inf:
-                    for q in range(0, width, 16):
-                        _prefetch(bflat, src[ahead] * width + q)
-                u = src[k]
-                if c[u] == -np.inf:  # unreached rows are skipped, not read
-                    continue
-                coef = _exp(w[k, 0] + c[u] - top)
-                for s in range(width):
-                    acc[s] += coef * b[u, s]
-            bound, lost = _lost(top) * (hi - lo), 0
-            for s in range(width):  # branch-free: is a reached source's sum below bound?
-                bit = (row_reach[s >> 6] >> np.uint64(s & 63)) & np.uint64(1)
-                lost |= np.int64(acc[s] < bound) & np.int64(bit)
-            if lost == 0:
-                for s in range(width):
-                    out[v, s] = _log(acc[s]) + top
-                return True
+            else:
+                acc[:] = 0.0
+                for k in range(lo, hi):
+                    ahead = min(k + _AHEAD, n_e - 1)
+                    if c[src[ahead]] > -np.inf:
+                        for q in range(0, width, 16):
+                            _prefetch(bflat, src[ahead] * width + q)
+                    u = src[k]
+                    if c[u] == -np.inf:  # unreached rows are skipped, not read
+                        continue
+                    coef = _exp(w[k, 0] + c[u] - top)
+                    for s in range(width):
+                        acc[s] += coef * b[u, s]
+                bound, lost = _lost(top) * (hi - lo), 0
+                for s in range(width):  # branch-free: is a reached source's sum below bound?
+                    bit = (row_reach[s >> 6] >> np.uint64(s & 63)) & np.uint64(1)
+                    lost |= np.int64(acc[s] < bound) & np.int64(bit)
+                if lost == 0:
+                    for s in range(width):
+                        out[v, s] = _log(acc[s]) + top
+                    return True
         _exact_row(lo, hi, src, edge, w, a, c, m, acc, tropical)
         if tropical:
             out[v] = m
@@ -241,9 +238,9 @@ if AVAILABLE:
     @_jit(parallel=True)
     def _forward(ptr, src, edge, w, a, out, scratch, tropical, factored, total, out_ptr,
                  out_dst):  # fmt: skip
-        """``out[v] = (+)_{e=(u->v)} a[u] (x) w[e]`` per row, and ``total[:, v] (+)= out[v]``
-        when ``total`` (``[S, N]``) has rows (the sum over hops, while the row is in cache,
-        written sources-first as callers read it). ``w`` is
+        """``out[v] = (+)_{e=(u->v)} a[u] (x) w[e]`` per row, and ``total[v] (+)= out[v]``
+        when ``total`` (``[N, S]``) has rows (the sum over hops, while the row is in cache;
+        :func:`forward_hops_host` transposes it once at the end). ``w`` is
         ``[E, S]`` in edge order or ``[E, 1]`` in row order (shared by all sources);
         ``scratch``: :func:`_scratch`.
 
@@ -378,13 +375,14 @@ def _scratch(a: np.ndarray) -> tuple[np.ndarray, ...]:
     return b, c, reach, active
 
 
-def _row_weights(w: np.ndarray, edge: np.ndarray, out=None) -> np.ndarray:
+def _row_weights(w: np.ndarray, edge: np.ndarray, reuse: bool = False) -> np.ndarray:
     """Edge-order weights for the kernels: ``[E]`` or ``[E, 1]`` (shared by all sources, or
-    one source) become ``[E, 1]`` in row order (read in sequence, gathered into ``out`` if
-    given); ``[E, S > 1]`` stay."""
+    one source) become ``[E, 1]`` in row order (read in sequence; into a reused buffer with
+    ``reuse``, under ``_LOCK``); ``[E, S > 1]`` stay."""
     if w.ndim > 1 and w.shape[1] > 1:
         return w
-    out = np.empty((len(edge), 1), w.dtype) if out is None else out
+    shape = (len(edge), 1)
+    out = _buffer("w", shape, w.dtype) if reuse else np.empty(shape, w.dtype)
     with _threads(8 * len(edge)):  # a random read an entry: worth both cores sooner
         _gather(w.reshape(-1), edge, out.reshape(-1))
     return out
@@ -430,8 +428,7 @@ def forward_hops_host(ptr, src, edge, w, a0, out_ptr, out_dst, n_hops, tropical,
     it, as JAX does), and, with ``keep_hops``, every hop's values ``[n_hops, N, S]``."""
     ptr, src, edge, w, a, out_ptr, out_dst = _host(ptr, src, edge, w, a0, out_ptr, out_dst)
     with _LOCK:  # the buffers below are shared by all calls
-        if w.ndim == 1 or w.shape[1] == 1:  # once for all hops
-            w = _row_weights(w, edge, _buffer("w", (len(edge), 1), w.dtype))
+        w = _row_weights(w, edge, reuse=True)  # once for all hops
         acc = _buffer("total", a.shape, a.dtype)
         acc.fill(-np.inf)
         if keep_hops:

@@ -220,8 +220,8 @@ def recursion(
     keep_hops: bool,
 ):
     """``n_hops`` hops from ``a0`` (``[N, S]``) in one host call: the ``(+)``-sum over hops
-    ``1..n_hops``, sources-first (``[S, N]``: the kernel writes it so, sparing a transpose),
-    and (with ``keep_hops``, else ``None``) every hop's values ``[T, N, S]``.
+    ``1..n_hops``, sources-first (``[S, N]``: the kernel writes it so, sparing XLA a
+    transpose), and (with ``keep_hops``, else ``None``) every hop's values ``[T, N, S]``.
     One callback instead of one per hop, with the accumulation in the kernel;
     differentiable in ``a0`` and ``logw`` (recomputed hop by hop for the gradient)."""
     out = _recursion(csr, (head, tail), a0, logw.astype(a0.dtype), n_hops, tropical, keep_hops)
