@@ -23,8 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,6 +32,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from paths import random_graph, sig3  # noqa: E402  (the benchmarks directory, just above)
+
+from grounding.testing.processes import free_port, local_env, run_processes  # noqa: E402
 
 HOPS, TAU, DEVICES_PER_PROCESS, TIMEOUT_S = 3, 1.0, 2, 600
 FULL = dict(n_nodes=20_000, n_edges=200_000, n_sources=64, warmup=2, repeats=7)
@@ -103,42 +103,18 @@ def worker(spec: dict) -> None:
 # ------------------------------------------------------------------------- launcher
 
 
-def free_port() -> int:
-    """A localhost TCP port free at the time of the call (for the JAX coordinator)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def launch(name: str, cfg: dict, n_proc: int, n_dev: int, mesh: bool, tmp: Path) -> dict:
     """Run one configuration in ``n_proc`` child processes of ``n_dev`` host devices each;
     return process 0's measurements and the gathered field."""
     out = str(tmp / name)
-    xla = f"--xla_force_host_platform_device_count={n_dev}"
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=xla, PYTHONPATH=path)
-    port, procs, logs = free_port(), [], []
-    for i in range(n_proc):
-        spec = dict(port=port, process_id=i, num_processes=n_proc, mesh=mesh, config=cfg, out=out)
-        logs.append(tmp / f"{name}{i}.log")
-        with open(logs[-1], "w") as log:
-            cmd = [sys.executable, __file__, "--worker", json.dumps(spec)]
-            procs.append(subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT))
-    deadline = time.monotonic() + TIMEOUT_S
-    try:  # until all exit, one fails (the others would wait for it) or the deadline passes
-        while time.monotonic() < deadline:
-            codes = [p.poll() for p in procs]
-            if None not in codes or any(codes):
-                break
-            time.sleep(0.1)
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    if any(p.returncode for p in procs):
-        tails = "\n".join(f"--- process {i}:\n{x.read_text()[-3000:]}" for i, x in enumerate(logs))
-        raise RuntimeError(f"configuration {name!r} failed:\n{tails}")
+    port = free_port()
+    cmds = [
+        [sys.executable, __file__, "--worker", json.dumps(dict(
+            port=port, process_id=i, num_processes=n_proc, mesh=mesh, config=cfg, out=out))]
+        for i in range(n_proc)
+    ]  # fmt: skip
+    (tmp / name).mkdir()
+    run_processes(cmds, local_env(n_dev, ROOT), tmp / name, TIMEOUT_S)
     info = json.loads(Path(out + ".json").read_text())
     return dict(info, name=name, field=np.load(out + ".npy"))
 

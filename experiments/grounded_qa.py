@@ -60,6 +60,7 @@ class Setting:
     questions_per_hop: int
     epochs: int
     negatives: bool = False
+    dim: int = 256  # the answerer's (TransE) embedding dimension
 
 
 #: The benchmark and answerer of each dataset, per mode (``True``: ``--full``); PankRAG and the
@@ -89,7 +90,7 @@ def build(setting: Setting, seed: int = 0):
     bench = kgqa_benchmark(setting.name, questions_per_hop=setting.questions_per_hop, seed=seed)
     shared = 4096 if setting.name == "codex-m" else 0  # CoDEx-M: batch negatives (speed)
     cfg = OneVsAllConfig(
-        dim=256,
+        dim=setting.dim,
         epochs=setting.epochs,
         lr=0.1,
         init_scale=0.1,

@@ -199,7 +199,10 @@ def prepare(problem, evidence, realisation, opts, flags, min_reliability, c_pad=
     if layout is not None:
         ev = dict(ev, layout=layout)
     metric = "euclidean" if realisation is None else realisation.metric
-    statics = (structure, flags, metric, state.graph.n_nodes, layout is not None)
+    # small graphs are padded with isolated nodes (no walk reaches them; every node cost there
+    # is +inf) so that questions with evidence graphs of similar size share one program
+    n = state.graph.n_nodes
+    statics = (structure, flags, metric, n if layout is not None else bucket(n), layout is not None)
     return state, q, ev, statics
 
 

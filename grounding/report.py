@@ -19,12 +19,14 @@ from grounding.result import SupportingPaths
 __all__ = ["supporting_paths"]
 
 
-def _chain_walks(i, out, head, tail, E, k, tau):
-    """Best walks of claim chain ``i``: ``(walks, energies, weights)``."""
+def _chain_walks(i, out, head, tail, N, E, k, tau):
+    """Best walks of claim chain ``i``: ``(walks, energies, weights)``; the core's node and
+    edge axes are cut to the graph's ``N`` nodes and ``E`` edges (the rest is padding)."""
     for idx, node, step in out["chain_costs"].values():
         pos = np.flatnonzero(np.asarray(idx) == i)
         if len(pos):
-            node, step = np.asarray(node[pos[0]], float), np.asarray(step[pos[0], :, :E], float)
+            node = np.asarray(node[pos[0], :, :N], float)
+            step = np.asarray(step[pos[0], :, :E], float)
             break
     scale = 1.0 if tau == 0 else tau
     with np.errstate(invalid="ignore"):
@@ -85,7 +87,7 @@ def supporting_paths(
         if not np.isfinite(out["raw_energy"][i]):
             found.append(([], np.zeros(0), np.zeros(0)))
         elif problem.kind == "chain":
-            w, e, p = _chain_walks(i, out, head, tail, E, k, tau)
+            w, e, p = _chain_walks(i, out, head, tail, g.n_nodes, E, k, tau)
             found.append((w.edges, e, p))
         else:
             x = g.entity_index(c)

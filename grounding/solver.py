@@ -71,6 +71,8 @@ def _mention_costs(mentions, realisation, metric, n_nodes):
     else:
         emb = realisation.embeddings
         d = get_metric(metric)(emb[mentions][..., None, :], emb)  # Eq. (9)
+        pad = [(0, 0)] * (d.ndim - 1) + [(0, n_nodes - emb.shape[0])]
+        d = jnp.pad(d, pad, constant_values=jnp.inf)  # padding nodes (see ``prepare``)
     return jnp.where(wild, 0.0, d)
 
 

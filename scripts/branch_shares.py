@@ -1,6 +1,6 @@
 """How often each property test's premise branch runs (the shares in docs/theory.md).
 
-Runs the theorem test files under the reproducible ``ci`` Hypothesis profile with
+Runs the theorem test files under the reproducible ``ci-100`` Hypothesis profile with
 ``--hypothesis-show-statistics`` and prints one markdown row per ``event()`` label:
 the share of generated examples in which that branch ran.
 
@@ -25,7 +25,7 @@ FILES = [
 
 
 def main() -> int:
-    env = dict(os.environ, HYPOTHESIS_PROFILE="ci")
+    env = dict(os.environ, HYPOTHESIS_PROFILE="ci-100")
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *FILES,
            "--hypothesis-show-statistics"]  # fmt: skip
     out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)

@@ -420,8 +420,12 @@ def test_result_is_a_pytree_and_programs_are_reused():
     before = solver._compiled.cache_info()
     q = dataclasses.replace(p, log_prior=jnp.log(jnp.array([0.2, 0.8])))
     g.ground(q, graph.add_triples([("c", "r", "a")]), lam=2.0, kappa=0.5)  # same bucket
+    # a graph with more nodes in the same node bucket (isolated padding nodes): same program
+    bigger = g.TypedGraph.from_triples([("a", "r", "b"), ("b", "r", "c"), ("c", "r", "d")])
+    bigger = g.ground(q, bigger, lam=2.0, kappa=0.5)
     after = solver._compiled.cache_info()
-    assert after.misses == before.misses and after.hits == before.hits + 1
+    assert after.misses == before.misses and after.hits == before.hits + 2
+    assert np.isfinite(bigger.raw_energy).all()
     assert after.maxsize is not None  # the cache of compiled programs is bounded
     assert res.to_dict()["candidates"][0]["paths"][0]["triples"] == [["a", "r", "b"]]
     assert "decision" in res.summary()

@@ -202,6 +202,14 @@ def test_gates_change_the_scores_and_padding_is_neutral():
     np.testing.assert_allclose(
         np.asarray(both)[0, :3], np.asarray(alone)[0, :3], rtol=1e-5, atol=1e-6
     )
+    # empty rows (a last batch padded to the full size): masked, and the scores are the same
+    padded = make_batch([small, big], q, ent, n_rows=5)
+    assert padded.fact_mask.shape[0] == 5 and not np.asarray(padded.fact_mask)[2:].any()
+    z = np.asarray(logits(p, cfg, padded, rel))
+    assert np.isneginf(z[2:]).all()
+    np.testing.assert_allclose(z[:2], np.asarray(both), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="n_rows=1 is below the 2 questions"):
+        make_batch([small, big], q, ent, n_rows=1)
 
 
 def test_dirichlet_energy_matches_the_core_regulariser():

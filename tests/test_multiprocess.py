@@ -5,65 +5,23 @@ is each process's program)."""
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 from _multiprocess_worker import energy_fields
+
+from grounding.testing.processes import free_port, local_env, run_processes
 
 WORKER = Path(__file__).with_name("_multiprocess_worker.py")
 ROOT = WORKER.parents[1]  # the workers import the package this test process imports
 N_PROCESSES, TIMEOUT_S = 2, 240
 
 
-def free_port() -> int:
-    """A localhost TCP port free at the time of the call (for the JAX coordinator)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def run_processes(cmds: list[list[str]], env: dict, log_dir: Path, timeout_s: float) -> None:
-    """Run the commands as concurrent processes (each one's output to a log in ``log_dir``);
-    kill those still running when one fails or at the deadline, and fail with every
-    process's output then."""
-    logs, procs = [], []
-    for i, cmd in enumerate(cmds):
-        logs.append(log_dir / f"stderr{i}.txt")
-        with open(logs[-1], "w") as err:
-            procs.append(subprocess.Popen(cmd, env=env, stdout=err, stderr=subprocess.STDOUT))
-    deadline = time.monotonic() + timeout_s
-    try:  # until all exit, one fails (the others would wait for it) or the deadline passes
-        while time.monotonic() < deadline:
-            codes = [p.poll() for p in procs]
-            if None not in codes or any(codes):
-                break
-            time.sleep(0.1)
-    finally:
-        hung = [p.poll() is None for p in procs]
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    if any(hung) or any(p.returncode for p in procs):
-        report = "\n".join(
-            f"--- process {i}: {'killed while running' if h else f'exit {p.returncode}'}\n"
-            f"{log.read_text()[-3000:]}"
-            for i, (p, h, log) in enumerate(zip(procs, hung, logs))
-        )
-        raise AssertionError(f"multi-process run failed (limit {timeout_s} s):\n{report}")
-
-
 def run_workers(out_dir: Path) -> list[Path]:
     """Launch the worker processes and return their result files."""
-    xla = "--xla_force_host_platform_device_count=2"
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=xla, PYTHONPATH=path)
-    port = free_port()
+    env, port = local_env(2, ROOT), free_port()
     outs = [out_dir / f"fields{i}.npz" for i in range(N_PROCESSES)]
     cmds = [
         [sys.executable, str(WORKER), str(port), str(i), str(N_PROCESSES), str(out)]
@@ -85,3 +43,18 @@ def test_sharded_over_two_processes_equals_unsharded(tmp_path):
                 np.testing.assert_array_equal(np.isposinf(g), np.isposinf(w), err_msg=msg)
                 assert np.isfinite(w).any() and np.isposinf(w).any(), msg  # both kinds checked
                 np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6, err_msg=msg)
+
+
+def test_a_failed_or_hung_process_is_reported_with_every_process_output(tmp_path):
+    """The launcher stops the others when one process fails, kills those past the limit, and
+    its error carries each process's exit and output."""
+    fail = [sys.executable, "-c", "import sys; print('bad input'); sys.exit(3)"]
+    wait = [sys.executable, "-c", "import time; print('waiting', flush=True); time.sleep(60)"]
+    with pytest.raises(RuntimeError, match="(?s)process 0: exit 3.*bad input.*process 1: killed"):
+        run_processes([fail, wait], local_env(1), tmp_path, timeout_s=30)
+    with pytest.raises(RuntimeError, match="(?s)limit 0.5 s.*process 0: killed while running"):
+        run_processes([wait], local_env(1), tmp_path, timeout_s=0.5)
+    run_processes([[sys.executable, "-c", "print('ok')"]], local_env(1), tmp_path, 30)
+    assert (tmp_path / "process0.log").read_text() == "ok\n"
+    with pytest.raises(ValueError, match="n_devices"):
+        local_env(0)

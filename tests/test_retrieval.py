@@ -37,6 +37,7 @@ from grounding.retrieval import (
     structural_consistency,
     summarize_retrieval,
 )
+from grounding.retrieval.base import subgraph_evidence
 from grounding.semiring import hop_distances
 
 
@@ -506,6 +507,20 @@ def test_evaluate_and_evidence_state_on_a_tiny_graph():
     assert "graph=" not in repr(res) and "index=array([2])" in repr(res)  # not the whole graph
     with pytest.raises(ValueError, match="no rows"):
         summarize_retrieval([])
+
+
+@given(graphs(), st.data())
+def test_pcr_evidence_searches_paths_within_its_hops_and_equals_the_unbounded_search(gt, data):
+    """A PCR retrieval's evidence (paths searched no deeper than ``max_hops``, every retrieved
+    node being that close to an anchor) is the evidence of the unbounded path search."""
+    g, enc = gt
+    anchor = data.draw(st.sampled_from(g.entities))
+    hops = data.draw(st.integers(0, 3))
+    res = PCR(TextIndex(g, enc), max_hops=hops).retrieve(Query("q", anchor=anchor), 4)
+    assert res.max_hops == hops
+    unbounded = subgraph_evidence(g, res.anchors, res.index, None, None, None)
+    assert res.evidence.graph.triples() == unbounded.graph.triples()
+    event(f"evidence edges: {min(unbounded.graph.n_edges, 3)}+")
 
 
 def test_tied_scores_break_by_node_index_everywhere():

@@ -60,6 +60,8 @@ class Retrieval:
             retrievers), best first; ``triple_scores`` their scores.
         given_evidence: an evidence state the retriever built itself (e.g. with its own
             reliabilities); ``None``: :attr:`evidence` builds one (see there).
+        max_hops: every retrieved node is within this many hops of an anchor (``None``: no
+            bound known); :attr:`evidence` then searches paths no deeper.
     """
 
     query: Query
@@ -72,6 +74,7 @@ class Retrieval:
     triples: np.ndarray | None = None
     triple_scores: np.ndarray | None = None
     given_evidence: EvidenceState | None = None
+    max_hops: int | None = None
 
     @property
     def anchor(self) -> int | None:
@@ -106,7 +109,7 @@ class Retrieval:
         if self.given_evidence is not None:
             return self.given_evidence
         return subgraph_evidence(
-            self.graph, self.anchors, self.index, self.provenance, self.triples
+            self.graph, self.anchors, self.index, self.provenance, self.triples, self.max_hops
         )
 
 
@@ -116,11 +119,13 @@ def subgraph_evidence(
     nodes: Sequence[int] | np.ndarray,
     provenance: Mapping[str, Any] | None = None,
     triples: Sequence[int] | np.ndarray | None = None,
+    max_hops: int | None = None,
 ) -> EvidenceState:
     """The evidence state of a retrieval, over the full vocabulary of ``graph``: the subgraph
     induced on the anchors and the retrieved nodes, plus one shortest path from the nearest
-    anchor to each reachable retrieved node (so path support of Eq. (10) is present), plus the
-    given ``triples`` (edge indices) with their endpoints. Edge reliabilities are the graph's.
+    anchor to each retrieved node it reaches (within ``max_hops``; ``None``: any length; so
+    path support of Eq. (10) is present), plus the given ``triples`` (edge indices) with their
+    endpoints. Edge reliabilities are the graph's.
     """
     keep = np.zeros(graph.n_nodes, bool)
     nodes = np.asarray(nodes, np.int64)
@@ -133,7 +138,7 @@ def subgraph_evidence(
         given = np.unique(np.asarray(triples, np.int64))
         keep[head[given]] = keep[tail[given]] = True
     if len(anchors):
-        dist = graph.distances(anchors).astype(float)
+        dist = graph.distances(anchors, max_hops).astype(float)
         dist = np.where(dist >= 0, dist, np.inf).min(axis=0)  # to the nearest anchor
         for v in nodes:
             while 0 < dist[v] < np.inf:  # walk back along the first in-edge one hop closer

@@ -123,10 +123,14 @@ def make_batch(
     q: np.ndarray,
     entity_text: np.ndarray,
     has_text: np.ndarray | None = None,
+    n_rows: int | None = None,
 ) -> Batch:
     """Stack questions into one padded :class:`Batch`: ``q`` ``[B, D]`` their embeddings,
     ``entity_text`` ``[n_entities, D]`` the graph's entity embeddings (indexed by each
-    subgraph's ``entities``), ``has_text`` ``[n_entities]`` (default: all)."""
+    subgraph's ``entities``), ``has_text`` ``[n_entities]`` (default: all). ``n_rows``: pad
+    the batch to that many rows with empty questions (no entities, no facts: every output
+    of theirs is masked, and the training loss leaves them out), so that a last, smaller
+    batch reuses the compiled program of the full ones (default: ``B`` rows)."""
     if len(subgraphs) == 0:
         raise ValueError("no questions to batch")
     q = np.asarray(q, np.float32)
@@ -134,7 +138,10 @@ def make_batch(
         raise ValueError(
             f"q must be [{len(subgraphs)}, {entity_text.shape[1]}], got {list(q.shape)}"
         )
-    B = len(subgraphs)
+    B = len(subgraphs) if n_rows is None else n_rows
+    if B < len(subgraphs):
+        raise ValueError(f"n_rows={n_rows} is below the {len(subgraphs)} questions")
+    q = np.pad(q, ((0, B - len(subgraphs)), (0, 0)))
     N = _bucket(max(s.n_entities for s in subgraphs))
     M = _bucket(max(s.n_facts for s in subgraphs))
     D = entity_text.shape[1]

@@ -32,6 +32,7 @@ from tqdm import tqdm
 
 from grounding.evidence import EvidenceState
 from grounding.graph import TypedGraph
+from grounding.inputs import bucket
 from grounding.io import atomic_write_bytes
 from grounding.query import Query
 from grounding.retrieval.base import Retrieval, check_k
@@ -241,9 +242,10 @@ class TripleRetriever:
         qs = self.embed(queries)
         return [self.subgraph(query, q) for query, q in zip(queries, qs)]
 
-    def batch(self, subs: Sequence[QuestionSubgraph], qs: np.ndarray) -> Batch:
-        """The padded model input of subgraphs ``subs`` with question embeddings ``qs``."""
-        return make_batch(subs, qs, self.entity_text)
+    def batch(self, subs: Sequence[QuestionSubgraph], qs: np.ndarray, n_rows=None) -> Batch:
+        """The model input of subgraphs ``subs`` with question embeddings ``qs`` (``n_rows``:
+        pad to that many rows, :func:`~grounding.retrieval.gnn.make_batch`)."""
+        return make_batch(subs, qs, self.entity_text, n_rows=n_rows)
 
     # ------------------------------------------------------------------------- scoring
     def scores(
@@ -251,9 +253,10 @@ class TripleRetriever:
     ) -> list[np.ndarray]:
         """``[m_i]`` logits of every candidate fact of each subgraph."""
         out = []
+        rows = min(batch_size, bucket(len(subs), floor=1))  # a last, smaller batch is padded
         for lo in range(0, len(subs), batch_size):
             part = subs[lo : lo + batch_size]
-            batch = self.batch(part, qs[lo : lo + batch_size])
+            batch = self.batch(part, qs[lo : lo + batch_size], n_rows=rows)
             s = np.asarray(self._score(self.params, batch))
             if not np.all(np.isfinite(s[np.asarray(batch.fact_mask)])):
                 raise FloatingPointError(f"{self.name}: non-finite fact scores")
@@ -356,7 +359,7 @@ class TripleRetriever:
             losses = []
             for lo in range(0, len(order), config.batch_size):
                 idx = order[lo : lo + config.batch_size]
-                b = self.batch([tsubs[i] for i in idx], tq[idx])
+                b = self.batch([tsubs[i] for i in idx], tq[idx], n_rows=config.batch_size)
                 self.params, state, loss = step(self.params, state, b)
                 losses.append(float(loss))
             mean = float(np.mean(losses))
@@ -375,12 +378,8 @@ class TripleRetriever:
             rec = [recall_at_k(r, g, config.eval_k) for r, g in zip(ranked, vgold) if len(g)]
             log.valid_recall.append(float(np.mean(rec)) if rec else 0.0)
             if log.valid_recall[-1] > best:
-                best, best_params, since, log.best_epoch = (
-                    log.valid_recall[-1],
-                    self.params,
-                    0,
-                    epoch,
-                )
+                best, best_params, log.best_epoch = log.valid_recall[-1], self.params, epoch
+                since = 0
             else:
                 since += 1
                 if since >= config.patience:

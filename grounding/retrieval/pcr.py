@@ -22,6 +22,7 @@ from typing import Literal
 
 import jax.numpy as jnp
 import numpy as np
+from scipy.special import log_softmax
 
 from grounding import _numerics
 from grounding.evidence import EvidenceState
@@ -105,7 +106,7 @@ class PCR(AnchoredRetriever):
             return self.fallen(query, k, why)
         qv = self.index.embed_queries([query.text])
         [(idx, s)] = self._rank(qv, self.candidates(anchors), k)
-        return self._result(query, idx, s, anchors)
+        return self._result(query, idx, s, anchors, max_hops=self.max_hops)
 
     def _rank(self, qv: np.ndarray, cand: np.ndarray, k: int) -> list[tuple]:
         """Top-k node indices and cosines within ``cand`` for each query vector ``[G, dim]``.
@@ -176,7 +177,7 @@ class PCR(AnchoredRetriever):
         for cand, members in groups.values():
             ranked = self._rank(np.stack([qv[i] for i, _ in members]), cand, k)
             for (i, anchors), (idx, s) in zip(members, ranked):
-                out[i] = self._result(queries[i], idx, s, anchors)
+                out[i] = self._result(queries[i], idx, s, anchors, max_hops=self.max_hops)
         return out  # type: ignore[return-value]
 
 
@@ -298,8 +299,7 @@ class SoftPCR(AnchoredRetriever):
         qv = self.index.embed_queries([q.text for q in queries])
         # float64: a float32 sum over many nodes misses normalisation by ~1e-4 (17k nodes)
         logits = np.asarray(dots(self.index.embeddings, qv), np.float64) / self.prior_temperature
-        top = logits.max(axis=1, keepdims=True)  # cosines are finite: so is every logit
-        return logits - (top + np.log(np.exp(logits - top).sum(axis=1, keepdims=True)))
+        return log_softmax(logits, axis=1)  # cosines are finite: so is every logit
 
     def energy(self, anchor: int | Sequence[int]) -> np.ndarray:
         """``[N]`` slack-extended graph energy :math:`\\min(E(v), \\kappa)` (Eq. (19)) from the
