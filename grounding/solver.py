@@ -17,8 +17,8 @@ For each candidate :math:`\rho`:
    weights (Prop. 2, :func:`grounding.paths.kbest_walks`).
 
 Steps 1-4 are one jitted program (``vmap``-ed over questions by :func:`ground_batch`),
-compiled once per configuration and shape bucket (candidates and edges padded to powers of
-two); the compiled programs sit in a bounded LRU cache.
+compiled once per configuration and shape bucket (candidates, edges and the nodes of small
+evidence graphs padded to powers of two); the compiled programs sit in a bounded LRU cache.
 """
 
 from __future__ import annotations

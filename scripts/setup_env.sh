@@ -11,6 +11,6 @@ if [ ! -x .venv/bin/python ]; then
 fi
 say "upgrading pip"
 .venv/bin/python -m pip install --quiet --upgrade pip
-say "installing grounding[test] and its dependencies (JAX, SciPy, matplotlib, ...; about a minute on a fresh machine)"
-.venv/bin/python -m pip install --quiet -e ".[test]"
+say "installing grounding[test,ann] and its dependencies (JAX, SciPy, matplotlib, faiss, ...; about a minute on a fresh machine)"
+.venv/bin/python -m pip install --quiet -e ".[test,ann]"
 say "ready: $(.venv/bin/python -c 'import grounding, jax; print("grounding", grounding.__version__, "with JAX", jax.__version__)')"
