@@ -366,13 +366,12 @@ def _scratch(a: np.ndarray) -> tuple[np.ndarray, ...]:
     """Buffers of a hop for values like ``a`` (under ``_LOCK``): ``b`` like ``a``, per-node
     shifts ``[n]``, reach bits ``[n, ceil(S / 64)]`` and active-row marks ``[n]``."""
     n, width = a.shape
-    reach = _buffer("reach", (n, (width + 63) // 64), np.uint64)
-    b, c, active = (
+    return (
         _buffer("b", a.shape, a.dtype),
         _buffer("c", (n,), a.dtype),
+        _buffer("reach", (n, (width + 63) // 64), np.uint64),
         _buffer("active", (n,), np.bool_),
     )
-    return b, c, reach, active
 
 
 def _row_weights(w: np.ndarray, edge: np.ndarray, reuse: bool = False) -> np.ndarray:
