@@ -263,7 +263,7 @@ def test_float64_under_a_scoped_enable_x64_runs_the_kernel():
     code = """
 import jax, numpy as np
 import grounding as g
-from grounding.semiring import _fused_kernels as kernels, recursion
+from grounding.semiring import _fused_host as kernels, recursion
 from grounding.semiring.kernels import SegmentEdges
 calls = []
 for name in ("forward_hops_host", "backward_host"):

@@ -1,21 +1,18 @@
-r"""The numba side of the fused CPU hop (:mod:`grounding.semiring.fused`): the kernels and
-their host wrappers on NumPy arrays (intrinsics, ``exp``, ``log``: ``_fused_math``).
+r"""The numba kernels of the fused CPU hop (:mod:`grounding.semiring.fused`; intrinsics,
+``exp``, ``log``: ``_fused_math``).
 
 - :func:`_forward`: one hop, row by row over the in-edges of each destination, with the
-  factored log-sum-exp (one ``exp`` per edge; rows few sources reach summed source by
-  source) and its exact per-``(v, s)`` fallback, the min-plus reduction, unreached
-  in-neighbours skipped, and the sum over hops accumulated;
-- :func:`_backward`: the cotangents of one log-semiring hop over the out-edge rows.
+  factored log-sum-exp (one ``exp`` per reached in-edge, vectorised over the row's list of
+  them; rows few sources reach summed source by source) and its exact per-``(v, s)``
+  fallback, the min-plus reduction, unreached in-neighbours skipped, and (per-hop values
+  kept) the sum over hops accumulated;
+- :func:`_backward`: the cotangents of one log-semiring hop over the out-edge rows;
+- :func:`_add_rows`: a semiring sum into a few rows.
 
-The host functions (``*_host``) take the callback's arrays, hold :data:`_LOCK`, choose the
-thread count by the size of the call and reuse buffers.
+Their host wrappers on NumPy arrays are in :mod:`grounding.semiring._fused_host`.
 """
 
 from __future__ import annotations
-
-import contextlib
-import sys
-import threading
 
 import numpy as np
 
@@ -27,20 +24,16 @@ if AVAILABLE:
     from grounding.semiring._fused_math import (
         _ctz,
         _exp,
-        _gather,
         _jit,
         _log,
         _lost,
         _popcount,
         _prefetch,
-        _transpose,
     )
 
-_LOCK = threading.RLock()  # several CPU devices may call back at once; numba's pool is shared
 _AHEAD = 8  # in-edges prefetched ahead of the one being reduced
 _SPARSE = 8  # a row is summed source by source when at most 1/_SPARSE of them reach it
 _FRONTIER = 8  # rows are found from the reached nodes when their out-edges are < |E|/8
-_PARALLEL_WORK = 1 << 20  # entries (edges x sources) from which a call uses every thread
 
 
 if AVAILABLE:
@@ -92,16 +85,19 @@ if AVAILABLE:
     @_jit(parallel=True)
     def _node_scaled(a, b, c, reach, factored):
         """``c[u] = max_s a[u, s]`` (``-inf``: no source reaches ``u``); with ``factored``,
-        for reached ``u`` only (the others are never read), also ``b[u, s] =
-        exp(a[u, s] - c[u])`` and ``reach[u]``: bit ``s`` set where ``a[u, s]`` is finite
-        (64 sources a word)."""
+        also ``reach[u]``: bit ``s`` set where ``a[u, s]`` is finite (64 sources a word;
+        zero for unreached ``u``), and, for reached ``u`` only (the others are never read),
+        ``b[u, s] = exp(a[u, s] - c[u])``."""
         n, width = a.shape
         for u in numba.prange(n):
             top = a.dtype.type(-np.inf)
             for s in range(width):
                 top = max(top, a[u, s])
             c[u] = top
-            if not factored or top == -np.inf:
+            if not factored:
+                continue
+            if top == -np.inf:
+                reach[u] = 0  # or-ed unconditionally by the rows
                 continue
             for s in range(width):
                 b[u, s] = _exp(a[u, s] - top)
@@ -122,7 +118,7 @@ if AVAILABLE:
             total[v, s] = hi if tropical else _log(row.dtype.type(1.0) + _exp(d)) + hi
 
     @_jit(inline="always")
-    def _sparse_row(lo, hi, src, w, b, c, reach, row_reach, acc, out, v, top):
+    def _sparse_row(n_live, live_u, coef, b, reach, row_reach, acc, out, v, top, degree):
         """The factored row (:func:`_forward`) where few sources reach an in-neighbour: only
         the sources set in ``row_reach`` (and, per edge, in ``reach[u]``) are read, summed
         and written (one float of a row of ``b`` instead of all). ``False``: a sum is below
@@ -133,18 +129,15 @@ if AVAILABLE:
             while bits:
                 acc[64 * word + _ctz(bits)] = 0.0
                 bits &= bits - one
-        for k in range(lo, hi):
-            u = src[k]
-            if c[u] == -np.inf:
-                continue
-            coef = _exp(w[k, 0] + c[u] - top)
+        for j in range(n_live):
+            u, cj = live_u[j], coef[j]
             for word in range(row_reach.shape[0]):
                 bits = reach[u, word]
                 while bits:
                     s = 64 * word + _ctz(bits)
-                    acc[s] += coef * b[u, s]
+                    acc[s] += cj * b[u, s]
                     bits &= bits - one
-        bound = _lost(top) * (hi - lo)
+        bound = _lost(top) * degree
         for word in range(row_reach.shape[0]):
             bits = row_reach[word]
             while bits:
@@ -162,43 +155,51 @@ if AVAILABLE:
         return True
 
     @_jit(inline="always")
-    def _forward_row(ptr, src, edge, w, a, out, b, c, reach, m, acc, row_reach, v, tropical,
-                     factored):  # fmt: skip
-        """Row ``v`` of :func:`_forward` (``m``, ``acc``, ``row_reach``: per-thread rows)."""
+    def _forward_row(ptr, src, edge, w, a, out, b, c, reach, m, acc, row_reach, live_u,
+                     coef, v, tropical, factored):  # fmt: skip
+        """Row ``v`` of :func:`_forward` (``m``, ``acc``, ``row_reach``, ``live_u``,
+        ``coef``: per-thread rows)."""
         lo, hi = ptr[v], ptr[v + 1]
-        width, n_e, bflat = a.shape[1], src.shape[0], b.reshape(-1)
+        width, bflat, zero = a.shape[1], b.reshape(-1), np.uint64(0)
         if factored:
             top = a.dtype.type(-np.inf)
+            n_live, words = 0, row_reach.shape[0]
+            first = zero  # the first word in a register (64 sources or fewer: the only one)
             row_reach[:] = 0
-            for k in range(lo, hi):
+            for k in range(lo, hi):  # branch-free: the reached in-neighbours, listed
                 u = src[k]
-                if c[u] > -np.inf:  # reach[u] is written for reached u only
-                    top = max(top, w[k, 0] + c[u])
-                    for word in range(row_reach.shape[0]):
-                        row_reach[word] |= reach[u, word]
+                x = w[k, 0] + c[u] if c[u] > -np.inf else c[u]  # select: no inf - inf
+                live = x > -np.inf
+                live_u[n_live] = u
+                coef[n_live] = x
+                n_live += np.int64(live)
+                top = max(top, x)
+                first |= reach[u, 0]  # zero where u is not reached
+                for word in range(1, words):
+                    row_reach[word] |= reach[u, word]
+            row_reach[0] = first
             if top == -np.inf:  # no in-neighbour reached by any source
                 for s in range(width):
                     out[v, s] = -np.inf
                 return False
+            for j in range(n_live):  # vectorised
+                coef[j] = _exp(coef[j] - top)
             n_reached = 0
             for word in range(row_reach.shape[0]):
                 n_reached += _popcount(row_reach[word])
             if n_reached * _SPARSE <= width:
-                if _sparse_row(lo, hi, src, w, b, c, reach, row_reach, acc, out, v, top):
+                if _sparse_row(n_live, live_u, coef, b, reach, row_reach, acc, out, v, top,
+                               hi - lo):  # fmt: skip
                     return True
             else:
                 acc[:] = 0.0
-                for k in range(lo, hi):
-                    ahead = min(k + _AHEAD, n_e - 1)
-                    if c[src[ahead]] > -np.inf:
-                        for q in range(0, width, 16):
-                            _prefetch(bflat, src[ahead] * width + q)
-                    u = src[k]
-                    if c[u] == -np.inf:  # unreached rows are skipped, not read
-                        continue
-                    coef = _exp(w[k, 0] + c[u] - top)
+                for j in range(n_live):
+                    ahead = live_u[min(j + _AHEAD, n_live - 1)]
+                    for q in range(0, width, 16):
+                        _prefetch(bflat, ahead * width + q)
+                    u, cj = live_u[j], coef[j]
                     for s in range(width):
-                        acc[s] += coef * b[u, s]
+                        acc[s] += cj * b[u, s]
                 bound, lost = _lost(top) * (hi - lo), 0
                 for s in range(width):  # branch-free: is a reached source's sum below bound?
                     bit = (row_reach[s >> 6] >> np.uint64(s & 63)) & np.uint64(1)
@@ -240,42 +241,55 @@ if AVAILABLE:
                  out_dst):  # fmt: skip
         """``out[v] = (+)_{e=(u->v)} a[u] (x) w[e]`` per row, and ``total[v] (+)= out[v]``
         when ``total`` (``[N, S]``) has rows (the sum over hops, while the row is in cache;
-        :func:`forward_hops_host` transposes it once at the end). ``w`` is
-        ``[E, S]`` in edge order or ``[E, 1]`` in row order (shared by all sources);
-        ``scratch``: :func:`_scratch`.
+        the host transposes it once at the end). ``w`` is ``[E, S]`` in edge order or
+        ``[E, 1]`` in row order (shared by all sources); ``scratch``: the buffers ``b``,
+        ``c``, ``reach`` and ``active`` (``grounding.semiring._fused_host._scratch``).
 
         ``factored`` (shared weights, log semiring): ``exp(a[u,s] + w - m'[v]) =
         exp(w + c[u] - m'[v]) b[u, s]`` with a per-node shift ``c`` and a per-row shift
-        ``m'[v] = max_e w + c[u]``: one ``exp`` per edge instead of one per edge and source,
-        one pass. Each term lost to underflow is below ``e^-87 < 2^-125`` in float32 (both
-        factors bound it), so a row where some source reached from an in-neighbour sums
-        below ``deg 2^-101`` (relative error possibly above ``2^-24``) is recomputed with the
-        exact per-``(v, s)`` shift (float64: below ``deg 2^-969``, :func:`_lost`); sources
-        reached by no in-neighbour are exactly ``-inf``. In
-        every path, in-neighbours no source has reached are skipped, not read (the frontier
-        of a few sources is a small part of a large graph); where the reached nodes have few
-        out-edges (``out_ptr``, ``out_dst``: the out-edge rows, or empty), only the rows they
-        lead to are scanned (:func:`_frontier`), the others are ``-inf``.
+        ``m'[v] = max_e w + c[u]``: one ``exp`` per edge instead of one per edge and source.
+        A first, branch-free pass over the row's in-edges lists the reached in-neighbours
+        ``u`` with ``w + c[u]`` (and finds ``m'[v]``); their coefficients are exponentiated
+        in one vectorised loop, and the multiply-add over sources runs down that list. Each
+        term lost to underflow is below ``e^-87 < 2^-125`` in float32 (both factors bound
+        it), so a row where some source reached from an in-neighbour sums below
+        ``deg 2^-101`` (relative error possibly above ``2^-24``) is recomputed with the exact
+        per-``(v, s)`` shift (float64: below ``deg 2^-969``, :func:`_lost`); sources reached
+        by no in-neighbour are exactly ``-inf``. In every path, in-neighbours no source has
+        reached are skipped, not read (the frontier of a few sources is a small part of a
+        large graph); where the reached nodes have few out-edges (``out_ptr``, ``out_dst``:
+        the out-edge rows, or empty), only the rows they lead to are scanned
+        (:func:`_frontier`), the others are ``-inf``.
         """
         n, width = out.shape
         b, c, reach, active = scratch
         words = reach.shape[1]
         _node_scaled(a, b, c, reach, factored)
         frontier = _frontier(c, out_ptr, out_dst, active, src.shape[0])
-        n_chunks = (n + 63) // 64
+        n_chunks, max_degree = (n + 63) // 64, 1
+        for v in range(n):  # the longest list of reached in-neighbours a row can have
+            max_degree = max(max_degree, ptr[v + 1] - ptr[v])
         for chunk in numba.prange(n_chunks):
             m = np.empty(width, a.dtype)
             acc = np.empty(width, a.dtype)
             row_reach = np.empty(words, np.uint64)
+            live_u = np.empty(max_degree, np.int32)
+            coef = np.empty(max_degree, a.dtype)
             for v in range(64 * chunk, min(n, 64 * chunk + 64)):
                 if frontier and not active[v]:  # no in-neighbour is reached
                     for s in range(width):
                         out[v, s] = -np.inf
                     continue
                 live = _forward_row(ptr, src, edge, w, a, out, b, c, reach, m, acc, row_reach,
-                                    v, tropical, factored)  # fmt: skip
+                                    live_u, coef, v, tropical, factored)  # fmt: skip
                 if live and total.shape[0]:
                     _accumulate_row(total, out[v], v, tropical)
+
+    @_jit
+    def _add_rows(y, a, rows, tropical):
+        """``y[v] <- y[v] (+) a[v]`` for ``v`` in ``rows``."""
+        for v in rows:
+            _accumulate_row(y, a[v], v, tropical)
 
     @_jit(parallel=True)
     def _backward(ptr, dst, edge, w, a, out, g, ga, gw):
@@ -317,130 +331,3 @@ if AVAILABLE:
                     else:
                         gw[edge[k]] = p
                 ga[u] = acc
-
-
-@contextlib.contextmanager
-def _threads(work: int):
-    """Hold the kernel lock and run on one thread when ``work`` (entries touched) is small:
-    waking the worker threads costs more than such a call, and under load a parallel region
-    waits for a scheduler slice (milliseconds) to get its second core."""
-    with _LOCK:
-        numba.set_num_threads(1 if work < _PARALLEL_WORK else numba.config.NUMBA_NUM_THREADS)
-        yield
-
-
-def _host(*arrays) -> list[np.ndarray]:
-    """Callback arguments as C-contiguous NumPy arrays (numba types those only)."""
-    return [np.ascontiguousarray(np.asarray(x)) for x in arrays]
-
-
-_BUFFERS: dict = {}  # name -> array reused across calls (under _LOCK): fresh pages cost
-_RESULTS: list = []  # arrays handed back to JAX, which copies them; reused once released
-_MAX_RESULTS = 4
-
-
-def _buffer(name: str, shape: tuple, dtype) -> np.ndarray:
-    """A reused array of ``shape`` (contents undefined, under ``_LOCK``); only the latest
-    shape per name is kept."""
-    x = _BUFFERS.get(name)
-    if x is None or x.shape != shape or x.dtype != dtype:
-        _BUFFERS[name] = None  # release the old one first
-        x = _BUFFERS[name] = np.empty(shape, dtype)
-    return x
-
-
-def _result(shape: tuple, dtype) -> np.ndarray:
-    """An array for a callback's result (under ``_LOCK``): JAX copies it after the callback
-    returns, outside the lock, so a pooled array is reused only when nothing but the pool
-    refers to it (reference count: the pool's slot, ``x`` and the count's argument)."""
-    for x in _RESULTS:
-        if x.shape == shape and x.dtype == dtype and sys.getrefcount(x) <= 3:
-            return x
-    if len(_RESULTS) >= _MAX_RESULTS:
-        _RESULTS.pop(0)
-    _RESULTS.append(np.empty(shape, dtype))
-    return _RESULTS[-1]
-
-
-def _scratch(a: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Buffers of a hop for values like ``a`` (under ``_LOCK``): ``b`` like ``a``, per-node
-    shifts ``[n]``, reach bits ``[n, ceil(S / 64)]`` and active-row marks ``[n]``."""
-    n, width = a.shape
-    return (
-        _buffer("b", a.shape, a.dtype),
-        _buffer("c", (n,), a.dtype),
-        _buffer("reach", (n, (width + 63) // 64), np.uint64),
-        _buffer("active", (n,), np.bool_),
-    )
-
-
-def _row_weights(w: np.ndarray, edge: np.ndarray, reuse: bool = False) -> np.ndarray:
-    """Edge-order weights for the kernels: ``[E]`` or ``[E, 1]`` (shared by all sources, or
-    one source) become ``[E, 1]`` in row order (read in sequence; into a reused buffer with
-    ``reuse``, under ``_LOCK``); ``[E, S > 1]`` stay."""
-    if w.ndim > 1 and w.shape[1] > 1:
-        return w
-    shape = (len(edge), 1)
-    out = _buffer("w", shape, w.dtype) if reuse else np.empty(shape, w.dtype)
-    with _threads(8 * len(edge)):  # a random read an entry: worth both cores sooner
-        _gather(w.reshape(-1), edge, out.reshape(-1))
-    return out
-
-
-_NO_ROWS = np.zeros(0, np.int32)
-
-
-def forward_host(
-    ptr, src, edge, w, a, out_ptr=_NO_ROWS, out_dst=_NO_ROWS, *, tropical, out=None,
-    rows=False, total=None
-):  # fmt: skip
-    """One hop on host arrays into ``out`` (new if ``None``), added into ``total`` if given;
-    ``rows``: ``w`` is already :func:`_row_weights`; ``out_ptr``, ``out_dst``: the out-edge
-    rows, for the frontier (see :func:`_forward`)."""
-    ptr, src, edge, w, a, out_ptr, out_dst = _host(ptr, src, edge, w, a, out_ptr, out_dst)
-    w = w if rows else _row_weights(w, edge)
-    out = np.empty_like(a) if out is None else out
-    total = np.empty((0, 0), a.dtype) if total is None else total
-    factored = w.shape[1] == 1 and not tropical
-    with _threads(len(src) * a.shape[1]):
-        _forward(ptr, src, edge, w, a, out, _scratch(a), bool(tropical), factored, total,
-                 out_ptr, out_dst)  # fmt: skip
-    return out
-
-
-def backward_host(ptr, dst, edge, w, a, out, g):
-    ptr, dst, edge, w, a, out, g = _host(ptr, dst, edge, w, a, out, g)
-    rows = _row_weights(w, edge)
-    ga, gw = np.empty_like(a), np.empty(rows.shape, a.dtype)
-    with _threads(len(dst) * a.shape[1]):
-        _backward(ptr, dst, edge, rows, a, out, g, ga, gw)
-    if rows.shape[1] > 1:
-        return ga, gw
-    gw_edges = np.empty(len(edge), a.dtype)  # back to edge order
-    gw_edges[edge] = gw[:, 0]
-    return ga, gw_edges.reshape(w.shape)
-
-
-def forward_hops_host(ptr, src, edge, w, a0, out_ptr, out_dst, n_hops, tropical, keep_hops):
-    """``n_hops`` hops from ``a0`` (``[N, S]``) on the host: the ``(+)``-sum over hops
-    ``1..n_hops``, sources-first (``[S, N]``, a pooled array, :func:`_result`: callers copy
-    it, as JAX does), and, with ``keep_hops``, every hop's values ``[n_hops, N, S]``."""
-    ptr, src, edge, w, a, out_ptr, out_dst = _host(ptr, src, edge, w, a0, out_ptr, out_dst)
-    with _LOCK:  # the buffers below are shared by all calls
-        w = _row_weights(w, edge, reuse=True)  # once for all hops
-        acc = _buffer("total", a.shape, a.dtype)
-        acc.fill(-np.inf)
-        if keep_hops:
-            hops = np.empty((n_hops, *a.shape), a.dtype)
-        else:  # values ping-pong between two buffers
-            hops = _buffer("hops", (2, *a.shape), a.dtype)
-        for t in range(n_hops):
-            buffer = hops[t if keep_hops else t % 2]
-            a = forward_host(
-                ptr, src, edge, w, a, out_ptr, out_dst, tropical=tropical, out=buffer,
-                rows=True, total=acc,
-            )  # fmt: skip
-        total = _result(a.shape[::-1], a.dtype)
-        with _threads(a.size):
-            _transpose(acc, total)
-    return (total, hops) if keep_hops else total

@@ -1,5 +1,6 @@
 r"""The fused CPU backend of the path engine: a hop as one pass per destination row over its
-in-edges, compiled with numba (kernels: :mod:`grounding.semiring._fused_kernels`).
+in-edges, compiled with numba (kernels: :mod:`grounding.semiring._fused_kernels`, called on
+the host by :mod:`grounding.semiring._fused_host`).
 
 The XLA layouts (:class:`~grounding.semiring.kernels.SegmentEdges`, the ELL blocks of
 :class:`~grounding.semiring.layout.EdgeIndex`) materialise gathered ``[rows, S]`` blocks and
@@ -45,7 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from grounding._numerics import logaddexp
-from grounding.semiring import _fused_kernels as kernels
+from grounding.semiring import _fused_host as kernels
 from grounding.semiring._fused_kernels import AVAILABLE
 
 __all__ = ["AVAILABLE", "CSR", "DTYPES", "hop", "recursion"]
