@@ -45,6 +45,7 @@ from grounding.retrieval import (
 
 LAM, KAPPA, T = 10.0, 1.0, 0.1
 HOPS = (2, 3, 4, 5, 6)
+QUICK_PER_HOP = 40  # questions per hop count in quick mode (300 with --full)
 VARIANTS = {
     "proh": {},
     "proh_bfs": dict(search="bfs"),
@@ -204,7 +205,7 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
     def log(s: str) -> None:
         print(s, file=sys.stderr, flush=True)
 
-    bench = hypergraph_qa_benchmark(questions_per_hop=300 if args.full else 40)
+    bench = hypergraph_qa_benchmark(questions_per_hop=300 if args.full else QUICK_PER_HOP)
     t = time.perf_counter()
     index = HypergraphIndex(bench.evidence)
     index_seconds = time.perf_counter() - t

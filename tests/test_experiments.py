@@ -16,9 +16,9 @@ from experiments import EXPERIMENTS
 NAMES = tuple(n for n in EXPERIMENTS if n not in QA)
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    return quick_runs(NAMES, tmp_path_factory)
+@pytest.fixture(scope="module", params=["smoke", pytest.param("quick", marks=pytest.mark.slow)])
+def runs(request, tmp_path_factory):
+    return quick_runs(NAMES, tmp_path_factory, smoke=request.param == "smoke")
 
 
 @pytest.fixture(scope="module")
