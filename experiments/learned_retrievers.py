@@ -65,6 +65,7 @@ class Scale:
     seeds: tuple[int, ...]
     max_facts: int
     depths: bool
+    ablations: bool = True  # semantic, no_gnn and no_anchors on CoDEx-M (else MAIN only)
 
 
 def scale(full: bool) -> Scale:
@@ -226,7 +227,7 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
         valid = [q.query() for q in bench.split("valid")[: sc.n_valid]]
         test = test_split(bench, sc)
         variants = dict(VARIANTS, **(DEPTHS if sc.depths else {}))
-        if dataset != "codex-m":
+        if dataset != "codex-m" or not sc.ablations:
             variants = {n: variants[n] for n in MAIN}
         facts = tgt = None
         results, logs = {}, {}

@@ -31,10 +31,11 @@ def quick_runs(names, tmp_path_factory, smoke: bool = False) -> dict:
 
 def smoke_scale(patch: pytest.MonkeyPatch) -> None:
     """The question-answering experiments' quick mode on fewer questions, training epochs and
-    answerer dimensions (TransE at 32 instead of 256): the same code paths in about 5 minutes
-    on one idle core here (grounded QA 99 s, PankRAG 34 s, learned retrievers 154 s; mostly
-    compiling); PRoH on 12 instead of 40 questions per hop count. Their quick mode itself
-    runs under ``-m slow`` and in the main job."""
+    answerer dimensions (TransE at 32 instead of 256), the learned retrievers without the
+    three CoDEx-M ablations (the main variants, transfer and oversmoothing stay): the same
+    code paths in about 4 minutes on one idle core here, mostly compiling; PRoH on 12
+    instead of 40 questions per hop count. Their quick mode itself runs under ``-m slow``
+    and in the main job."""
     from experiments import grounded_qa, learned_retrievers, pankrag, proh
 
     S = grounded_qa.Setting
@@ -44,7 +45,7 @@ def smoke_scale(patch: pytest.MonkeyPatch) -> None:
         "codex-s": S("codex-s", 60, 3, negatives=True, dim=32),
     }
     patch.setitem(grounded_qa.SETTINGS, False, small)
-    few = learned_retrievers.Scale(30, 10, 4, 1, (0,), 300, False)
+    few = learned_retrievers.Scale(30, 10, 4, 1, (0,), 300, False, ablations=False)
     patch.setattr(learned_retrievers, "scale", lambda full: few)
     patch.setattr(pankrag, "QUICK_PER_HOP", 5)
     patch.setattr(proh, "QUICK_PER_HOP", 12)
