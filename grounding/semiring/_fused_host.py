@@ -133,10 +133,12 @@ def forward_hops_host(ptr, src, edge, w, a0, out_ptr, out_dst, n_hops, tropical,
     ``1..n_hops``, sources-first (``[S, N]``, a pooled array, :func:`_result`: callers copy
     it, as JAX does), and, with ``keep_hops``, every hop's values ``[n_hops, N, S]``.
 
-    Without ``keep_hops`` the sum is summed in Horner's form, ``y_1 = A a0``, ``y_{t+1} =
+    Without ``keep_hops`` the sum is taken in Horner's form, ``y_1 = A a0``, ``y_{t+1} =
     A (a0 (+) y_t)`` (the hop distributes over ``(+)``), so ``y_{n_hops}`` is the sum:
     ``a0`` is added into the few rows it occupies instead of every hop into the total.
     With ``keep_hops`` each hop's values ``A^t a0`` are kept and summed as they come."""
+    if n_hops < 1:
+        raise ValueError(f"n_hops must be >= 1, got {n_hops}")
     ptr, src, edge, w, a0, out_ptr, out_dst = _host(ptr, src, edge, w, a0, out_ptr, out_dst)
     a, acc = a0, None
     with _LOCK:  # the buffers below are shared by all calls
