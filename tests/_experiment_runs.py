@@ -29,6 +29,31 @@ def quick_runs(names, tmp_path_factory, smoke: bool = False) -> dict:
     return out
 
 
+def shared_tests(names) -> tuple:
+    """For a test file running ``names`` together: its module-scoped ``runs`` fixture (the
+    default suite at :func:`smoke_scale`, ``-m slow`` at quick mode's own), its ``results``
+    fixture, and the output and panel checks parametrised over ``names``."""
+
+    @pytest.fixture(scope="module", params=["smoke", pytest.param("quick", marks=pytest.mark.slow)])
+    def runs(request, tmp_path_factory):
+        return quick_runs(names, tmp_path_factory, smoke=request.param == "smoke")
+
+    @pytest.fixture(scope="module")
+    def results(runs):
+        return results_of(runs)
+
+    @pytest.mark.parametrize("name", names)
+    def test_outputs_exist_and_are_complete(runs, name):
+        check_outputs(runs, name)
+
+    @pytest.mark.parametrize("name", names)
+    def test_every_panel_is_labelled_and_its_numbers_are_written(runs, name):
+        check_panels(runs, name)
+
+    return (runs, results, test_outputs_exist_and_are_complete,
+            test_every_panel_is_labelled_and_its_numbers_are_written)  # fmt: skip
+
+
 def smoke_scale(patch: pytest.MonkeyPatch) -> None:
     """The question-answering experiments' quick mode on fewer questions, training epochs and
     answerer dimensions (TransE at 32 instead of 256), the learned retrievers without the

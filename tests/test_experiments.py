@@ -6,7 +6,7 @@ import importlib
 
 import numpy as np
 import pytest
-from _experiment_runs import QA, check_outputs, check_panels, quick_runs, results_of
+from _experiment_runs import QA, shared_tests
 
 from experiments import EXPERIMENTS
 
@@ -16,24 +16,12 @@ from experiments import EXPERIMENTS
 NAMES = tuple(n for n in EXPERIMENTS if n not in QA)
 
 
-@pytest.fixture(scope="module", params=["smoke", pytest.param("quick", marks=pytest.mark.slow)])
-def runs(request, tmp_path_factory):
-    return quick_runs(NAMES, tmp_path_factory, smoke=request.param == "smoke")
-
-
-@pytest.fixture(scope="module")
-def results(runs):
-    return results_of(runs)
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_outputs_exist_and_are_complete(runs, name):
-    check_outputs(runs, name)
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_every_panel_is_labelled_and_its_numbers_are_written(runs, name):
-    check_panels(runs, name)
+(
+    runs,
+    results,
+    test_outputs_exist_and_are_complete,
+    test_every_panel_is_labelled_and_its_numbers_are_written,
+) = shared_tests(NAMES)
 
 
 def _stub_experiments(monkeypatch, tmp_path, calls):

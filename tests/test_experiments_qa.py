@@ -5,29 +5,17 @@ them at a smaller scale (``_experiment_runs.smoke_scale``); ``-m slow`` at quick
 from __future__ import annotations
 
 import pytest
-from _experiment_runs import QA, check_outputs, check_panels, quick_runs, results_of
+from _experiment_runs import QA, shared_tests
 
 NAMES = QA
 
 
-@pytest.fixture(scope="module", params=["smoke", pytest.param("quick", marks=pytest.mark.slow)])
-def runs(request, tmp_path_factory):
-    return quick_runs(NAMES, tmp_path_factory, smoke=request.param == "smoke")
-
-
-@pytest.fixture(scope="module")
-def results(runs):
-    return results_of(runs)
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_outputs_exist_and_are_complete(runs, name):
-    check_outputs(runs, name)
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_every_panel_is_labelled_and_its_numbers_are_written(runs, name):
-    check_panels(runs, name)
+(
+    runs,
+    results,
+    test_outputs_exist_and_are_complete,
+    test_every_panel_is_labelled_and_its_numbers_are_written,
+) = shared_tests(NAMES)
 
 
 def test_grounded_qa(results):
