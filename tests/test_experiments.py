@@ -1,4 +1,6 @@
-"""Each experiment runs in quick mode, writes its files, and its numbers are sane."""
+"""Each experiment runs in quick mode (the default suite: at ``_experiment_runs.smoke_scale``,
+which shrinks PRoH's questions; ``-m slow``: quick mode's own), writes its files, and its
+numbers are sane."""
 
 from __future__ import annotations
 
