@@ -210,6 +210,36 @@ def _recursion_bwd(n_hops, tropical, keep_hops, res, g):
 _recursion.defvjp(_recursion_fwd, _recursion_bwd)
 
 
+@functools.partial(jax.custom_vjp, nondiff_argnums=(4, 5, 6))
+def _recursion_one_hot(csr, edges, sources, logw, n_hops, tropical, keep_hops):
+    """:func:`_recursion` from ``a0 = log delta_{u, s}`` (``sources``: ``[S]`` nodes), which
+    the host builds: ``S`` ints cross to the kernel instead of ``[N, S]`` values."""
+    fn = functools.partial(
+        kernels.forward_hops_one_hot_host, n_hops=n_hops, tropical=tropical, keep_hops=keep_hops
+    )
+    n = csr.in_ptr.shape[0] - 1
+    acc = jax.ShapeDtypeStruct((sources.shape[0], n), logw.dtype)  # sources-first
+    hops = jax.ShapeDtypeStruct((n_hops, n, sources.shape[0]), logw.dtype)
+    args = (csr.in_ptr, csr.in_src, csr.in_edge, logw, sources, csr.out_ptr, csr.out_dst)
+    return _callback(fn, (acc, hops) if keep_hops else acc, args)
+
+
+def _recursion_one_hot_fwd(csr, edges, sources, logw, n_hops, tropical, keep_hops):
+    out = _recursion_one_hot(csr, edges, sources, logw, n_hops, tropical, keep_hops)
+    return out, (csr, edges, sources, logw)
+
+
+def _recursion_one_hot_bwd(n_hops, tropical, keep_hops, res, g):
+    csr, edges, sources, logw = res
+    n, width = csr.in_ptr.shape[0] - 1, sources.shape[0]
+    a0 = jnp.full((n, width), -jnp.inf, logw.dtype).at[sources, jnp.arange(width)].set(0.0)
+    *_, g_logw = _recursion_bwd(n_hops, tropical, keep_hops, (csr, edges, a0, logw), g)
+    return None, None, None, g_logw  # sources are integers: no cotangent
+
+
+_recursion_one_hot.defvjp(_recursion_one_hot_fwd, _recursion_one_hot_bwd)
+
+
 def recursion(
     csr: CSR,
     head,
@@ -219,13 +249,22 @@ def recursion(
     n_hops: int,
     tropical: bool,
     keep_hops: bool,
+    sources: jax.Array | None = None,
 ):
     """``n_hops`` hops from ``a0`` (``[N, S]``) in one host call: the ``(+)``-sum over hops
     ``1..n_hops``, sources-first (``[S, N]``: the kernel writes it so, sparing XLA a
     transpose), and (with ``keep_hops``, else ``None``) every hop's values ``[T, N, S]``.
     One callback instead of one per hop, with the accumulation in the kernel;
-    differentiable in ``a0`` and ``logw`` (recomputed hop by hop for the gradient)."""
-    out = _recursion(csr, (head, tail), a0, logw.astype(a0.dtype), n_hops, tropical, keep_hops)
+    differentiable in ``a0`` and ``logw`` (recomputed hop by hop for the gradient).
+
+    ``sources`` (``[S]`` nodes; ``None``: unknown) says that ``a0`` is their one-hot
+    ``log delta_{u, s}``: the host then builds it, and ``a0`` is not sent (nor, under
+    ``jit``, computed); it is then not differentiated either."""
+    logw = logw.astype(a0.dtype)
+    if sources is None:
+        out = _recursion(csr, (head, tail), a0, logw, n_hops, tropical, keep_hops)
+    else:
+        out = _recursion_one_hot(csr, (head, tail), sources, logw, n_hops, tropical, keep_hops)
     return out if keep_hops else (out, None)
 
 

@@ -157,13 +157,14 @@ class EdgeIndex:
         # materialise the hop once for its consumers (next hop's gathers, the accumulator)
         return jax.lax.optimization_barrier(pool[self.final_row])
 
-    def recursion(self, a0, logw, n_hops: int, tropical: bool, keep_hops: bool):
+    def recursion(self, a0, logw, n_hops: int, tropical: bool, keep_hops: bool, sources=None):
         """The ``n_hops`` recursion in one host call (fused backend, float32/float64 values;
-        else ``None``), its sum sources-first: see :func:`grounding.semiring.fused.recursion`."""
+        else ``None``), its sum sources-first: see :func:`grounding.semiring.fused.recursion`
+        (``sources``: ``a0`` is their one-hot, built on the host)."""
         if self.backend != "fused" or a0.dtype not in fused.DTYPES:
             return None
         return fused.recursion(self.csr, self.head, self.tail, a0, logw, n_hops, tropical,
-                               keep_hops)  # fmt: skip
+                               keep_hops, sources)  # fmt: skip
 
     # the array-level API on this prebuilt index (no rebuild)
     def energy_field(self, edge_cost, sources, *, max_hops, tau, log_step_prior=None, mesh=None):

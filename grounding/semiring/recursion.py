@@ -71,6 +71,7 @@ def forward(
     node_logw=None,
     keep_hops=True,
     sources_first=False,
+    sources=None,
 ):
     """Run ``n_hops`` hops from ``a0`` (``[N, S]``) with ``lax.scan`` (one compiled hop body),
     or in one call of the layout's own ``recursion`` where it has one (the fused CPU kernel).
@@ -78,10 +79,12 @@ def forward(
     Edge log weights are ``logw`` (shared by all hops) or ``hop_logw`` (leading hop axis);
     ``node_logw`` (``[T, N]``) is added to the values after each hop. Returns the
     ``(+)``-sum over hops ``1..n_hops`` (``[N, S]``; ``[S, N]`` with ``sources_first``) and
-    every hop's values ``[T, N, S]`` (may be ``None`` without ``keep_hops``).
+    every hop's values ``[T, N, S]`` (may be ``None`` without ``keep_hops``). ``sources``
+    (``[S]``) says that ``a0`` is their :func:`one_hot_log`, which a layout's own recursion
+    then builds itself.
     """
     if logw is not None and node_logw is None and hasattr(graph, "recursion"):
-        out = graph.recursion(a0, logw, n_hops, tropical, keep_hops)
+        out = graph.recursion(a0, logw, n_hops, tropical, keep_hops, sources=sources)
         if out is not None:  # the layout's sum is sources-first
             acc, hops = out
             return (acc if sources_first else acc.T), hops
@@ -168,8 +171,9 @@ def run(graph, cost, prior, sources, tau, max_hops, tropical, per_hop):
     if max_hops is None:  # Eq. (11) over walks of any length
         return scaled_energy(1.0, -closure(graph, a0, logw, max(graph.n_nodes, 1))).T
     acc, hops = forward(
-        graph, a0, max_hops, tropical, logw=logw, keep_hops=per_hop, sources_first=True
-    )
+        graph, a0, max_hops, tropical, logw=logw, keep_hops=per_hop, sources_first=True,
+        sources=sources,
+    )  # fmt: skip
     scale = 1.0 if tropical else tau
     # Eq. (13): E = -tau * logsumexp over walks; Eq. (11) (max-plus on -c) at tau = 0
     if per_hop:
