@@ -92,14 +92,14 @@ def _scratch(a: np.ndarray) -> tuple[np.ndarray, ...]:
 def _row_weights(w: np.ndarray, edge: np.ndarray, reuse: bool = False) -> np.ndarray:
     """Edge-order weights for the kernels: ``[E]`` or ``[E, 1]`` (shared by all sources, or
     one source) become ``[E, 1]`` in row order (read in sequence; into a reused buffer with
-    ``reuse``, under ``_LOCK``); ``[E, S > 1]`` stay."""
+    ``reuse``, under ``_LOCK``; a read-only view of it); ``[E, S > 1]`` stay."""
     if w.ndim > 1 and w.shape[1] > 1:
         return w
     shape = (len(edge), 1)
     out = _buffer("w", shape, w.dtype) if reuse else np.empty(shape, w.dtype)
     with _threads(8 * len(edge)):  # a random read an entry: worth both cores sooner
         _gather(w.reshape(-1), edge, out.reshape(-1))
-    return out
+    return _readonly(out)
 
 
 _NO_ROWS = np.zeros(0, np.int32)
@@ -113,7 +113,7 @@ def forward_host(
     ``rows``: ``w`` is already :func:`_row_weights`; ``out_ptr``, ``out_dst``: the out-edge
     rows, for the frontier (see :func:`_forward`)."""
     ptr, src, edge, w, a, out_ptr, out_dst = _host(ptr, src, edge, w, a, out_ptr, out_dst)
-    w = _readonly(w if rows else _row_weights(w, edge))
+    w = w if rows else _row_weights(w, edge)
     out = np.empty_like(a) if out is None else out
     total = np.empty((0, 0), a.dtype) if total is None else total
     factored = w.shape[1] == 1 and not tropical
@@ -127,7 +127,7 @@ def forward_host(
 
 def backward_host(ptr, dst, edge, w, a, out, g):
     ptr, dst, edge, w, a, out, g = _host(ptr, dst, edge, w, a, out, g)
-    rows = _readonly(_row_weights(w, edge))
+    rows = _row_weights(w, edge)
     ga, gw = np.empty_like(a), np.empty(rows.shape, a.dtype)
     with _threads(len(dst) * a.shape[1]):
         _backward(ptr, dst, edge, rows, a, out, g, ga, gw)

@@ -210,31 +210,28 @@ def _recursion_bwd(n_hops, tropical, keep_hops, res, g):
 _recursion.defvjp(_recursion_fwd, _recursion_bwd)
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(4, 5, 6))
-def _recursion_one_hot(csr, edges, sources, logw, n_hops, tropical, keep_hops):
-    """:func:`_recursion` from ``a0 = log delta_{u, s}`` (``sources``: ``[S]`` nodes), which
-    the host builds: ``S`` ints cross to the kernel instead of ``[N, S]`` values."""
+@functools.partial(jax.custom_vjp, nondiff_argnums=(5, 6, 7))
+def _recursion_one_hot(csr, edges, a0, sources, logw, n_hops, tropical, keep_hops):
+    """:func:`_recursion` where ``a0`` is the one-hot ``log delta_{u, s}`` of ``sources``
+    (``[S]`` nodes), built by the host: ``S`` ints cross to the kernel instead of ``[N, S]``
+    values. Only the VJP reads ``a0``, so under ``jit`` a forward pass does not compute it."""
     fn = functools.partial(
         kernels.forward_hops_one_hot_host, n_hops=n_hops, tropical=tropical, keep_hops=keep_hops
     )
-    n = csr.in_ptr.shape[0] - 1
-    acc = jax.ShapeDtypeStruct((sources.shape[0], n), logw.dtype)  # sources-first
-    hops = jax.ShapeDtypeStruct((n_hops, n, sources.shape[0]), logw.dtype)
+    acc = jax.ShapeDtypeStruct(a0.shape[::-1], logw.dtype)  # sources-first
+    hops = jax.ShapeDtypeStruct((n_hops, *a0.shape), logw.dtype)
     args = (csr.in_ptr, csr.in_src, csr.in_edge, logw, sources, csr.out_ptr, csr.out_dst)
     return _callback(fn, (acc, hops) if keep_hops else acc, args)
 
 
-def _recursion_one_hot_fwd(csr, edges, sources, logw, n_hops, tropical, keep_hops):
-    out = _recursion_one_hot(csr, edges, sources, logw, n_hops, tropical, keep_hops)
-    return out, (csr, edges, sources, logw)
+def _recursion_one_hot_fwd(csr, edges, a0, sources, logw, n_hops, tropical, keep_hops):
+    out = _recursion_one_hot(csr, edges, a0, sources, logw, n_hops, tropical, keep_hops)
+    return out, (csr, edges, a0, logw)
 
 
 def _recursion_one_hot_bwd(n_hops, tropical, keep_hops, res, g):
-    csr, edges, sources, logw = res
-    n, width = csr.in_ptr.shape[0] - 1, sources.shape[0]
-    a0 = jnp.full((n, width), -jnp.inf, logw.dtype).at[sources, jnp.arange(width)].set(0.0)
-    *_, g_logw = _recursion_bwd(n_hops, tropical, keep_hops, (csr, edges, a0, logw), g)
-    return None, None, None, g_logw  # sources are integers: no cotangent
+    _, _, g_a0, g_logw = _recursion_bwd(n_hops, tropical, keep_hops, res, g)
+    return None, None, g_a0, None, g_logw  # sources are integers: no cotangent
 
 
 _recursion_one_hot.defvjp(_recursion_one_hot_fwd, _recursion_one_hot_bwd)
@@ -259,12 +256,12 @@ def recursion(
 
     ``sources`` (``[S]`` nodes; ``None``: unknown) says that ``a0`` is their one-hot
     ``log delta_{u, s}``: the host then builds it, and ``a0`` is not sent (nor, under
-    ``jit``, computed); it is then not differentiated either."""
-    logw = logw.astype(a0.dtype)
+    ``jit`` without a gradient, computed)."""
+    logw, edges = logw.astype(a0.dtype), (head, tail)
     if sources is None:
-        out = _recursion(csr, (head, tail), a0, logw, n_hops, tropical, keep_hops)
+        out = _recursion(csr, edges, a0, logw, n_hops, tropical, keep_hops)
     else:
-        out = _recursion_one_hot(csr, (head, tail), sources, logw, n_hops, tropical, keep_hops)
+        out = _recursion_one_hot(csr, edges, a0, sources, logw, n_hops, tropical, keep_hops)
     return out if keep_hops else (out, None)
 
 
