@@ -46,6 +46,14 @@ def test_load_triples_parses_comments_blank_lines_and_default_reliability(tmp_pa
         ("a\tr\tb\t-0.2", r"\(0, 1\]"),  # negative
         ("a\tr\tb\tnan", r"\(0, 1\]"),  # NaN
         ("a\t\tb", "empty"),  # empty relation
+        ("a\x00b\tr\tc", "control character"),  # NUL inside a name
+        ("a\tr\tb\x7f", "control character"),
+        ("New York \tr\tb", "head 'New York ' has leading or trailing whitespace"),
+        ("a\t r\tb", "relation ' r' has leading or trailing whitespace"),
+        ("a\tr\tb ", "tail 'b ' has leading or trailing whitespace"),
+        ("a\tr\tb\t0.5_0", "not a number"),  # float() would read 0.5
+        ("a\tr\tb\t 0.5", "not a number"),
+        ("a\tr\tb\t\u0660.5", "not a number"),  # an Arabic-Indic zero
     ],
 )
 def test_load_triples_malformed_line_names_file_and_line(tmp_path, bad_line, what):
@@ -56,6 +64,19 @@ def test_load_triples_malformed_line_names_file_and_line(tmp_path, bad_line, wha
     msg = str(info.value)
     assert "bad_graph.tsv" in msg
     assert re.search(rf":{lineno}\b", msg), msg
+
+
+def test_load_triples_keeps_names_exactly_and_errors_stay_short(tmp_path):
+    """A padded name is an error, never merged with the unpadded one; a huge malformed line is
+    quoted in at most a few hundred characters."""
+    path = _write(tmp_path, "New York\tr\tb\nNew York \tr\tc\n", "padded.tsv")
+    with pytest.raises(ValueError, match=r"padded.tsv:2: head 'New York '"):
+        load_triples(path)
+    huge = "x" * 5_000_000
+    for line in (huge, f"a\tr\tb\t{huge}", f" {huge}\tr\tb", f"a\x00{huge}\tr\tb"):
+        with pytest.raises(ValueError, match="huge.tsv:1") as info:
+            load_triples(_write(tmp_path, line + "\n", "huge.tsv"))
+        assert len(str(info.value)) < 400, str(info.value)[:500]
 
 
 def test_load_triples_byte_order_mark_and_non_utf8_bytes(tmp_path):

@@ -8,19 +8,34 @@ from importlib.resources.abc import Traversable
 from os import PathLike
 from pathlib import Path
 
+from grounding.datasets._lines import bad_name, excerpt, parse_number
 from grounding.graph import Triple, TypedGraph
 
 __all__ = ["load_triples", "read_triples"]
 
 
+_ROLES = ("head", "relation", "tail")
+
+
 def _parse_reliability(text: str, where: str) -> float:
     try:
-        w = float(text)
+        w = parse_number(text)
     except ValueError:
-        raise ValueError(f"{where}: reliability {text!r} is not a number") from None
+        raise ValueError(f"{where}: reliability {excerpt(text)} is not a number") from None
     if not 0.0 < w <= 1.0:  # also rejects nan
-        raise ValueError(f"{where}: reliability must lie in (0, 1], got {text!r}")
+        raise ValueError(f"{where}: reliability must lie in (0, 1], got {excerpt(text)}")
     return w
+
+
+def _check_names(names: list[str], where: str, line: str) -> None:
+    """Names are kept exactly as written: an empty, padded or control-character name is an
+    error (``"New York "`` would otherwise be a second node beside ``"New York"``)."""
+    if not all(names):
+        raise ValueError(f"{where}: empty head, relation or tail in {excerpt(line)}")
+    for role, name in zip(_ROLES, names):
+        why = bad_name(name)
+        if why:
+            raise ValueError(f"{where}: {role} {excerpt(name)} {why}")
 
 
 def _parse_lines(lines: Iterable[str], source: str) -> tuple[list[Triple], list[float]]:
@@ -35,12 +50,11 @@ def _parse_lines(lines: Iterable[str], source: str) -> tuple[list[Triple], list[
         if len(fields) not in (3, 4):
             raise ValueError(
                 f"{where}: expected 3 or 4 tab-separated fields "
-                f"(head, relation, tail[, reliability]), got {len(fields)}: {line!r}"
+                f"(head, relation, tail[, reliability]), got {len(fields)}: {excerpt(line)}"
             )
-        names = [f.strip() for f in fields[:3]]
-        if not all(names):
-            raise ValueError(f"{where}: empty head, relation or tail in {line!r}")
-        w = _parse_reliability(fields[3].strip(), where) if len(fields) == 4 else 1.0
+        names = fields[:3]
+        _check_names(names, where, line)
+        w = _parse_reliability(fields[3], where) if len(fields) == 4 else 1.0
         triples.append((names[0], names[1], names[2]))
         weights.append(w)
     if not triples:
@@ -51,9 +65,10 @@ def _parse_lines(lines: Iterable[str], source: str) -> tuple[list[Triple], list[
 def load_triples(path: str | PathLike | Traversable) -> TypedGraph:
     """Load a typed evidence graph from a TSV file ``head<TAB>relation<TAB>tail[<TAB>reliability]``.
 
-    Lines that are blank or start with ``#`` are skipped. The reliability column is optional
-    (default 1.0) and must lie in ``(0, 1]`` (Eq. (8)). Entities and relations are indexed in
-    order of first appearance.
+    Lines that are blank or start with ``#`` are skipped. Names are kept exactly as written
+    (no whitespace is stripped). The reliability column is optional (default 1.0), a plain
+    decimal number in ``(0, 1]`` (Eq. (8)). Entities and relations are indexed in order of
+    first appearance.
 
     Args:
         path: a filesystem path or an ``importlib.resources`` traversable.
@@ -63,8 +78,10 @@ def load_triples(path: str | PathLike | Traversable) -> TypedGraph:
 
     Raises:
         ValueError: naming the file and the line number, for a wrong number of columns, an
-            empty name, a reliability that is not a number in ``(0, 1]``, or bytes that are
-            not UTF-8 (a leading byte-order mark is ignored); or when the file holds no triple.
+            empty name, a name with leading or trailing whitespace or a control character
+            (NUL, ...), a reliability that is not a plain number in ``(0, 1]`` (``0.5_0``,
+            ``" 0.5"`` are refused), or bytes that are not UTF-8 (a leading byte-order mark is
+            ignored); or when the file holds no triple.
 
     Example:
         >>> g = load_triples(resources.files("grounding.datasets") / "data" / "lou_seal.tsv")

@@ -1,0 +1,56 @@
+"""Helpers shared by the file loaders: line splitting, short quotes of bad input, name checks."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+__all__ = ["bad_name", "excerpt", "parse_number", "split_lines"]
+
+#: Longest stretch of a malformed record quoted in an error message.
+EXCERPT_CHARS = 200
+
+_NUMBER = re.compile(
+    r"[+-]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|nan|inf|infinity)",
+    re.IGNORECASE | re.ASCII,
+)
+
+
+def split_lines(text: str) -> list[str]:
+    """``text`` cut at ``\\n`` only (a trailing ``\\r`` dropped from each line).
+
+    Unlike :meth:`str.splitlines`, characters such as U+2028 (line separator), U+0085 or a
+    form feed stay inside the line: they are data, not line breaks, in these formats.
+    """
+    return [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """``repr(text)``, cut to its first ``limit`` characters (with the full length) when longer."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text)} characters)"
+
+
+def bad_name(name: str) -> str | None:
+    """Why ``name`` cannot be an entity or relation name read from a file, or ``None``:
+    empty, leading or trailing whitespace, or a control character (NUL, tab, ...)."""
+    if not name:
+        return "is empty"
+    if name != name.strip():
+        return "has leading or trailing whitespace"
+    for i, ch in enumerate(name):
+        if unicodedata.category(ch) == "Cc":
+            return f"holds the control character {ch!r} at column {i + 1}"
+    return None
+
+
+def parse_number(text: str) -> float:
+    """A decimal number written plainly (``0.5``, ``1e-3``, ``nan``), else ValueError.
+
+    Stricter than :func:`float`, which also reads ``0.5_0``, surrounding whitespace and
+    non-ASCII digits.
+    """
+    if not _NUMBER.fullmatch(text):
+        raise ValueError(f"not a number: {excerpt(text)}")
+    return float(text)
