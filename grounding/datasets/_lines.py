@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["bad_name", "excerpt", "parse_number", "split_lines"]
+__all__ = ["bad_name", "decode_utf8", "excerpt", "parse_number", "split_lines"]
 
 #: Longest stretch of a malformed record quoted in an error message.
 EXCERPT_CHARS = 200
@@ -14,6 +14,20 @@ _NUMBER = re.compile(
     r"[+-]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|nan|inf|infinity)",
     re.IGNORECASE | re.ASCII,
 )
+
+
+def decode_utf8(raw: bytes, label: str) -> str:
+    """``raw`` as UTF-8 text (a leading byte-order mark dropped); bytes that are not UTF-8 are a
+    ValueError naming ``label``, the line and the byte."""
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        raise ValueError(
+            f"{label}, line {line}: not UTF-8 text (byte {raw[err.start]:#04x})"
+        ) from None
 
 
 def split_lines(text: str) -> list[str]:

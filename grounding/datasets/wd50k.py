@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from grounding.datasets._lines import bad_name, decode_utf8, excerpt, split_lines
 from grounding.datasets.kg import codex_labels
 from grounding.hypergraph import KnowledgeHypergraph, Statement, role_name
 
@@ -45,29 +46,38 @@ SPLITS = ("train", "valid", "test")
 def read_statements(path: str | PathLike, name: str | None = None) -> list[Statement]:
     """Statements ``s,r,o[,q,v]*`` of a file, one a line (blank lines skipped).
 
+    Lines end at a line feed only (a U+2028 inside a value is part of it); fields are kept exactly
+    as written (no whitespace is stripped).
+
     Raises:
         ValueError: naming the file and the line, for fewer than three fields, an odd number
-            of qualifier fields, an empty field, or bytes that are not UTF-8.
+            of qualifier fields, an empty field, a field with leading or trailing whitespace
+            or a control character, or bytes that are not UTF-8.
     """
     label = name or str(path)
     raw = Path(path).read_bytes() if not hasattr(path, "read_bytes") else path.read_bytes()
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{label}: not UTF-8 ({err})") from None
+    text = decode_utf8(raw, label)
     out = []
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(split_lines(text), 1):
         if not line.strip():
             continue
-        f = [x.strip() for x in line.split(",")]
-        if len(f) < 3:
-            raise ValueError(f"{label}, line {n}: a statement needs s,r,o, got {line!r}")
-        if (len(f) - 3) % 2:
-            raise ValueError(f"{label}, line {n}: odd number of qualifier fields in {line!r}")
-        if not all(f):
-            raise ValueError(f"{label}, line {n}: empty field in {line!r}")
-        out.append((f[0], f[1], f[2], tuple(zip(f[3::2], f[4::2]))))
+        out.append(_statement(line.split(","), f"{label}, line {n}", line))
     return out
+
+
+def _statement(f: list[str], where: str, line: str) -> Statement:
+    """One statement from the comma-separated fields ``f`` of ``line`` (errors name ``where``)."""
+    if len(f) < 3:
+        raise ValueError(f"{where}: a statement needs s,r,o, got {excerpt(line)}")
+    if (len(f) - 3) % 2:
+        raise ValueError(f"{where}: odd number of qualifier fields in {excerpt(line)}")
+    if not all(f):
+        raise ValueError(f"{where}: empty field in {excerpt(line)}")
+    for i, x in enumerate(f, 1):
+        why = bad_name(x)
+        if why:
+            raise ValueError(f"{where}: field {i} {excerpt(x)} {why}")
+    return (f[0], f[1], f[2], tuple(zip(f[3::2], f[4::2])))
 
 
 @dataclasses.dataclass(frozen=True)
