@@ -15,6 +15,8 @@ from importlib import resources
 from os import PathLike
 from pathlib import Path
 
+from grounding.datasets._lines import decode_utf8, excerpt, split_lines
+
 __all__ = ["MusiqueQuestion", "load_musique"]
 
 
@@ -46,44 +48,58 @@ def load_musique(path: str | PathLike | None = None) -> tuple[MusiqueQuestion, .
 
     Raises:
         ValueError: naming the file and the line, for a line that is not JSON or lacks a
-            field (``question``, ``question_decomposition`` with ``question`` and ``answer``
-            per step, ``answer``, ``id``), or a file without questions.
+            text field (``question``, ``question_decomposition`` with ``question`` and
+            ``answer`` per step, ``answer``, ``id``), bytes that are not UTF-8, or a file
+            without questions. Lines end at line feeds only (a raw U+2028 inside a JSON string
+            is text, as JSON allows).
     """
     if path is None:
         src = resources.files("grounding.datasets") / "data" / "musique" / "musique_questions.jsonl"
         name, raw = "musique_questions.jsonl", src.read_bytes()
     else:
         name, raw = str(path), Path(path).read_bytes()
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{name}: not UTF-8 ({err})") from None
     out = []
-    for line_no, line in enumerate(text.splitlines(), 1):
+    for line_no, line in enumerate(split_lines(decode_utf8(raw, name)), 1):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-            steps = row["question_decomposition"]
-            if not isinstance(steps, list) or not steps:
-                raise ValueError("question_decomposition must be a non-empty list")
-            q = MusiqueQuestion(
-                id=str(row["id"]),
-                text=_text(row["question"]),
-                decomposition=tuple(_text(s["question"]) for s in steps),
-                sub_answers=tuple(_text(s["answer"]) for s in steps),
-                answer=_text(row["answer"]),
-            )
+            out.append(_question(json.loads(line)))
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
             why = f"missing field {err}" if isinstance(err, KeyError) else str(err)
             raise ValueError(f"{name}, line {line_no}: {why}") from None
-        out.append(q)
     if not out:
         raise ValueError(f"{name}: no question")
     return tuple(out)
 
 
+def _question(row: object) -> MusiqueQuestion:
+    """One question from a parsed JSON line (ValueError, KeyError or TypeError if malformed)."""
+    if not isinstance(row, dict):
+        raise ValueError(f"expected a JSON object, got {type(row).__name__}")
+    steps = row["question_decomposition"]
+    if not isinstance(steps, list) or not steps:
+        raise ValueError("question_decomposition must be a non-empty list")
+    if not all(isinstance(s, dict) for s in steps):
+        raise ValueError("question_decomposition must hold JSON objects")
+    return MusiqueQuestion(
+        id=_id(row["id"]),
+        text=_text(row["question"]),
+        decomposition=tuple(_text(s["question"]) for s in steps),
+        sub_answers=tuple(_text(s["answer"]) for s in steps),
+        answer=_text(row["answer"]),
+    )
+
+
+def _id(x: object) -> str:
+    """An id written as a JSON string or integer, as text."""
+    if isinstance(x, int) and not isinstance(x, bool):
+        return str(x)
+    if not isinstance(x, str):
+        raise ValueError(f"id must be a string or an integer, got {excerpt(repr(x))}")
+    return x
+
+
 def _text(x: object) -> str:
     if not isinstance(x, str):
-        raise ValueError(f"expected text, got {x!r}")
+        raise ValueError(f"expected text, got {excerpt(repr(x))}")
     return x
