@@ -214,6 +214,48 @@ def test_schema_errors_name_file_entry_and_line(tmp_path, name, edit, pattern, e
     assert msg.startswith(f"{path}:{braces[entry]}: ")
 
 
+def test_non_utf8_file_names_file_and_line(tmp_path):
+    _tiny(tmp_path)
+    path = tmp_path / "tech" / "nodes.json"
+    text = path.read_text().replace("node 2", "caf\u00e9")
+    path.write_bytes(text.encode("latin-1"))
+    line = 1 + next(i for i, x in enumerate(path.read_bytes().split(b"\n")) if b"caf" in x)
+    with pytest.raises(ValueError, match=rf"{re.escape(str(path))}:{line}: not UTF-8 text"):
+        load_pathrag6("tech", root=tmp_path)
+
+
+@pytest.mark.parametrize(
+    "bad_id, why",
+    [(" n0", "has leading or trailing whitespace"), ("n\x000", "holds the control character")],
+)
+def test_bad_node_id_is_blamed_on_its_node(tmp_path, bad_id, why):
+    """A padded node id is an error at that node's entry (not at an edge naming the node)."""
+    _tiny(tmp_path)
+    path = _edit(tmp_path, "tech/nodes.json", lambda d: d[0].update(id=bad_id))
+    line = _line_of(path, '"id": ' + json.dumps(bad_id)) - 1  # the entry's opening brace
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}:{line}: node 0: id .* {why}"):
+        load_pathrag6("tech", root=tmp_path)
+
+
+@pytest.mark.parametrize(
+    "name, edit",
+    [
+        ("tech/nodes.json", lambda d: d[1].update(id=" n" * 5_000_000)),
+        ("tech/nodes.json", lambda d: d[1]["metadata"].update(domain=["x"] * 1_000_000)),
+        ("tech/edges.json", lambda d: d[1].update(target="n" * 5_000_000)),
+        ("tech/edges.json", lambda d: d[1].update(weight=[2.0] * 1_000_000)),
+        ("queries.json", lambda d: d["tech"][0].update(anchor="n" * 5_000_000)),
+        ("queries.json", lambda d: d["tech"][0].update(relevant_nodes=[["n"] * 1_000_000])),
+    ],
+)
+def test_schema_errors_quote_a_bounded_excerpt(tmp_path, name, edit):
+    _tiny(tmp_path)
+    path = _edit(tmp_path, name, edit)
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}:\d+: ") as e:
+        load_pathrag6("tech", root=tmp_path)
+    assert len(str(e.value)) < 400 + len(str(path)), str(e.value)[:500]
+
+
 def test_missing_domain_in_queries(tmp_path):
     _tiny(tmp_path)
     path = _edit(tmp_path, "queries.json", lambda d: d.update(bio=d.pop("tech")))

@@ -16,9 +16,9 @@ _NUMBER = re.compile(
 )
 
 
-def decode_utf8(raw: bytes, label: str) -> str:
+def decode_utf8(raw: bytes, label: str, where: str = "{label}, line {line}") -> str:
     """``raw`` as UTF-8 text (a leading byte-order mark dropped); bytes that are not UTF-8 are a
-    ValueError naming ``label``, the line and the byte."""
+    ValueError naming ``label``, the line and the byte (``where`` formats the first two)."""
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
     try:
@@ -26,7 +26,7 @@ def decode_utf8(raw: bytes, label: str) -> str:
     except UnicodeDecodeError as err:
         line = raw[: err.start].count(b"\n") + 1
         raise ValueError(
-            f"{label}, line {line}: not UTF-8 text (byte {raw[err.start]:#04x})"
+            f"{where.format(label=label, line=line)}: not UTF-8 text (byte {raw[err.start]:#04x})"
         ) from None
 
 
@@ -39,11 +39,14 @@ def split_lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
 
 
-def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
-    """``repr(text)``, cut to its first ``limit`` characters (with the full length) when longer."""
-    if len(text) <= limit:
-        return repr(text)
-    return f"{text[:limit]!r}... ({len(text)} characters)"
+def excerpt(value: object, limit: int = EXCERPT_CHARS) -> str:
+    """``repr(value)``, cut to about ``limit`` characters (with the full length) when longer."""
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return repr(value)
+        return f"{value[:limit]!r}... ({len(value)} characters)"
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def bad_name(name: str) -> str | None:

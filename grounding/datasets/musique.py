@@ -95,11 +95,11 @@ def _id(x: object) -> str:
     if isinstance(x, int) and not isinstance(x, bool):
         return str(x)
     if not isinstance(x, str):
-        raise ValueError(f"id must be a string or an integer, got {excerpt(repr(x))}")
+        raise ValueError(f"id must be a string or an integer, got {excerpt(x)}")
     return x
 
 
 def _text(x: object) -> str:
     if not isinstance(x, str):
-        raise ValueError(f"expected text, got {excerpt(repr(x))}")
+        raise ValueError(f"expected text, got {excerpt(x)}")
     return x

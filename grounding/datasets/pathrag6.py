@@ -51,6 +51,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from grounding.datasets._lines import bad_name, decode_utf8, excerpt
 from grounding.graph import TypedGraph
 from grounding.query import Query
 
@@ -124,7 +125,7 @@ class _JsonFile:
 
     def __init__(self, path: Path | Traversable):
         self.path = str(path)
-        self.text = path.read_text(encoding="utf-8")
+        self.text = decode_utf8(path.read_bytes(), self.path, "{label}:{line}")
         try:
             self.data = json.loads(self.text)
         except json.JSONDecodeError as e:
@@ -168,9 +169,14 @@ def _load_domain(base: Path | Traversable, domain: str, qfile: _JsonFile, source
         if not isinstance(meta, dict):
             raise nfile.error("node", i, f"'metadata' must be an object, got {type(meta).__name__}")
         if meta.get("domain", domain) != domain:
-            raise nfile.error("node", i, f"belongs to domain {meta['domain']!r}, not {domain!r}")
+            raise nfile.error(
+                "node", i, f"belongs to domain {excerpt(meta['domain'])}, not {domain!r}"
+            )
+        why = bad_name(nid)
+        if why:
+            raise nfile.error("node", i, f"id {excerpt(nid)} {why}")
         if nid in seen:
-            raise nfile.error("node", i, f"repeats the node id {nid!r}")
+            raise nfile.error("node", i, f"repeats the node id {excerpt(nid)}")
         seen.add(nid)
         ids.append(nid)
         texts.append(text)
@@ -182,11 +188,13 @@ def _load_domain(base: Path | Traversable, domain: str, qfile: _JsonFile, source
         t = _get(efile, edge, "target", "edge", i, str)
         for end in (s, t):
             if end not in seen:
-                raise efile.error("edge", i, f"names an unknown node {end!r}")
+                raise efile.error("edge", i, f"names an unknown node {excerpt(end)}")
         w = edge.get("weight", 1.0)
         if isinstance(w, bool) or not isinstance(w, (int, float)) or w != 1.0:
             raise efile.error(
-                "edge", i, f"weight {w!r}: an unweighted graph (weight 1.0) is expected"
+                "edge",
+                i,
+                f"weight {excerpt(w)}: an unweighted graph (weight 1.0) is expected",
             )
         edges.append((s, t))
     graph = TypedGraph.from_edges(ids, edges, texts=texts)
@@ -207,13 +215,15 @@ def _load_domain(base: Path | Traversable, domain: str, qfile: _JsonFile, source
         anchor = _get(qfile, q, "anchor", kind, i, (str, type(None)), **at)
         relevant = _get(qfile, q, "relevant_nodes", kind, i, list, **at)
         if qid in qids:
-            raise qfile.error(kind, i, f"repeats the query id {qid!r}", **at)
+            raise qfile.error(kind, i, f"repeats the query id {excerpt(qid)}", **at)
         qids.add(qid)
         if anchor is not None and anchor not in seen:
-            raise qfile.error(kind, i, f"anchor {anchor!r} is not a node of {domain!r}", **at)
+            msg = f"anchor {excerpt(anchor)} is not a node of {domain!r}"
+            raise qfile.error(kind, i, msg, **at)
         for r in relevant:
             if not isinstance(r, str) or r not in seen:
-                raise qfile.error(kind, i, f"relevant node {r!r} is not a node of {domain!r}", **at)
+                msg = f"relevant node {excerpt(r)} is not a node of {domain!r}"
+                raise qfile.error(kind, i, msg, **at)
         if len(set(relevant)) != len(relevant):
             raise qfile.error(kind, i, "lists a relevant node twice", **at)
         queries.append(Query(text=text, anchor=anchor, relevant=tuple(relevant), id=qid))
@@ -243,10 +253,12 @@ def load_pathrag6(
         ``{domain: RetrievalBenchmark}`` in the order of :data:`PATHRAG6_DOMAINS`.
 
     Raises:
-        ValueError: naming the file and line for invalid JSON; naming the file, the entry index
-            and (when found) its line for a schema error: a missing key or a value of the wrong
-            type, a node of another domain, a repeated node or query id, an edge naming an
-            unknown node, an edge weight other than 1.0, an unknown anchor or relevant node.
+        ValueError: naming the file and line for bytes that are not UTF-8 or invalid JSON;
+            naming the file, the entry index and (when found) its line for a schema error: a
+            missing key or a value of the wrong type, a node id that is empty, padded or holds
+            a control character, a node of another domain, a repeated node or query id, an
+            edge naming an unknown node, an edge weight other than 1.0, an unknown anchor or
+            relevant node. Quoted values are cut to 200 characters.
 
     Example:
         >>> bench = load_pathrag6("tech")["tech"]
