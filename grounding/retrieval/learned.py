@@ -18,6 +18,7 @@ path in their candidate subgraph are skipped and counted.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import io
 import json
 import time
@@ -46,9 +47,16 @@ from grounding.retrieval.subgraph import (
 )
 from grounding.retrieval.text import Encoder, HashingEncoder
 
-__all__ = ["TrainConfig", "TrainLog", "TripleRetriever", "answer_recall_at_k", "gold_facts"]
+__all__ = [
+    "TrainConfig",
+    "TrainLog",
+    "TripleRetriever",
+    "answer_recall_at_k",
+    "gold_facts",
+    "graph_sha256",
+]
 
-CHECKPOINT_VERSION = 1
+CHECKPOINT_VERSION = 2  # 2: the graph fingerprint holds a sha256 of the graph
 
 
 @dataclasses.dataclass(frozen=True)
@@ -390,17 +398,24 @@ class TripleRetriever:
 
     # ------------------------------------------------------------------------ checkpoints
     def _fingerprint(self) -> dict:
+        """What a checkpoint must agree on: the graph (counts and a sha256 of its names, node
+        texts and sorted id triples) and the encoder."""
         return dict(
             n_entities=self.graph.n_nodes,
             n_relations=len(self.graph.relations),
             n_facts=self.facts.n_facts,
-            relations=stable_seed("\x1f".join(self.graph.relations)),
+            sha256=graph_sha256(self.graph),
             text_dim=self.encoder.dim,
             encoder=self.encoder.name,
         )
 
+    def _settings(self) -> dict:
+        """The candidate-subgraph settings the parameters were trained with."""
+        return {k: getattr(self, k) for k in _SETTINGS}
+
     def save(self, path: str | Path) -> Path:
-        """Write the parameters and the configuration to ``path`` (``.npz``, atomically)."""
+        """Write the parameters, the configuration, the retrieval settings and the graph's
+        fingerprint to ``path`` (``.npz``, atomically: an interrupted write keeps the old file)."""
         leaves, treedef = jax.tree_util.tree_flatten(self.params)
         meta = dict(
             version=CHECKPOINT_VERSION,
@@ -408,10 +423,7 @@ class TripleRetriever:
             graph=self._fingerprint(),
             treedef=str(treedef),
             name=self.name,
-            n_anchors=self.n_anchors,
-            hops=self.hops,
-            anchor_hops=self.anchor_hops,
-            max_facts=self.max_facts,
+            **{k: int(v) for k, v in self._settings().items()},
         )
         buf = io.BytesIO()
         np.savez(
@@ -422,28 +434,161 @@ class TripleRetriever:
         return atomic_write_bytes(path, buf.getvalue())
 
     def load(self, path: str | Path) -> TripleRetriever:
-        """Load parameters saved by :meth:`save` into this retriever (same graph, encoder
-        dimension and architecture, else ValueError). Returns ``self``."""
-        with np.load(path) as z:
-            meta = json.loads(bytes(z["meta"]).decode())
-            leaves = [z[f"p{i}"] for i in range(len(z.files) - 1)]
-        if meta.get("version") != CHECKPOINT_VERSION:
+        """Load parameters saved by :meth:`save` into this retriever. Returns ``self``.
+
+        Raises:
+            FileNotFoundError: no file at ``path``.
+            ValueError: naming ``path``, for a file that is not a readable checkpoint (empty,
+                truncated, corrupt, pickled arrays), bad or missing metadata (naming the field),
+                another graph (naming both fingerprints) or encoder, another architecture,
+                other retrieval settings (``n_anchors``, ``hops``, ``anchor_hops``,
+                ``max_facts``: construct the retriever with the checkpoint's), or parameters
+                that are not finite float arrays of the architecture's shapes.
+        """
+        meta, leaves = _read_checkpoint(path)
+        _check_meta(path, meta)
+        self._check_compatible(path, meta)
+        ref = jax.tree_util.tree_leaves(self.params)
+        arrays = _check_leaves(path, leaves, ref)
+        treedef = jax.tree_util.tree_structure(self.params)
+        self.params = jax.tree_util.tree_unflatten(treedef, [jnp.asarray(x) for x in arrays])
+        return self
+
+    def _check_compatible(self, path: str | Path, meta: dict) -> None:
+        """ValueError unless the checkpoint's graph, encoder, architecture and retrieval
+        settings are this retriever's."""
+        mine = self._fingerprint()
+        theirs = meta["graph"]
+        diff = [
+            f"{k}: checkpoint {_short(theirs.get(k), 100)} vs this retriever's {mine.get(k)!r}"
+            for k in sorted(set(mine) | set(theirs))
+            if theirs.get(k) != mine.get(k)
+        ]
+        if diff:
             raise ValueError(
-                f"{path}: checkpoint version {meta.get('version')}, expected {CHECKPOINT_VERSION}"
-            )
-        if meta["graph"] != self._fingerprint():
-            raise ValueError(
-                f"{path}: checkpoint is for another graph or encoder: {meta['graph']} "
-                f"vs this retriever's {self._fingerprint()}"
+                f"{path}: checkpoint is for another graph or encoder; {'; '.join(diff[:6])}"
             )
         if meta["config"] != dataclasses.asdict(self.config):
             raise ValueError(
-                f"{path}: checkpoint architecture {meta['config']} differs from "
+                f"{path}: checkpoint architecture {_short(meta['config'])} differs from "
                 f"{dataclasses.asdict(self.config)}"
             )
-        treedef = jax.tree_util.tree_structure(self.params)
-        ref = jax.tree_util.tree_leaves(self.params)
-        if len(leaves) != len(ref) or any(a.shape != b.shape for a, b in zip(leaves, ref)):
-            raise ValueError(f"{path}: parameter shapes do not match the architecture")
-        self.params = jax.tree_util.tree_unflatten(treedef, [jnp.asarray(x) for x in leaves])
-        return self
+        bad = [
+            f"{k}={meta[k]} (this retriever: {v})"
+            for k, v in self._settings().items()
+            if meta[k] != v
+        ]
+        if bad:
+            raise ValueError(
+                f"{path}: checkpoint was trained with {', '.join(bad)}; construct the retriever "
+                "with the checkpoint's settings"
+            )
+
+
+_SETTINGS = ("n_anchors", "hops", "anchor_hops", "max_facts")
+
+
+def graph_sha256(graph: TypedGraph) -> str:
+    """A sha256 of a graph's entity and relation names, node texts and sorted id triples
+    (edge order and reliabilities do not count): equal for the same graph, different for
+    another one with the same counts."""
+    h = hashlib.sha256()
+    h.update(json.dumps([graph.entities, graph.relations, graph.node_texts]).encode())
+    ids = np.stack([np.asarray(a, np.int64) for a in (graph.head, graph.relation, graph.tail)], 1)
+    ids = ids[np.lexsort(ids.T[::-1])] if len(ids) else ids
+    h.update(np.ascontiguousarray(ids, "<i8").tobytes())
+    return h.hexdigest()
+
+
+def _short(value: object, limit: int = 400) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _read_checkpoint(path: str | Path) -> tuple[object, list[np.ndarray]]:
+    """The metadata and parameter arrays of a checkpoint file (pickled arrays refused)."""
+    with open(path, "rb") as fh:  # owned here: np.load leaks a handle it fails to parse
+        try:
+            z = np.load(fh, allow_pickle=False)
+        except Exception as err:  # noqa: BLE001 - any failure to parse is a bad checkpoint
+            raise _unreadable(path, err) from err
+        if not isinstance(z, np.lib.npyio.NpzFile):
+            raise ValueError(f"{path}: not a TripleRetriever checkpoint (a single array, not .npz)")
+        with z:
+            return _members(path, z)
+
+
+def _members(path: str | Path, z: np.lib.npyio.NpzFile) -> tuple[object, list[np.ndarray]]:
+    """The decoded metadata and the parameter arrays ``p0 ... p<n>`` of an open archive."""
+    n = len(z.files) - 1
+    if set(z.files) != {"meta", *(f"p{i}" for i in range(n))}:
+        raise ValueError(
+            f"{path}: not a TripleRetriever checkpoint: expected the arrays 'meta' and "
+            f"'p0'... 'p<n>', got {_short(sorted(z.files))}"
+        )
+    try:
+        raw = z["meta"]
+        leaves = [z[f"p{i}"] for i in range(n)]
+    except Exception as err:  # noqa: BLE001 - corrupt members, pickled arrays
+        raise _unreadable(path, err) from err
+    return _decode_meta(path, raw), leaves
+
+
+def _unreadable(path: str | Path, err: BaseException) -> ValueError:
+    return ValueError(
+        f"{path}: not a readable TripleRetriever checkpoint (empty, truncated or corrupt: "
+        f"{type(err).__name__}: {_short(str(err), 200)})"
+    )
+
+
+def _decode_meta(path: str | Path, raw: np.ndarray) -> object:
+    if raw.dtype != np.uint8 or raw.ndim != 1:
+        raise ValueError(
+            f"{path}: field 'meta' must be a 1-D uint8 array, got {raw.dtype} {raw.shape}"
+        )
+    try:
+        return json.loads(raw.tobytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path}: field 'meta' is not UTF-8 JSON ({err})") from None
+
+
+def _check_meta(path: str | Path, meta: object) -> None:
+    """ValueError naming ``path`` and the field for metadata :meth:`TripleRetriever.save` does
+    not write."""
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path}: field 'meta' must be a JSON object, got {type(meta).__name__}")
+    if "version" not in meta:
+        raise ValueError(f"{path}: field 'version' is missing")
+    if meta["version"] != CHECKPOINT_VERSION:
+        raise ValueError(
+            f"{path}: field 'version': checkpoint version {_short(meta['version'], 40)}, "
+            f"expected {CHECKPOINT_VERSION} (re-save it with this version)"
+        )
+    for field, kind in (("config", dict), ("graph", dict), *((k, int) for k in _SETTINGS)):
+        if field not in meta:
+            raise ValueError(f"{path}: field {field!r} is missing")
+        v = meta[field]
+        if isinstance(v, bool) or not isinstance(v, kind):
+            raise ValueError(
+                f"{path}: field {field!r} must be a JSON {'object' if kind is dict else 'integer'}"
+                f", got {_short(v, 80)}"
+            )
+
+
+def _check_leaves(path: str | Path, leaves: list[np.ndarray], ref: list) -> list[np.ndarray]:
+    """The checkpoint's parameters as the architecture's dtypes, after checking that there are
+    as many as the architecture has, each a finite float array of the expected shape."""
+    if len(leaves) != len(ref):
+        raise ValueError(f"{path}: {len(leaves)} parameter arrays, the architecture has {len(ref)}")
+    out = []
+    for i, (x, r) in enumerate(zip(leaves, ref)):
+        if x.shape != r.shape:
+            raise ValueError(
+                f"{path}: parameter p{i} has shape {x.shape}, the architecture's is {r.shape}"
+            )
+        if not np.issubdtype(x.dtype, np.floating):
+            raise ValueError(f"{path}: parameter p{i} must be a float array, got {x.dtype}")
+        if not np.all(np.isfinite(x)):
+            raise ValueError(f"{path}: parameter p{i} holds non-finite values (NaN or inf)")
+        out.append(x.astype(r.dtype, copy=False))
+    return out
