@@ -41,6 +41,7 @@ from scipy.stats import binom
 from experiments._io import float64, parse_args, plt, save_figure, styled, write_csv, write_json
 from experiments.grounded_qa import KAPPA, SETTINGS, build, fit_lambda
 from grounding.datasets import load_musique
+from grounding.llm import Endpoint
 from grounding.qa import GroundedQA, PankRAG, score_probabilities
 from grounding.retrieval import (
     Communities,
@@ -113,7 +114,7 @@ def planners() -> dict:
     out = {"heuristic": HeuristicPlanner(), "two-step chain": TwoStepChain()}
     url, model = os.environ.get("GROUNDING_LLM_BASE_URL"), os.environ.get("GROUNDING_LLM_MODEL")
     if url and model:
-        out["llm"] = LLMPlanner(url, model, fallback="flat")
+        out["llm"] = LLMPlanner(Endpoint(url, model), fallback="flat")
     return out
 
 

@@ -15,7 +15,7 @@ FLOORS = {
     "grounding._numerics": 0,
     "grounding._checks": 0,
     "grounding.io": 0,
-    "grounding.chat": 0,
+    "grounding.llm": 0,
     "grounding.posterior": 1,
     "grounding.geometry": 1,
     "grounding.alignment": 1,

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from grounding import TypedGraph
-from grounding.chat import EndpointError
+from grounding.llm import Endpoint, EndpointError
 from grounding.datasets import KGQuestion, kgqa_benchmark, load_kg, load_musique
 from grounding.qa import Candidates, PankRAG
 from grounding.retrieval import (
@@ -208,7 +208,7 @@ def test_llm_planner_two_phases_against_the_stub(server):
             ).encode(),
         ),
     ]
-    planner = LLMPlanner(server.url, "stub", api_key_env="GROUNDING_TEST_NO_SUCH_KEY")
+    planner = LLMPlanner(Endpoint(server.url, "stub", api_key_env="GROUNDING_TEST_NO_SUCH_KEY"))
     plan = planner.plan("When did Lou Seal's team last win?")
     assert [s.text for s in plan.steps] == [
         "Which team has Lou Seal as mascot?",
@@ -236,10 +236,10 @@ def test_llm_planner_two_phases_against_the_stub(server):
 )
 def test_llm_planner_malformed_replies(server, content, message):
     server.reply([_choice(content, None)])
-    strict = LLMPlanner(server.url, "stub", rewrite=False)
+    strict = LLMPlanner(Endpoint(server.url, "stub"), rewrite=False)
     with pytest.raises(PlanError, match=message):
         strict.plan("Who?")
-    flat = LLMPlanner(server.url, "stub", rewrite=False, fallback="flat").plan("Who {x}?")
+    flat = LLMPlanner(Endpoint(server.url, "stub"), rewrite=False, fallback="flat").plan("Who {x}?")
     assert len(flat.steps) == 1 and flat.steps[0].fill({}) == "Who {x}?"
     assert message in flat.fallback and "one step" in flat.fallback
 
@@ -254,25 +254,24 @@ def test_llm_planner_rewrite_must_keep_the_dependencies(server):
         ),
     ]
     with pytest.raises(PlanError, match="changed the dependencies"):
-        LLMPlanner(server.url, "stub").plan("q?")
+        LLMPlanner(Endpoint(server.url, "stub")).plan("q?")
     server.script = [
         (200, json.dumps({"choices": _llm_reply(two)}).encode()),
         (200, json.dumps({"choices": _llm_reply([{"question": "A?"}])}).encode()),
     ]
     with pytest.raises(PlanError, match="1 steps for 2"):
-        LLMPlanner(server.url, "stub").plan("q?")
+        LLMPlanner(Endpoint(server.url, "stub")).plan("q?")
 
 
 def test_llm_planner_endpoint_failures_are_never_a_silent_fallback(server):
     server.script = [(500, b'{"error": "boom"}')]
     with pytest.raises(EndpointError, match="HTTP 500"):
-        LLMPlanner(server.url, "stub", fallback="flat").plan("q?")
-    with pytest.raises(ValueError, match="base_url"):
-        LLMPlanner("localhost:8000", "m")
+        LLMPlanner(Endpoint(server.url, "stub", backoff=0.01), fallback="flat").plan("q?")
+    assert len(server.requests) == 3  # a 500 is retried twice (the default), then raised
+    with pytest.raises(TypeError, match="Endpoint"):
+        LLMPlanner("localhost:8000")
     with pytest.raises(ValueError, match="fallback"):
-        LLMPlanner(server.url, "m", fallback="guess")
-    with pytest.raises(ValueError, match="timeout"):
-        LLMPlanner(server.url, "m", timeout=0)
+        LLMPlanner(Endpoint(server.url, "m"), fallback="guess")
 
 
 # --------------------------------------------------------------------------- communities
@@ -574,7 +573,7 @@ def test_musique_ships_with_its_gold_decompositions(tmp_path):
 
 def test_llm_summariser_against_the_stub(server):
     server.reply([_choice("  Red fruit, all of them.  ", None)])
-    summarise = LLMSummariser(server.url, "stub", max_members=2)
+    summarise = LLMSummariser(Endpoint(server.url, "stub", retries=0), max_members=2)
     comm = Communities.build(_two_cliques(), seed=1, summarise=summarise)
     assert {c.summary for c in comm.communities} == {"Red fruit, all of them."}
     _, body = server.requests[0]

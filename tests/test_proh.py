@@ -12,7 +12,7 @@ from _stub import _choice
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grounding.chat import EndpointError
+from grounding.llm import Endpoint, EndpointError
 from grounding.datasets import hypergraph_qa_benchmark, load_wd50k, read_statements
 from grounding.hypergraph import KnowledgeHypergraph, hop_relations, parse_role, role_name
 from grounding.qa import PRoH
@@ -315,7 +315,9 @@ def test_hasse_reduction_equals_brute_force_on_random_dags():
 
 def test_llm_planner_sees_the_plan_context(server):
     server.reply([_choice(json.dumps({"steps": [{"question": "Who?"}]}), None)])
-    LLMPlanner(server.url, "stub", rewrite=False).plan("Who?", context="alice award prize1")
+    LLMPlanner(Endpoint(server.url, "stub"), rewrite=False).plan(
+        "Who?", context="alice award prize1"
+    )
     ((_, body),) = server.requests
     assert "alice award prize1" in body["messages"][1]["content"]
     assert LLMPlanner.accepts_context is True
@@ -323,13 +325,13 @@ def test_llm_planner_sees_the_plan_context(server):
 
 def test_llm_relevance_against_the_stub(server):
     server.reply([_choice("```json\n[0.9, 0.1]\n```", None)])
-    refine = LLMRelevance(server.url, "stub")
+    refine = LLMRelevance(Endpoint(server.url, "stub"))
     np.testing.assert_allclose(refine("Who directed film1?", ["bob", "acme"]), [0.9, 0.1])
     ((_, body),) = server.requests
     assert "1. bob\n2. acme" in body["messages"][0]["content"]
     for bad in ("[0.5]", "[2.0, 0.1]", "not json", '{"a": 1}', "[true, 0.1]"):
         server.reply([_choice(bad, None)])
-        with pytest.raises(EndpointError, match="relevance reply is not JSON|numbers in"):
+        with pytest.raises(EndpointError, match="relevance scores: the reply is not JSON|numbers in"):
             refine("q?", ["bob", "acme"])
 
 

@@ -11,6 +11,7 @@ import pytest
 from _stub import _choice, _completion
 
 from grounding.datasets import KGQuestion
+from grounding.llm import Endpoint
 from grounding.qa import CandidateModelError, OpenAICompatibleModel, normalise_answer
 
 ENTITIES = ("amino_acid", "lipid", "Q42")
@@ -18,9 +19,13 @@ TEXTS = ("Amino acid", "Lipid", "Douglas Adams")
 QUESTION = KGQuestion("q0", "What is made of amino acids?", "Q42", ("r",), (), (), "test")
 
 
+ENDPOINT_ARGS = ("api_key", "api_key_env", "timeout", "retries", "backoff", "max_bytes")
+
+
 def _model(stub, **kw):
-    kw.setdefault("api_key_env", "GROUNDING_TEST_NO_SUCH_KEY")
-    return OpenAICompatibleModel(stub.url, "stub-model", ENTITIES, TEXTS, **kw)
+    ep = {k: kw.pop(k) for k in ENDPOINT_ARGS if k in kw}
+    ep = {"api_key_env": "GROUNDING_TEST_NO_SUCH_KEY", "backoff": 0.01} | ep
+    return OpenAICompatibleModel(Endpoint(stub.url, "stub-model", **ep), ENTITIES, TEXTS, **kw)
 
 
 def test_answers_map_to_entities_with_sequence_log_probabilities(server):
@@ -130,7 +135,7 @@ def test_key_is_sent_only_when_configured(server, monkeypatch):
 def test_timeout_raises_naming_url_and_timeout(server):
     server.reply([_choice("Lipid", [-0.1])])
     server.delay = 0.6
-    with pytest.raises(CandidateModelError, match=r"timeout of 0\.2 s") as err:
+    with pytest.raises(CandidateModelError, match=r"deadline of 0\.2 s") as err:
         _model(server, n_samples=1, timeout=0.2).propose(QUESTION, k=1)
     assert server.url in str(err.value)
 
@@ -155,7 +160,7 @@ def test_unreachable_server_raises():
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    m = OpenAICompatibleModel(f"http://127.0.0.1:{port}/v1", "m", ENTITIES, timeout=0.5)
+    m = OpenAICompatibleModel(Endpoint(f"http://127.0.0.1:{port}/v1", "m", timeout=0.5), ENTITIES)
     with pytest.raises(CandidateModelError, match=f"127.0.0.1:{port}"):
         m.propose(QUESTION, k=1)
 
@@ -163,21 +168,19 @@ def test_unreachable_server_raises():
 @pytest.mark.parametrize(
     "kw, name",
     [
-        (dict(base_url="localhost:8000"), "base_url"),
-        (dict(model=""), "model"),
         (dict(entities=()), "entities"),
         (dict(texts=("only one",)), "texts"),
-        (dict(timeout=0), "timeout"),
-        (dict(timeout=float("inf")), "timeout"),
         (dict(n_samples=0), "n_samples"),
         (dict(max_tokens=0), "max_tokens"),
         (dict(temperature=-1.0), "temperature"),
     ],
 )
 def test_bad_arguments(kw, name):
-    args = dict(base_url="http://x/v1", model="m", entities=ENTITIES) | kw
+    args = dict(endpoint=Endpoint("http://x/v1", "m"), entities=ENTITIES) | kw
     with pytest.raises(ValueError, match=name):
         OpenAICompatibleModel(**args)
+    with pytest.raises(TypeError, match="endpoint must be a grounding.llm.Endpoint"):
+        OpenAICompatibleModel("http://x/v1", ENTITIES)
 
 
 def test_normalise_answer():

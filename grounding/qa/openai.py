@@ -25,8 +25,15 @@ form shared by several entities goes to the first of them in vocabulary order (n
 texts). Answers that name no entity are kept in ``Candidates.dropped``; when none maps, the
 model abstains with that reason.
 
-Standard library only; no key is stored in code: pass ``api_key`` or set the environment
-variable named by ``api_key_env`` (``Authorization: Bearer`` is sent only when one is set).
+The server, model name, key, deadline, reply-size cap and retries are those of the
+:class:`~grounding.llm.Endpoint` passed in (standard library only; no key in code).
+
+Example:
+    >>> from grounding.llm import Endpoint
+    >>> ep = Endpoint("http://localhost:8000/v1", "qwen2.5-7b-instruct", timeout=30)
+    >>> model = OpenAICompatibleModel(ep, entities=["paris", "warsaw"])
+    >>> model.resolve(" Paris. ")
+    'paris'
 """
 
 from __future__ import annotations
@@ -35,14 +42,7 @@ import math
 import re
 from collections.abc import Sequence
 
-from grounding.chat import (
-    EndpointError,
-    HTTPStatusError,
-    check_base_url,
-    message_content,
-    post_chat,
-)
-from grounding.chat import api_key as _api_key
+from grounding.llm import Endpoint, EndpointError, HTTPStatusError
 from grounding.qa.candidates import CandidateModelError, Candidates, QuestionLike
 
 __all__ = ["OpenAICompatibleModel", "normalise_answer"]
@@ -69,18 +69,15 @@ class OpenAICompatibleModel:
     """Candidates and a log-prior from an OpenAI-compatible chat-completions endpoint.
 
     Args:
-        base_url: the API root, e.g. ``http://localhost:8000/v1``.
-        model: the model name the server expects.
+        endpoint: the server and model (:class:`~grounding.llm.Endpoint`: base URL, model
+            name, key, deadline per request, size cap, retries).
         entities: the graph's entity names (what answers must map to).
         texts: optional display text per entity (matched after the names; e.g. node texts;
             the topic's text is also what the prompt shows).
-        timeout: seconds per request (``> 0``).
         temperature: sampling temperature (``>= 0``).
         n_samples: completions per question (``>= 1``).
         max_tokens: tokens per completion (``>= 1``).
         system_prompt: replaces :data:`SYSTEM_PROMPT`.
-        api_key: a key; default: the environment variable ``api_key_env``.
-        api_key_env: the variable read when ``api_key`` is ``None``.
 
     Raises:
         ValueError: an argument is out of range (the message names it).
@@ -88,40 +85,31 @@ class OpenAICompatibleModel:
 
     def __init__(
         self,
-        base_url: str,
-        model: str,
+        endpoint: Endpoint,
         entities: Sequence[str],
         texts: Sequence[str] | None = None,
         *,
-        timeout: float = 30.0,
         temperature: float = 1.0,
         n_samples: int = 8,
         max_tokens: int = 16,
         system_prompt: str | None = None,
-        api_key: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
     ):
-        url = check_base_url(base_url)
-        if not isinstance(model, str) or not model:
-            raise ValueError("model must be a non-empty str")
+        if not isinstance(endpoint, Endpoint):
+            raise TypeError(f"endpoint must be a grounding.llm.Endpoint, got {endpoint!r:.100}")
         entities = tuple(entities)
         if not entities:
             raise ValueError("entities is empty: answers need a vocabulary to map to")
         if texts is not None and len(texts) != len(entities):
             raise ValueError(f"texts has {len(texts)} entries for {len(entities)} entities")
-        if not _finite(timeout) or timeout <= 0:
-            raise ValueError(f"timeout must be a finite number of seconds > 0, got {timeout!r}")
         if not _finite(temperature) or temperature < 0:
             raise ValueError(f"temperature must be finite and >= 0, got {temperature!r}")
         for name, v in (("n_samples", n_samples), ("max_tokens", max_tokens)):
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {v!r}")
-        self.url = url
-        self.model, self.entities = model, entities
-        self.timeout, self.temperature = float(timeout), float(temperature)
+        self.endpoint, self.url, self.entities = endpoint, endpoint.url, entities
+        self.temperature = float(temperature)
         self.n_samples, self.max_tokens = n_samples, max_tokens
         self.system_prompt = SYSTEM_PROMPT if system_prompt is None else system_prompt
-        self._key = _api_key(api_key, api_key_env)
         self._send_n = True  # cleared when the server rejects "n" (llama.cpp server)
         self._text = dict(zip(entities, texts)) if texts is not None else {}
         self._lookup: dict[str, str] = {}
@@ -151,22 +139,20 @@ class OpenAICompatibleModel:
                 HTTP error status or a reply that is not a chat completion.
         """
         body = {
-            "model": self.model,
             "messages": self.messages(question),
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "stop": ["\n"],
             "logprobs": True,
         }
-        choices: list = []
-        for _ in range(self.n_samples):  # one request, topped up when n is not honoured
-            got = self._request(body, self.n_samples - len(choices))
-            if not got:
-                break
-            choices.extend(got)
-            if len(choices) >= self.n_samples:
-                break
-        raw = [(_content(self.url, i, c), _sequence_logprob(c)) for i, c in enumerate(choices)]
+        try:
+            choices = self._sample(body)
+            raw = [
+                (self.endpoint.text(choices, i), _sequence_logprob(c))
+                for i, c in enumerate(choices)
+            ]
+        except EndpointError as err:
+            raise CandidateModelError(str(err)) from None
         if not raw:
             return Candidates.abstain(f"{self.url} returned no completion")
         if any(lp is None for _, lp in raw):  # frequency estimate: one sample, one vote
@@ -188,40 +174,34 @@ class OpenAICompatibleModel:
             [e for e, _ in hits], [lp for _, lp in hits], k=k, dropped=dropped
         )
 
+    def _sample(self, body: dict) -> list:
+        """``n_samples`` choices: one request, topped up when ``n`` is not honoured."""
+        choices: list = []
+        for _ in range(self.n_samples):
+            got = self._request(body, self.n_samples - len(choices))
+            if not got:
+                break
+            choices.extend(got)
+            if len(choices) >= self.n_samples:
+                break
+        return choices[: self.n_samples]
+
     def _request(self, body: dict, n: int) -> list:
         """The choices of one request for ``n`` completions (``n`` sent when honoured)."""
         if n > 1 and self._send_n:
             try:
-                return self._post(body | {"n": n})
-            except _HTTPStatusError:
-                reply = self._post(body)  # e.g. llama.cpp: "only one completion choice"
+                return self.endpoint.chat(body | {"n": n})
+            except HTTPStatusError as err:
+                if err.status in (401, 403, 404, 429) or err.status >= 500:
+                    raise  # not about "n": the same request without it would fail alike
+                reply = self.endpoint.chat(body)  # e.g. llama.cpp: "only one completion choice"
                 self._send_n = False
                 return reply
-        return self._post(body)
-
-    def _post(self, body: dict) -> list:
-        try:
-            return post_chat(self.url, body, key=self._key, timeout=self.timeout)
-        except HTTPStatusError as err:
-            raise _HTTPStatusError(str(err)) from None
-        except EndpointError as err:
-            raise CandidateModelError(str(err)) from None
-
-
-class _HTTPStatusError(CandidateModelError):
-    """The endpoint answered an HTTP error status."""
+        return self.endpoint.chat(body)
 
 
 def _finite(x: object) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
-def _content(url: str, i: int, choice: object) -> str:
-    """A choice's message content (the completion as generated)."""
-    try:
-        return message_content(url, i, choice)
-    except EndpointError as err:
-        raise CandidateModelError(str(err)) from None
 
 
 def _first_line(content: str) -> str:

@@ -21,9 +21,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from grounding.chat import api_key as _api_key
-from grounding.chat import check_base_url, check_timeout, message_content, post_chat
+from grounding._checks import check_positive_int
 from grounding.graph import TypedGraph
+from grounding.llm import Endpoint
 from grounding.retrieval.base import BaseRetriever, Query, Retrieval, TextIndex, check_k, dots
 
 __all__ = ["Community", "Communities", "CommunityRetriever", "LLMSummariser"]
@@ -161,9 +161,9 @@ def _extractive(n: int) -> Callable[[Sequence[str], Sequence[str]], str]:
 
 class LLMSummariser:
     """A community summariser on any OpenAI-compatible chat endpoint (pass as
-    ``Communities.build(..., summarise=LLMSummariser(url, model))``).
+    ``Communities.build(..., summarise=LLMSummariser(Endpoint(url, model)))``).
 
-    Raises :class:`grounding.chat.EndpointError` when the endpoint fails.
+    Raises :class:`grounding.llm.EndpointError` when the endpoint fails or sends no choice.
     """
 
     PROMPT = (
@@ -173,20 +173,14 @@ class LLMSummariser:
 
     def __init__(
         self,
-        base_url: str,
-        model: str,
+        endpoint: Endpoint,
         *,
         max_members: int = 20,
-        timeout: float = 60.0,
-        api_key: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
     ):
-        self.url = check_base_url(base_url)
-        if not isinstance(model, str) or not model:
-            raise ValueError("model must be a non-empty str")
-        self.model, self.max_members = model, int(max_members)
-        self.timeout = check_timeout(timeout)
-        self._key = _api_key(api_key, api_key_env)
+        if not isinstance(endpoint, Endpoint):
+            raise TypeError(f"endpoint must be a grounding.llm.Endpoint, got {endpoint!r:.100}")
+        self.endpoint, self.url = endpoint, endpoint.url
+        self.max_members = check_positive_int(max_members, "max_members")
 
     def __call__(self, member_texts: Sequence[str], relation_labels: Sequence[str]) -> str:
         prompt = self.PROMPT.format(
@@ -194,15 +188,11 @@ class LLMSummariser:
             relations=", ".join(relation_labels[:5]) or "none",
         )
         body = {
-            "model": self.model,
             "messages": [{"role": "user", "content": prompt}],
             "temperature": 0.0,
             "max_tokens": 96,
         }
-        choices = post_chat(self.url, body, key=self._key, timeout=self.timeout)
-        if not choices:
-            raise ValueError(f"{self.url} returned no completion")
-        return message_content(self.url, 0, choices[0]).strip()
+        return self.endpoint.text(self.endpoint.chat(body), 0).strip()
 
 
 class CommunityRetriever(BaseRetriever):

@@ -23,18 +23,11 @@ Graph Retrieval via Globally Aware Query Resolution and Dependency-Aware Reranki
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Literal, Protocol
 
-from grounding.chat import api_key as _api_key
-from grounding.chat import (
-    check_base_url,
-    check_timeout,
-    message_content,
-    post_chat,
-)
+from grounding.llm import Endpoint, json_content
 from grounding.retrieval.plan import Plan, SubQuestion, plan_from_decomposition
 
 __all__ = [
@@ -269,13 +262,11 @@ class LLMPlanner:
     """A two-phase planner on any OpenAI-compatible chat endpoint (see the module docstring).
 
     Args:
-        base_url: the API root, e.g. ``http://localhost:8000/v1``.
-        model: the model name the server expects.
+        endpoint: the server and model (:class:`~grounding.llm.Endpoint`).
         fallback: ``"error"`` (raise :class:`PlanError` on an invalid reply) or ``"flat"``
             (a one-step plan of the whole question, reason in :attr:`Plan.fallback`).
         rewrite: run the second (top-down rewriting) phase.
-        timeout: seconds per request; ``temperature``: sampling temperature (default 0).
-        api_key: a key; default: the environment variable ``api_key_env``.
+        temperature: sampling temperature (default 0); ``max_tokens``: tokens per reply.
 
     Raises:
         ValueError: an argument is out of range.
@@ -286,36 +277,29 @@ class LLMPlanner:
 
     def __init__(
         self,
-        base_url: str,
-        model: str,
+        endpoint: Endpoint,
         *,
         fallback: Literal["error", "flat"] = "error",
         rewrite: bool = True,
-        timeout: float = 60.0,
         temperature: float = 0.0,
         max_tokens: int = 512,
-        api_key: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
     ):
-        self.url = check_base_url(base_url)
-        if not isinstance(model, str) or not model:
-            raise ValueError("model must be a non-empty str")
+        if not isinstance(endpoint, Endpoint):
+            raise TypeError(f"endpoint must be a grounding.llm.Endpoint, got {endpoint!r:.100}")
         if fallback not in ("error", "flat"):
             raise ValueError(f"fallback must be 'error' or 'flat', got {fallback!r}")
-        self.timeout = check_timeout(timeout)
         if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
             raise ValueError(f"temperature must be a number >= 0, got {temperature!r}")
         if not 0 <= temperature < float("inf"):
             raise ValueError(f"temperature must be a number >= 0, got {temperature!r}")
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise ValueError(f"max_tokens must be an int >= 1, got {max_tokens!r}")
-        self.model, self.fallback, self.rewrite = model, fallback, bool(rewrite)
+        self.endpoint, self.url = endpoint, endpoint.url
+        self.fallback, self.rewrite = fallback, bool(rewrite)
         self.temperature, self.max_tokens = float(temperature), max_tokens
-        self._key = _api_key(api_key, api_key_env)
 
     def _ask(self, prompt: str) -> dict:
         body = {
-            "model": self.model,
             "messages": [
                 {"role": "system", "content": "You plan multi-hop question answering."},
                 {"role": "user", "content": prompt},
@@ -323,10 +307,10 @@ class LLMPlanner:
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
         }
-        choices = post_chat(self.url, body, key=self._key, timeout=self.timeout)
+        choices = self.endpoint.chat(body)
         if not choices:
             raise PlanError(f"{self.url} returned no completion")
-        return _reply_json(message_content(self.url, 0, choices[0]))
+        return _reply_json(self.endpoint.text(choices, 0))
 
     def plan(self, question, context: str | None = None) -> Plan:
         """Plan a question (a string or anything with ``.text``); ``context`` (e.g. PRoH's plan
@@ -334,7 +318,7 @@ class LLMPlanner:
 
         Raises:
             PlanError: the reply is not a valid plan (``fallback="error"``).
-            grounding.chat.EndpointError: the endpoint failed (never a silent fallback).
+            grounding.llm.EndpointError: the endpoint failed (never a silent fallback).
         """
         text = question if isinstance(question, str) else question.text
         if not isinstance(text, str) or not text.strip():
@@ -373,14 +357,10 @@ class LLMPlanner:
 
 
 def _reply_json(content: str) -> dict:
-    body = content.strip()
-    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", body, re.S)
-    if fenced:
-        body = fenced.group(1)
     try:
-        reply = json.loads(body)
-    except json.JSONDecodeError as err:
-        raise PlanError(f"the reply is not JSON ({err}): {content[:200]!r}") from None
+        reply = json_content(content)
+    except ValueError as err:
+        raise PlanError(str(err)) from None
     if not isinstance(reply, dict):
         raise PlanError(f"the reply is not a JSON object: {content[:200]!r}")
     return reply

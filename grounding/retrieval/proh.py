@@ -27,21 +27,12 @@ package's where the paper gives none (each says so).
 from __future__ import annotations
 
 import dataclasses
-import json
-import re
 from collections.abc import Sequence
 
 import numpy as np
 
-from grounding.chat import (
-    EndpointError,
-    check_base_url,
-    check_timeout,
-    message_content,
-    post_chat,
-)
-from grounding.chat import api_key as _api_key
 from grounding.hypergraph import KnowledgeHypergraph, hop_relations, parse_role
+from grounding.llm import Endpoint, EndpointError, json_content
 from grounding.retrieval.base import dots
 from grounding.retrieval.plan import Plan, SubQuestion
 from grounding.retrieval.text import Encoder, HashingEncoder
@@ -296,7 +287,7 @@ class LLMRelevance:
     ``[0, 1]`` per entity.
 
     Raises:
-        grounding.chat.EndpointError: the endpoint failed, or the reply is not such a list.
+        grounding.llm.EndpointError: the endpoint failed, or the reply is not such a list.
     """
 
     PROMPT = (
@@ -307,43 +298,29 @@ class LLMRelevance:
 
     def __init__(
         self,
-        base_url: str,
-        model: str,
-        *,
-        timeout: float = 60.0,
-        api_key: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
+        endpoint: Endpoint,
     ):
-        self.url = check_base_url(base_url)
-        if not isinstance(model, str) or not model:
-            raise ValueError("model must be a non-empty str")
-        self.model, self.timeout = model, check_timeout(timeout)
-        self._key = _api_key(api_key, api_key_env)
+        if not isinstance(endpoint, Endpoint):
+            raise TypeError(f"endpoint must be a grounding.llm.Endpoint, got {endpoint!r:.100}")
+        self.endpoint, self.url = endpoint, endpoint.url
 
     def __call__(self, question: str, entity_texts: Sequence[str]) -> np.ndarray:
         listing = "\n".join(f"{i}. {t}" for i, t in enumerate(entity_texts, 1))
         body = {
-            "model": self.model,
             "messages": [
                 {"role": "user", "content": self.PROMPT.format(question=question, entities=listing)}
             ],
             "temperature": 0.0,
         }
-        choices = post_chat(self.url, body, key=self._key, timeout=self.timeout)
-        if not choices:
-            raise EndpointError(f"{self.url} returned no completion")
-        text = message_content(self.url, 0, choices[0]).strip()
-        fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", text, re.S)
+        text = self.endpoint.text(self.endpoint.chat(body), 0).strip()
         try:
-            scores = json.loads(fenced.group(1) if fenced else text)
-        except json.JSONDecodeError:
-            raise EndpointError(
-                f"{self.url}: relevance reply is not JSON: {text[:200]!r}"
-            ) from None
+            scores = json_content(text)
+        except ValueError as err:
+            raise EndpointError(f"{self.url}: relevance scores: {err}") from None
         ok = isinstance(scores, list) and len(scores) == len(entity_texts)
         ok = ok and all(
             isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x <= 1 for x in scores
-        )
+        )  # NaN fails 0 <= x
         if not ok:
             raise EndpointError(
                 f"{self.url}: expected {len(entity_texts)} numbers in [0, 1], got {text[:200]!r}"
