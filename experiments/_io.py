@@ -65,9 +65,19 @@ def parser(description: str, prog: str) -> argparse.ArgumentParser:
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--quick", dest="full", action="store_false", help="small run (the default)")
     mode.add_argument("--full", dest="full", action="store_true", help="full-size run (slow)")
-    ap.add_argument("--out", type=Path, default=Path("results"), help="output directory")
+    ap.add_argument("--out", type=out_dir, default=Path("results"), help="output directory")
     ap.set_defaults(full=False)
     return ap
+
+
+def out_dir(text: str) -> Path:
+    """The ``--out`` argument type: a directory name, never empty or blank (``Path("")`` would
+    silently mean the working directory)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            f"must name a directory, got {text!r} (use --out . for the working directory)"
+        )
+    return Path(text)
 
 
 def checked_out_dir(ap: argparse.ArgumentParser, out: Path) -> Path:

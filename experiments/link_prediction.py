@@ -26,7 +26,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from experiments._io import checked_out_dir, write_json
+from experiments._io import checked_out_dir, out_dir, write_json
 from grounding.datasets import KG_DATASETS, load_kg
 from grounding.learn import (
     DEFAULTS,
@@ -80,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     )
     ap.add_argument("--epochs", type=int, default=None, help="maximum epochs (None: the preset's)")
     ap.add_argument("--seed", type=int, default=None, help="random seed (None: the preset's)")
-    ap.add_argument("--out", type=Path, default=Path("results"), help="output directory")
+    ap.add_argument("--out", type=out_dir, default=Path("results"), help="output directory")
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = ap.parse_args(list(argv) if argv is not None else None)
     checked_out_dir(ap, args.out)
