@@ -83,7 +83,13 @@ def posterior_bars(result: GroundingResult, ax=None, *, max_candidates: int = 12
     """Prior, soft posterior (Eq. (7)) and, when computed, hard posterior (Eq. (6)) of each
     candidate as grouped bars; each candidate's label (``labels``, one per candidate, default
     its name) carries its evidence status, coloured as :data:`STATUS_COLORS`. Shows the
-    ``max_candidates`` of largest soft posterior."""
+    ``max_candidates`` (a positive int) of largest soft posterior."""
+    if (
+        isinstance(max_candidates, bool)
+        or not isinstance(max_candidates, (int, np.integer))
+        or max_candidates < 1
+    ):
+        raise ValueError(f"max_candidates must be a positive int, got {max_candidates!r}")
     ax = _axes(ax)
     names = list(result.names if labels is None else labels)
     if len(names) != len(result.names):
@@ -169,24 +175,67 @@ def risk_coverage(scores: ArrayLike, correct: ArrayLike, ax=None, *, label: str 
     return ax
 
 
-def evidence_paths(graph: TypedGraph, result: GroundingResult, ax=None, *, candidate: int | None = None,
-                   seed: int = 0):  # fmt: skip
+def _candidate(result: GroundingResult, candidate: int | str | None) -> int:
+    """The index of ``candidate``: ``None`` (the posterior's best), an index, or a name."""
+    n = len(result.names)
+    if candidate is None:
+        return int(result.best)
+    if isinstance(candidate, str):
+        if candidate not in result.names:
+            raise ValueError(f"candidate {candidate!r} is not one of the result's {n} candidates")
+        return result.names.index(candidate)
+    if isinstance(candidate, bool) or not isinstance(candidate, (int, np.integer)):
+        raise ValueError(f"candidate must be an int index or a candidate name, got {candidate!r}")
+    if not 0 <= candidate < n:
+        raise ValueError(f"candidate must lie in [0, {n}), got {candidate}")
+    return int(candidate)
+
+
+def _check_graph(graph: TypedGraph, result: GroundingResult, c: int, walks) -> None:
+    """ValueError unless every reported walk of candidate ``c`` is a walk of ``graph``: its
+    edge indices exist, join its reported nodes, and name the triples the result reported
+    (a graph other than the one grounded on would draw other edges)."""
+    p, n_edges = result.paths, graph.n_edges
+    head, rel, tail = (np.asarray(a) for a in (graph.head, graph.relation, graph.tail))
+    reported = result.triples[c] if len(result.triples) > c else ()
+    for k, (w, _, _) in walks:
+        where = f"walk {k + 1} of candidate {result.names[c]!r}"
+        outside = w[(w < 0) | (w >= n_edges)]
+        if outside.size:
+            raise ValueError(f"{_OTHER_GRAPH}: {where} uses edge {int(outside[0])}, the graph "
+                             f"has {n_edges} edges")  # fmt: skip
+        nodes = p.nodes[c, k, : len(w) + 1]
+        if np.any(head[w] != nodes[:-1]) or np.any(tail[w] != nodes[1:]):
+            raise ValueError(f"{_OTHER_GRAPH}: {where} does not join its reported nodes here")
+        names = tuple((graph.entities[head[e]], graph.relations[rel[e]],
+                       graph.entities[tail[e]]) for e in w)  # fmt: skip
+        if k < len(reported) and names != tuple(reported[k]):
+            raise ValueError(f"{_OTHER_GRAPH}: {where} reads {names} here, the result reported "
+                             f"{tuple(reported[k])}")  # fmt: skip
+
+
+_OTHER_GRAPH = "graph is not the one the result was grounded on"
+
+
+def evidence_paths(graph: TypedGraph, result: GroundingResult, ax=None, *,
+                   candidate: int | str | None = None, seed: int = 0):  # fmt: skip
     r"""The evidence subgraph spanned by one candidate's reported supporting walks (default:
-    the posterior's best), edges labelled with their relation, and each walk's edges drawn
-    with width proportional to its :math:`\nu^*` weight (Prop. 2; the weight is in the
-    legend). Needs ``ground(..., n_paths >= 1)``."""
-    ax = _axes(ax)
+    the posterior's best; ``candidate``: an index or a name), edges labelled with their
+    relation, and each walk's edges drawn with width proportional to its :math:`\nu^*`
+    weight (Prop. 2; the weight is in the legend). Needs ``ground(..., n_paths >= 1)`` and
+    the ``graph`` grounded on (another graph is a ValueError: its edges would be wrong)."""
     if result.paths is None:
         raise ValueError("the result has no supporting paths: ground with n_paths >= 1")
-    c = int(result.best) if candidate is None else int(candidate)
-    if not 0 <= c < len(result.names):
-        raise ValueError(f"candidate must lie in [0, {len(result.names)}), got {candidate}")
+    c = _candidate(result, candidate)
     p = result.paths
-    walks = [
-        (p.edges[c, k, : p.length[c, k]], float(p.weight[c, k]), float(p.cost[c, k]))
+    slots = [
+        (k, (p.edges[c, k, : p.length[c, k]], float(p.weight[c, k]), float(p.cost[c, k])))
         for k in range(p.length.shape[1])
         if p.length[c, k] > 0
     ]
+    _check_graph(graph, result, c, slots)
+    walks = [w for _, w in slots]
+    ax = _axes(ax)
     ax.set_title(f"supporting walks of {result.names[c]}")
     ax.set_axis_off()
     if not walks:
