@@ -72,11 +72,13 @@ def parser(description: str, prog: str) -> argparse.ArgumentParser:
 
 def out_dir(text: str) -> Path:
     """The ``--out`` argument type: a directory name, never empty or blank (``Path("")`` would
-    silently mean the working directory)."""
+    silently mean the working directory) and without a NUL byte."""
     if not text.strip():
         raise argparse.ArgumentTypeError(
             f"must name a directory, got {text!r} (use --out . for the working directory)"
         )
+    if "\0" in text:
+        raise argparse.ArgumentTypeError(f"a directory name cannot hold a NUL byte, got {text!r}")
     return Path(text)
 
 

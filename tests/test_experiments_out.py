@@ -23,3 +23,10 @@ def test_empty_out_is_an_argument_error(name, value, tmp_path, monkeypatch, caps
     assert info.value.code == 2
     assert f"argument --out: must name a directory, got {value!r}" in capsys.readouterr().err
     assert os.listdir(tmp_path) == []  # nothing written into the working directory
+
+
+def test_out_with_a_nul_byte_is_an_argument_error(capsys):
+    main = importlib.import_module("experiments.thm3_tv_bound").main
+    with pytest.raises(SystemExit) as info:
+        main(["--out", "a\0b"])
+    assert info.value.code == 2 and "cannot hold a NUL byte" in capsys.readouterr().err
