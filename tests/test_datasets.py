@@ -48,6 +48,7 @@ def test_load_triples_parses_comments_blank_lines_and_default_reliability(tmp_pa
         ("a\t\tb", "empty"),  # empty relation
         ("a\x00b\tr\tc", "control character"),  # NUL inside a name
         ("a\tr\tb\x7f", "control character"),
+        ("\ufeffa\tr\tb", "byte-order mark"),  # a second file's BOM, mid-file
         ("New York \tr\tb", "head 'New York ' has leading or trailing whitespace"),
         ("a\t r\tb", "relation ' r' has leading or trailing whitespace"),
         ("a\tr\tb ", "tail 'b ' has leading or trailing whitespace"),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import unicodedata
 
 __all__ = ["bad_name", "decode_utf8", "excerpt", "parse_number", "split_lines"]
 
@@ -30,6 +29,10 @@ def decode_utf8(raw: bytes, label: str, where: str = "{label}, line {line}") -> 
         ) from None
 
 
+#: The control characters (Unicode category Cc) and the byte-order mark.
+_UNNAMEABLE = re.compile("[\x00-\x1f\x7f-\x9f\ufeff]")
+
+
 def split_lines(text: str) -> list[str]:
     """``text`` cut at ``\\n`` only (a trailing ``\\r`` dropped from each line).
 
@@ -51,15 +54,19 @@ def excerpt(value: object, limit: int = EXCERPT_CHARS) -> str:
 
 def bad_name(name: str) -> str | None:
     """Why ``name`` cannot be an entity or relation name read from a file, or ``None``:
-    empty, leading or trailing whitespace, or a control character (NUL, tab, ...)."""
+    empty, leading or trailing whitespace, a control character (NUL, tab, ...) or a byte-order
+    mark (U+FEFF, left inside a file by concatenating UTF-8 files)."""
     if not name:
         return "is empty"
     if name != name.strip():
         return "has leading or trailing whitespace"
-    for i, ch in enumerate(name):
-        if unicodedata.category(ch) == "Cc":
-            return f"holds the control character {ch!r} at column {i + 1}"
-    return None
+    bad = _UNNAMEABLE.search(name)
+    if bad is None:
+        return None
+    ch, col = bad.group(), bad.start() + 1
+    if ch == "\ufeff":
+        return f"holds a byte-order mark (U+FEFF) at column {col}"
+    return f"holds the control character {ch!r} at column {col}"
 
 
 def parse_number(text: str) -> float:
