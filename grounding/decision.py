@@ -42,7 +42,9 @@ def classify_status(
 
     Precedence: out of schema (the claim is not expressible), then contradicted (reliable
     counter-support, even if some path also supports it: conflicting evidence is not
-    support), then supported (:math:`E^{\mathrm{sup}}_R \le \epsilon_s`), else unsupported.
+    support), then supported (a finite :math:`E^{\mathrm{sup}}_R \le \epsilon_s`: an
+    alignment exists and is good enough; ``+inf`` is no alignment, even at
+    ``eps_s = inf``), else unsupported.
     """
     e = check_energy(support_energy, "support_energy", min_ndim=0)
     counter = jnp.asarray(counter_support, bool)
@@ -53,7 +55,11 @@ def classify_status(
         jnp.where(
             counter,
             int(EvidenceStatus.CONTRADICTED),
-            jnp.where(e <= eps_s, int(EvidenceStatus.SUPPORTED), int(EvidenceStatus.UNSUPPORTED)),
+            jnp.where(
+                (e <= eps_s) & (e < jnp.inf),
+                int(EvidenceStatus.SUPPORTED),
+                int(EvidenceStatus.UNSUPPORTED),
+            ),
         ),
     )
 
@@ -136,7 +142,9 @@ def decide_action(
         log_posterior: ``[n]`` log posterior over candidates.
         status: ``[n]`` :class:`~grounding.EvidenceStatus` codes.
         margin_threshold: declared margin (``0``: never VERIFY).
-        theta: selective threshold of Eq. (22) (``None``: none).
+        theta: selective threshold of Eq. (22) on the best candidate's posterior mass, in
+            ``[0, 1]`` (``None``: none); not checked here (it may be traced): :func:`decide`
+            and :func:`grounding.ground` reject values outside ``[0, 1]``.
 
     Example:
         >>> import jax.numpy as jnp
@@ -170,6 +178,10 @@ def decide(
 ) -> Action:
     """Abstention-consistent decision (Axiom 8) for one candidate set, as an :class:`Action`;
     the rule is :func:`decide_action`'s."""
+    if theta is not None and not 0.0 <= float(theta) <= 1.0:
+        raise ValueError(
+            f"theta must lie in [0, 1] (a posterior-mass threshold, Eq. (22)), got {theta!r}"
+        )
     lp = np.asarray(log_posterior, dtype=float)
     if lp.ndim != 1 or lp.size == 0:
         raise ValueError(f"log_posterior must be a non-empty 1-D array, got shape {lp.shape}")

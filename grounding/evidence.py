@@ -21,6 +21,21 @@ from grounding.graph import Triple, TypedGraph
 __all__ = ["EvidenceState", "EvidenceStatus"]
 
 
+def check_min_reliability(min_reliability: object) -> float:
+    """The reliability an observed edge needs to count as counter-support: a real scalar in
+    ``[0, 1]`` (edge reliabilities lie in ``(0, 1]``, Eq. (8); above 1, or NaN, no edge would
+    qualify and counter-evidence would be switched off without a word)."""
+    v = np.asarray(min_reliability)
+    if isinstance(min_reliability, bool) or v.ndim or v.dtype.kind not in "iuf":
+        raise TypeError(f"min_reliability must be a real number, got {min_reliability!r}")
+    if not 0.0 <= float(v) <= 1.0:
+        raise ValueError(
+            f"min_reliability must lie in [0, 1] (edge reliabilities lie in (0, 1]), got "
+            f"{min_reliability!r}"
+        )
+    return float(v)
+
+
 class NamedIntEnum(enum.IntEnum):
     """An ``IntEnum`` (the codes live in JAX arrays) that prints as its name."""
 
@@ -88,7 +103,8 @@ class EvidenceState:
     def counter_support(self, claim: Triple, min_reliability: float = 0.0) -> bool:
         """Whether :math:`R` holds reliable counter-evidence for ``claim`` (Sec. 3.3): the claim
         is an explicit negative, or its relation is functional and :math:`G_R` gives the
-        subject another object with reliability at least ``min_reliability``."""
+        subject another object with reliability at least ``min_reliability`` (in ``[0, 1]``)."""
+        min_reliability = check_min_reliability(min_reliability)
         h, r, t = claim
         if (h, r, t) in self.negative:
             return True

@@ -43,6 +43,17 @@ def _bad_name(name: str) -> bool:
     return not name or name != name.strip() or any(c in name for c in "\t\n\r")
 
 
+def _frozen(x: Any) -> Any:
+    """A NumPy edge array as a read-only array that owns its data (a copy unless it already
+    is one), so the graph cannot change in place behind the caches keyed on it; anything else
+    (JAX arrays are immutable, tracers) is returned as is."""
+    if not isinstance(x, np.ndarray) or (not x.flags.writeable and x.flags.owndata):
+        return x
+    a = np.array(x, copy=True)
+    a.setflags(write=False)
+    return a
+
+
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class TypedGraph:
@@ -57,7 +68,9 @@ class TypedGraph:
             entity, or ``()``: then :attr:`node_texts` reads the names with ``_`` as a space.
 
     Parallel edges and self-loops are allowed (a multigraph); direction matters. The same type
-    serves the core (energies, paths) and the retrievers (reachability, node texts).
+    serves the core (energies, paths) and the retrievers (reachability, node texts). A graph
+    is immutable: NumPy edge arrays are kept as read-only copies (writing into them raises),
+    so results cached per graph never go stale; build a new graph to change the evidence.
 
     Example:
         >>> g = TypedGraph.from_triples([("lou_seal", "mascot_of", "giants")])
@@ -74,6 +87,8 @@ class TypedGraph:
     texts: tuple[str, ...] = dataclasses.field(metadata=dict(static=True), default=())
 
     def __post_init__(self) -> None:
+        for f in ("head", "relation", "tail", "reliability"):
+            object.__setattr__(self, f, _frozen(getattr(self, f)))
         shapes = {jnp.shape(a) for a in (self.head, self.relation, self.tail, self.reliability)}
         if len(shapes) != 1 or len(next(iter(shapes))) != 1:
             raise ValueError(

@@ -11,22 +11,23 @@ from __future__ import annotations
 import weakref
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from grounding._checks import check_nonnegative_scalar
-from grounding.evidence import EvidenceState
+from grounding._checks import check_nonnegative_scalar, is_concrete
+from grounding.evidence import EvidenceState, check_min_reliability
 from grounding.graph import TypedGraph
 from grounding.problem import GroundingProblem, check_realisation
 from grounding.semiring.layout import ELL_MIN_EDGES
 
 __all__ = [
     "options",
-    "with_paths",
     "with_defaults",
     "prepare",
     "pad_edges",
     "check_n_paths",
+    "check_path_candidates",
     "bucket",
 ]
 
@@ -40,6 +41,14 @@ def _scalar(x: ArrayLike, name: str, **kw) -> jax.Array:
     a = check_nonnegative_scalar(x, name, **kw)
     if a.ndim:
         raise ValueError(f"{name} must be a scalar for one question, got shape {a.shape}")
+    return a
+
+
+def _probability(x: ArrayLike, name: str, why: str) -> jax.Array:
+    """A scalar in ``[0, 1]`` (checked when concrete; a traced value passes through)."""
+    a = _scalar(x, name)
+    if is_concrete(a) and not float(np.asarray(a)) <= 1.0:
+        raise ValueError(f"{name} must lie in [0, 1] ({why}), got {float(np.asarray(a))}")
     return a
 
 
@@ -68,16 +77,11 @@ def options(
     if eps is not None:
         opts["eps"] = _scalar(eps, "eps", allow_inf=True)
     if theta is not None:
-        opts["theta"] = _scalar(theta, "theta")
+        opts["theta"] = _probability(theta, "theta", "a posterior-mass threshold, Eq. (22)")
     if omega is not None:
         opts["omega"] = _scalar(omega, "omega", allow_inf=True)
     flags = (float(tau_) == 0.0, eps is not None, theta is not None, omega is not None)
     return opts, flags
-
-
-def with_paths(flags: tuple, n_paths: int) -> tuple:
-    """The static flags plus whether the core returns the chain costs (for path reports)."""
-    return (*flags, n_paths > 0)
 
 
 def _evidence(evidence) -> EvidenceState:
@@ -134,24 +138,31 @@ def _candidate_arrays(problem: GroundingProblem, state: EvidenceState, c_pad: in
     return dict(arrays, counter=counter, schema=schema), structure
 
 
-_EDGE_CACHE: dict[int, tuple[weakref.ref, dict, object]] = {}
+_EDGE_CACHE: dict[int, tuple[weakref.ref, np.dtype, dict, object]] = {}
 
 
 def _edge_arrays(graph: TypedGraph) -> tuple[dict, object]:
     """Edge arrays padded to a power of two (small graphs: segment layout) or exact with the
     graph's ELL layout (large graphs). Memoised for the last few graphs (a retriever grounds
-    many questions against one graph)."""
+    many questions against one graph): a graph's edge arrays cannot change in place (JAX
+    arrays are immutable and :class:`~grounding.TypedGraph` keeps read-only copies of NumPy
+    ones), and an entry is for one float dtype (64-bit mode can be switched on later)."""
+    dtype = np.dtype(jnp.result_type(float))
     hit = _EDGE_CACHE.get(id(graph))
-    if hit is not None and hit[0]() is graph:
-        return hit[1], hit[2]
-    arrays, layout = _build_edge_arrays(graph)
+    if hit is not None and hit[0]() is graph and hit[1] == dtype:
+        return hit[2], hit[3]
+    arrays, layout = _build_edge_arrays(graph, dtype)
+    _EDGE_CACHE.pop(id(graph), None)
     if len(_EDGE_CACHE) >= 8:
         _EDGE_CACHE.pop(next(iter(_EDGE_CACHE)))
-    _EDGE_CACHE[id(graph)] = (weakref.ref(graph), arrays, layout)
+    _EDGE_CACHE[id(graph)] = (weakref.ref(graph), dtype, arrays, layout)
     return arrays, layout
 
 
-def _build_edge_arrays(graph: TypedGraph) -> tuple[dict, object]:
+def _build_edge_arrays(graph: TypedGraph, dtype: np.dtype) -> tuple[dict, object]:
+    """The padded edge arrays; reliabilities in ``dtype``, the float dtype in use, so that the
+    energies are computed in the dtype the result reports (a graph built before 64-bit mode
+    was switched on stores float32 reliabilities: they are widened, not recomputed)."""
     E = graph.n_edges
     e_pad = E if E >= ELL_MIN_EDGES else bucket(E)
     pad = e_pad - E
@@ -159,7 +170,7 @@ def _build_edge_arrays(graph: TypedGraph) -> tuple[dict, object]:
         head=np.pad(np.asarray(graph.head, np.int32), (0, pad)),
         tail=np.pad(np.asarray(graph.tail, np.int32), (0, pad)),
         relation=np.pad(np.asarray(graph.relation, np.int32), (0, pad)),
-        reliability=np.pad(np.asarray(graph.reliability), (0, pad), constant_values=1.0),
+        reliability=np.pad(np.asarray(graph.reliability, dtype), (0, pad), constant_values=1.0),
         edge_mask=np.arange(e_pad) < E,
     )
     layout = (
@@ -183,6 +194,7 @@ def prepare(problem, evidence, realisation, opts, flags, min_reliability, c_pad=
     if not isinstance(problem, GroundingProblem):
         raise TypeError(f"problem must be a GroundingProblem, got {type(problem).__name__}")
     state = _evidence(evidence)
+    min_reliability = check_min_reliability(min_reliability)
     check_realisation(realisation, state.graph.n_nodes)
     if problem.kind == "answer" and problem.max_hops is None and not flags[0]:
         raise ValueError("answer candidates with max_hops=None (any length) need tau == 0")
@@ -211,6 +223,21 @@ def check_n_paths(n_paths: int) -> int:
     if isinstance(n_paths, bool) or not isinstance(n_paths, (int, np.integer)) or n_paths < 0:
         raise ValueError(f"n_paths must be a non-negative int, got {n_paths!r}")
     return int(n_paths)
+
+
+def check_path_candidates(path_candidates: int | None) -> int | None:
+    """How many candidates get walks in the report: an int ``>= 0``, or ``None`` (all)."""
+    if path_candidates is None:
+        return None
+    if (
+        isinstance(path_candidates, bool)
+        or not isinstance(path_candidates, (int, np.integer))
+        or path_candidates < 0
+    ):
+        raise ValueError(
+            f"path_candidates must be a non-negative int or None, got {path_candidates!r}"
+        )
+    return int(path_candidates)
 
 
 def with_defaults(params: dict, defaults: dict) -> dict:

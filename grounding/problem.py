@@ -20,6 +20,7 @@ becomes costs.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from functools import partial
 
 import jax
@@ -97,6 +98,30 @@ class ClaimChain:
 Candidate = ClaimChain | str
 
 
+def _key(c: Candidate) -> object:
+    """What makes two candidates the same hypothesis: the answer name, or a chain's entities
+    and relations (its display name and description do not count)."""
+    return (c.entities, c.relations) if isinstance(c, ClaimChain) else c
+
+
+def _check_distinct_answers(cands: tuple[Candidate, ...]) -> None:
+    """Answer candidates are distinct names: a repeated answer would split its prior mass over
+    two entries, so a rival with less mass than their sum could win (merge repeats first:
+    :meth:`GroundingProblem.merged`). Claim chains are trajectories, scored entry by entry
+    (several may share an answer); identical chains are allowed and each keeps its own mass."""
+    if isinstance(cands[0], ClaimChain):
+        return
+    first: dict[object, int] = {}
+    for i, c in enumerate(cands):
+        j = first.setdefault(c, i)
+        if j != i:
+            raise ValueError(
+                f"answer candidates must be distinct: {c!r} appears at positions {j} and {i}; "
+                "pass each answer once with the prior mass of its copies summed "
+                "(GroundingProblem.merged log-adds their log-priors)"
+            )
+
+
 @partial(
     jax.tree_util.register_dataclass,
     data_fields=["log_prior", "claim_energy"],
@@ -108,7 +133,8 @@ class GroundingProblem:
 
     Attributes:
         question: the question text.
-        candidates: all :class:`ClaimChain` s, or all answer entity names (``str``).
+        candidates: all :class:`ClaimChain` s, or all answer entity names (``str``, distinct:
+            a repeated answer is an error; :meth:`merged` sums the prior mass of repeats).
         log_prior: ``[C]`` normalised :math:`\log p_\theta(\rho\mid q)` (Eq. (1)); ``-inf``
             allowed (a zero prior cannot be repaired by grounding).
         anchors: the question's topic entities (answer candidates are grounded from them).
@@ -151,6 +177,7 @@ class GroundingProblem:
             raise TypeError("answer candidates must be non-empty entity names (str)")
         if isinstance(self.log_prior, jax.core.Tracer):
             return  # rebuilt inside a transformation: checked when built
+        _check_distinct_answers(cands)
         lp = check_log_prob(self.log_prior, "log_prior")
         if lp.shape != (len(cands),):
             raise ValueError(
@@ -176,6 +203,53 @@ class GroundingProblem:
                 or self.max_hops < 1
             ):
                 raise ValueError(f"max_hops must be an int >= 1 or None, got {self.max_hops!r}")
+
+    @classmethod
+    def merged(
+        cls,
+        question: str,
+        candidates: Sequence[Candidate],
+        log_prior: ArrayLike,
+        **kwargs,
+    ) -> GroundingProblem:
+        r"""A problem over the *distinct* candidates of a list with repeats (e.g. sampled
+        answers), each with the summed prior mass of its copies (log-added log-priors, in
+        order of first appearance): the prior of an answer is the mass of every way the model
+        produced it (Eq. (1) over the distinct hypotheses).
+
+        ``kwargs`` are the other fields (``anchors``, ``max_hops``, ``min_hops``,
+        ``claim_energy``: one per listed candidate, and equal across the copies of one).
+
+        Example:
+            >>> import jax.numpy as jnp
+            >>> p = GroundingProblem.merged("q", ["b", "b", "c"],
+            ...                             jnp.log(jnp.array([0.3, 0.3, 0.4])), anchors=("a",))
+            >>> p.names, [round(float(x), 6) for x in jnp.exp(p.log_prior)]
+            (('b', 'c'), [0.6, 0.4])
+        """
+        cands = tuple(candidates)
+        lp = np.asarray(check_log_prob(log_prior, "log_prior"), float)
+        if lp.shape != (len(cands),):
+            raise ValueError(
+                f"log_prior must have shape ({len(cands)},), one entry per candidate, "
+                f"got {lp.shape}"
+            )
+        slot: dict[object, int] = {}
+        which = np.asarray([slot.setdefault(_key(c), len(slot)) for c in cands], np.int64)
+        first = np.unique(which, return_index=True)[1]
+        merged = np.full(len(slot), -np.inf)
+        np.logaddexp.at(merged, which, lp)  # the copies' masses add
+        ce = kwargs.get("claim_energy")
+        if ce is not None:
+            ce = np.asarray(ce, float)
+            if ce.shape != (len(cands),) or np.any(ce != ce[first][which]):
+                raise ValueError(
+                    "claim_energy must have one entry per listed candidate, equal across the "
+                    "copies of a candidate"
+                )
+            kwargs["claim_energy"] = jnp.asarray(ce[first])
+        dtype = jnp.asarray(log_prior).dtype
+        return cls(question, tuple(cands[i] for i in first), jnp.asarray(merged, dtype), **kwargs)
 
     @property
     def kind(self) -> str:

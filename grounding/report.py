@@ -20,14 +20,9 @@ __all__ = ["supporting_paths"]
 
 
 def _chain_walks(i, out, head, tail, N, E, k, tau):
-    """Best walks of claim chain ``i``: ``(walks, energies, weights)``; the core's node and
-    edge axes are cut to the graph's ``N`` nodes and ``E`` edges (the rest is padding)."""
-    for idx, node, step in out["chain_costs"].values():
-        pos = np.flatnonzero(np.asarray(idx) == i)
-        if len(pos):
-            node = np.asarray(node[pos[0], :, :N], float)
-            step = np.asarray(step[pos[0], :, :E], float)
-            break
+    """Best walks of claim chain ``i``: ``(walks, energies, weights)``, from its node costs
+    ``[T + 1, N]`` and step costs ``[T, E]`` in ``out["chain_costs"][i]``."""
+    node, step = (np.asarray(a, float) for a in out["chain_costs"][i])
     scale = 1.0 if tau == 0 else tau
     with np.errstate(invalid="ignore"):
         hop, start, nodes = -step / scale, -node[0] / scale, -node[1:] / scale
@@ -70,9 +65,16 @@ def _answer_walks(i, x, problem, anchors, out, head, tail, n_nodes, E, k, tau):
 
 
 def supporting_paths(
-    problem: GroundingProblem, state: EvidenceState, out: dict, k: int, tau: float
+    problem: GroundingProblem,
+    state: EvidenceState,
+    out: dict,
+    k: int,
+    tau: float,
+    which: np.ndarray | None = None,
 ) -> tuple[SupportingPaths, tuple]:
-    """:class:`~grounding.SupportingPaths` of every candidate and their triples by name."""
+    """:class:`~grounding.SupportingPaths` and the triples by name of the candidates ``which``
+    (indices; ``None``: every candidate); the others' slots are empty. Each reported
+    candidate costs one k-best sweep of the graph, so the cost follows ``len(which)``."""
     g = state.graph
     head, tail = np.asarray(g.head, np.int64), np.asarray(g.tail, np.int64)
     E, C = g.n_edges, problem.n_candidates
@@ -81,26 +83,25 @@ def supporting_paths(
     def name(e: int) -> tuple[str, str, str]:  # only the reported edges are named
         return (g.entities[head[e]], g.relations[rel[e]], g.entities[tail[e]])
 
-    found = []
+    found = {}
     anchors = np.asarray([g.entity_index(a) for a in problem.anchors], np.int64)
-    for i, c in enumerate(problem.candidates):
+    for i in range(C) if which is None else which.tolist():
         if not np.isfinite(out["raw_energy"][i]):
-            found.append(([], np.zeros(0), np.zeros(0)))
-        elif problem.kind == "chain":
+            continue
+        if problem.kind == "chain":
             w, e, p = _chain_walks(i, out, head, tail, g.n_nodes, E, k, tau)
-            found.append((w.edges, e, p))
         else:
-            x = g.entity_index(c)
+            x = g.entity_index(problem.candidates[i])
             w, e, p = _answer_walks(i, x, problem, anchors, out, head, tail, g.n_nodes, E, k, tau)
-            found.append((w.edges, e, p))
-    L = max([len(w) for edges, _, _ in found for w in edges] + [1])
+        found[i] = (w.edges, e, p)
+    L = max([len(w) for edges, _, _ in found.values() for w in edges] + [1])
     edges = np.full((C, k, L), -1, np.int64)
     nodes = np.full((C, k, L + 1), -1, np.int64)
     length = np.full((C, k), -1, np.int64)
     energy = np.full((C, k), np.inf)
     weight = np.zeros((C, k))
-    triples = []
-    for i, (walks, e, p) in enumerate(found):
+    triples: list[tuple] = [()] * C
+    for i, (walks, e, p) in found.items():
         for j, w in enumerate(walks):
             edges[i, j, : len(w)] = w
             path_nodes = (
@@ -109,5 +110,5 @@ def supporting_paths(
             nodes[i, j, : len(path_nodes)] = path_nodes
             length[i, j] = len(w)
         energy[i, : len(e)], weight[i, : len(p)] = e, p
-        triples.append(tuple(tuple(name(x) for x in w) for w in walks))
+        triples[i] = tuple(tuple(name(x) for x in w) for w in walks)
     return SupportingPaths(edges, nodes, length, energy, weight), tuple(triples)

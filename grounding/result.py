@@ -92,7 +92,9 @@ class Certificate:
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class SupportingPaths:
-    r"""The best supporting walks of every candidate, best first (padded arrays).
+    r"""The best supporting walks of the reported candidates, best first (padded arrays):
+    the ``path_candidates`` of :func:`grounding.ground` with the highest posterior; the other
+    candidates' slots are empty (``length == -1``).
 
     Attributes:
         edges: ``[C, k, L]`` edge indices into the evidence graph (``-1`` pads).
@@ -112,6 +114,18 @@ class SupportingPaths:
 
 
 _STATIC = ("question", "names", "kind", "triples")
+
+
+def _json_float(x: ArrayLike) -> float | None:
+    """A float for strict JSON: ``None`` (``null``) for a non-finite value (``+inf``: no walk,
+    no rival candidate, an unbounded bound), since JSON has no infinity."""
+    v = float(x)
+    return v if np.isfinite(v) else None
+
+
+def _fmt(x: float | None, spec: str) -> str:
+    """A :meth:`GroundingResult.to_dict` number for text (``None`` reads ``inf``)."""
+    return format(np.inf if x is None else x, spec)
 
 
 @partial(
@@ -187,7 +201,10 @@ class GroundingResult:
         return np.exp(np.asarray(self.log_posterior, float))
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-able summary (floats, names, statuses, the certificate, the best walks)."""
+        """A summary in strict JSON types (floats, names, statuses, the certificate, the best
+        walks): ``json.dumps(result.to_dict(), allow_nan=False)`` succeeds. Non-finite numbers
+        are ``None`` (JSON ``null``): a ``raw_energy`` of ``None`` means no admissible walk
+        (``+inf``), a certificate ``margin``/``radius``/``log_ratio`` of ``None`` is ``+inf``."""
         c = self.certificate
         out: dict[str, Any] = dict(
             question=self.question,
@@ -198,14 +215,14 @@ class GroundingResult:
                 dict(
                     name=n,
                     prior=float(np.exp(self.log_prior[i])),
-                    raw_energy=float(self.raw_energy[i]),
+                    raw_energy=_json_float(self.raw_energy[i]),
                     status=EvidenceStatus(int(self.status[i])).name,
-                    energy=float(self.energy[i]),
+                    energy=_json_float(self.energy[i]),
                     posterior=float(np.exp(self.log_posterior[i])),
                     paths=[
                         dict(
                             triples=[list(t) for t in self.triples[i][j]],
-                            energy=float(self.paths.cost[i, j]),
+                            energy=_json_float(self.paths.cost[i, j]),
                             weight=float(self.paths.weight[i, j]),
                         )
                         for j in range(len(self.triples[i]))
@@ -216,7 +233,7 @@ class GroundingResult:
                 for i, n in enumerate(self.names)
             ],
             certificate={
-                f.name: (bool(v) if f.name == "valid" else float(v))
+                f.name: (bool(v) if f.name == "valid" else _json_float(v))
                 for f in dataclasses.fields(c)
                 for v in [getattr(c, f.name)]
             },
@@ -235,15 +252,18 @@ class GroundingResult:
         )
         for c in d["candidates"]:
             lines.append(
-                f"{c['name'][:28]:<28} {c['prior']:7.3f} {c['raw_energy']:8.3f} "
-                f"{c['status']:<13} {c['energy']:7.3f} {c['posterior']:7.3f}"
+                f"{c['name'][:28]:<28} {c['prior']:7.3f} {_fmt(c['raw_energy'], '8.3f')} "
+                f"{c['status']:<13} {_fmt(c['energy'], '7.3f')} {c['posterior']:7.3f}"
             )
             for p in c["paths"][:1]:
                 walk = " ; ".join(f"{h} -{r}-> {t}" for h, r, t in p["triples"]) or "(empty walk)"
-                lines.append(f"    best walk (E={p['energy']:.3f}, nu*={p['weight']:.3f}): {walk}")
+                lines.append(
+                    f"    best walk (E={_fmt(p['energy'], '.3f')}, nu*={p['weight']:.3f}): {walk}"
+                )
         cert = d["certificate"]
         lines.append(
-            f"stability (Thm. 3): answer kept while osc(dE) < {cert['radius']:.3g}; at "
-            f"omega={cert['omega']:.3g}: TV <= {cert['tv_sharp']:.3g} (paper {cert['tv_paper']:.3g})"
+            f"stability (Thm. 3): answer kept while osc(dE) < {_fmt(cert['radius'], '.3g')}; at "
+            f"omega={_fmt(cert['omega'], '.3g')}: TV <= {cert['tv_sharp']:.3g} "
+            f"(paper {cert['tv_paper']:.3g})"
         )
         return "\n".join(lines)

@@ -14,7 +14,7 @@ For each candidate :math:`\rho`:
    the hard posterior (Eq. (6), :func:`grounding.hard_log_posterior`) or its abstention;
 4. the action (Axiom 8, Eq. (22), :func:`grounding.decide_action`) and the Thm. 3
    certificate; then, on the host, the best supporting walks with their :math:`\nu^*`
-   weights (Prop. 2, :func:`grounding.paths.kbest_walks`).
+   weights (Prop. 2, :func:`grounding.paths.kbest_walks`) of the few best candidates.
 
 Steps 1-4 are one jitted program (``vmap``-ed over questions by :func:`ground_batch`),
 compiled once per configuration and shape bucket (candidates, edges and the nodes of small
@@ -39,11 +39,11 @@ from grounding.geometry import get_metric
 from grounding.inputs import (
     bucket,
     check_n_paths,
+    check_path_candidates,
     options,
     pad_edges,
     prepare,
     with_defaults,
-    with_paths,
 )
 from grounding.paths.chains import chain_energy_and_log_mass
 from grounding.paths.costs import step_costs
@@ -76,26 +76,45 @@ def _mention_costs(mentions, realisation, metric, n_nodes):
     return jnp.where(wild, 0.0, d)
 
 
+#: Candidates per chunk of the claim-chain energies: about this many ``[T, E]`` step costs and
+#: ``[T + 1, N]`` node costs are live at once (``2^22`` floats: 32 MiB in float64), so memory
+#: stays bounded however many chains a question has.
+CHAIN_CHUNK_ELEMENTS = 1 << 22
+
+
+def _chain_costs(mentions, claimed, cost, ev, q, realisation, metric, n_nodes):
+    """Node costs ``[..., T + 1, N]`` (Eq. (9)) and step costs ``[..., T, E]`` (Eq. (10)) of
+    claim chains given by their mention and claimed-relation ids ``[..., T + 1]``, ``[..., T]``."""
+    node = _mention_costs(mentions, realisation, metric, n_nodes)  # Eq. (9)
+    lead = claimed.shape[:-1]
+    step = jax.vmap(step_costs, (None, None, 0, None))(
+        cost, ev["relation"], claimed.reshape(-1, claimed.shape[-1]), q["mismatch"]
+    )  # Eq. (10) per hop
+    return node, step.reshape(*lead, *step.shape[1:])
+
+
 def _chain_energies(layout, cost, ev, q, structure, tropical, realisation, metric, n_nodes):
-    """Raw energies and log masses ``[C]`` of claim chains, grouped by their hop count; and
-    each group's candidate indices, node costs and step costs (for the path report)."""
+    """Raw energies and log masses ``[C]`` of claim chains, grouped by their hop count; each
+    group in chunks of candidates (``jax.lax.map``) so that only a chunk's costs are live."""
     C = q["log_prior"].shape[0]
     raw, log_mass = jnp.full(C, jnp.inf), jnp.full(C, -jnp.inf)
-    costs = {}
+
+    def one(rows):
+        node, step = _chain_costs(*rows, cost, ev, q, realisation, metric, n_nodes)
+        return chain_energy_and_log_mass(
+            layout, node, step, q["tau"], tropical, ev["edge_mask"]
+        )  # Eq. (11) / (13)
+
     for t, idx in structure[1]:
         idx = np.asarray(idx)
-        node = _mention_costs(q["mentions"][idx, : t + 1], realisation, metric, n_nodes)
-        step = jax.vmap(step_costs, (None, None, 0, None))(
-            cost, ev["relation"], q["claimed"][idx, :t], q["mismatch"]
-        )  # Eq. (10) per hop, [Cg, T, E]
-        e, lm = jax.vmap(
-            lambda n, s: chain_energy_and_log_mass(
-                layout, n, s, q["tau"], tropical, ev["edge_mask"]
-            )  # Eq. (11) / (13)
-        )(node, step)
+        rows = (q["mentions"][idx, : t + 1], q["claimed"][idx, :t])
+        chunk = max(1, CHAIN_CHUNK_ELEMENTS // (t * cost.shape[0] + (t + 1) * n_nodes))
+        if chunk >= len(idx):
+            e, lm = jax.vmap(one)(rows)
+        else:
+            e, lm = jax.lax.map(one, rows, batch_size=chunk)
         raw, log_mass = raw.at[idx].set(e), log_mass.at[idx].set(lm)
-        costs[t] = (jnp.asarray(idx), node, step)
-    return raw, log_mass, costs
+    return raw, log_mass
 
 
 def _answer_energies(layout, cost, ev, q, structure, tropical, n_nodes):
@@ -122,7 +141,7 @@ def _answer_energies(layout, cost, ev, q, structure, tropical, n_nodes):
 
 def _core(ev, q, realisation, *, statics):
     structure, flags, metric, n_nodes, layout_given = statics
-    tropical, has_eps, has_theta, has_omega, keep_costs = flags
+    tropical, has_eps, has_theta, has_omega = flags
     layout = ev["layout"] if layout_given else as_graph(ev["head"], ev["tail"], n_nodes)
     cost = edge_costs_from_arrays(
         ev["head"], ev["relation"], ev["tail"], ev["reliability"], realisation,
@@ -131,11 +150,9 @@ def _core(ev, q, realisation, *, statics):
     cost = jnp.where(ev["edge_mask"], cost, jnp.inf)  # padded edges do not exist
     out = {"edge_cost": cost}
     if structure[0] == "chain":
-        raw, log_mass, costs = _chain_energies(
+        raw, log_mass = _chain_energies(
             layout, cost, ev, q, structure, tropical, realisation, metric, n_nodes
         )
-        if keep_costs:
-            out["chain_costs"] = costs
         e_max = q["kappa"] + q["kc"]  # the largest energy any evidence state can assign
     else:
         raw, log_mass = _answer_energies(layout, cost, ev, q, structure, tropical, n_nodes)
@@ -161,7 +178,10 @@ def _core(ev, q, realisation, *, statics):
         certificate=Certificate.build(q["lam"], omega, log_post, valid),
     )
     if has_eps:
-        hard = hard_log_posterior(q["log_prior"], raw, q["eps"])  # Eq. (6); all -inf: undefined
+        # F_R (Eq. (5)) thresholds the total energy without slack: the path energy, +inf when
+        # contradicted (Axiom 4 with absence at +inf) or out of schema, plus any claim energy
+        hard_energy = status_energy(raw, status, jnp.inf, q["kc"]) + q["claim"]
+        hard = hard_log_posterior(q["log_prior"], hard_energy, q["eps"])  # Eq. (6); all -inf: undefined
         out.update(hard=hard, hard_abstained=~jnp.any(hard > -jnp.inf))
     return out
 
@@ -178,7 +198,35 @@ def _compiled(statics, batched_evidence: bool | None):
 
 
 # ----------------------------------------------------------------------------- public API
-def _finish(out, problem, state, n_paths, tau: float) -> GroundingResult:
+def _reported(out: dict, C: int, path_candidates: int | None) -> np.ndarray:
+    """The candidates whose walks the report holds: those with a walk (finite raw energy),
+    highest posterior first (ties: lower index first), at most ``path_candidates``."""
+    has_walk = np.flatnonzero(np.isfinite(out["raw_energy"][:C]))
+    order = has_walk[np.argsort(-out["log_posterior"][has_walk], kind="stable")]
+    return order if path_candidates is None else order[:path_candidates]
+
+
+def _report_chain_costs(which, problem, state, q, out, realisation, metric) -> dict:
+    """``{i: (node [T + 1, N], step [T, E])}``: the Eqs. (9)-(10) costs of the reported
+    claim chains, recomputed for them alone (the core never holds every chain's costs)."""
+    g = state.graph
+    ev = dict(relation=np.asarray(g.relation, np.int32))
+    cost = out["edge_cost"][: g.n_edges]
+    costs = {}
+    for i in which.tolist():
+        t = problem.candidates[i].n_hops
+        node, step = _chain_costs(
+            q["mentions"][i, : t + 1], q["claimed"][i, :t][None], cost, ev, q, realisation,
+            metric, g.n_nodes,
+        )  # fmt: skip
+        costs[i] = (np.asarray(node), np.asarray(step[0]))
+    return costs
+
+
+def _finish(out, problem, prepared, realisation, report, tau: float) -> GroundingResult:
+    """The result of one question from the core's outputs (on the host), with the path
+    report of ``report = (n_paths, path_candidates)``."""
+    state, q, statics = prepared
     C = problem.n_candidates
     out = jax.tree_util.tree_map(np.asarray, out)
     if not np.any(out["log_posterior"][:C] > -np.inf):
@@ -187,8 +235,14 @@ def _finish(out, problem, state, n_paths, tau: float) -> GroundingResult:
             "(a finite kappa keeps unsupported candidates)"
         )
     paths, triples = None, ()
+    n_paths, path_candidates = report
     if n_paths:
-        paths, triples = supporting_paths(problem, state, out, n_paths, tau)
+        which = _reported(out, C, path_candidates)
+        if problem.kind == "chain":
+            out["chain_costs"] = _report_chain_costs(
+                which, problem, state, q, out, realisation, statics[2]
+            )
+        paths, triples = supporting_paths(problem, state, out, n_paths, tau, which)
     hard = out.get("hard")
     return GroundingResult(
         log_prior=out["log_prior"][:C],
@@ -229,6 +283,7 @@ def ground(
     theta: ArrayLike | None = None,
     omega: ArrayLike | None = None,
     n_paths: int = 3,
+    path_candidates: int | None = 16,
 ) -> GroundingResult:
     r"""Ground one question's candidates in an evidence state (see the module docstring).
 
@@ -259,6 +314,11 @@ def ground(
             \kappa_c` (chains) or :math:`\kappa` (answers), valid because every energy lies
             in :math:`[0, E_{\max}]`.
         n_paths: best supporting walks to report per candidate (``0``: none).
+        path_candidates: how many candidates get walks in the report: those of highest
+            posterior that have a walk (ties: lower index first); ``None``: every candidate.
+            The report's cost follows this number, not the number of candidates (each
+            reported candidate costs one k-best sweep of the graph); the other candidates'
+            slots are empty (``paths.length == -1``, no triples).
 
     Returns:
         :class:`~grounding.GroundingResult`.
@@ -284,12 +344,11 @@ def ground(
         lam, kappa, tau, eps, alpha, xi, hop_cost, mismatch_cost, eps_s,
         contradiction_penalty, margin_threshold, theta, omega,
     )  # fmt: skip
-    n_paths = check_n_paths(n_paths)
-    flags = with_paths(flags, n_paths)
+    report = (check_n_paths(n_paths), check_path_candidates(path_candidates))
     state, q, ev, statics = prepare(problem, evidence, realisation, opts, flags, min_reliability)
     out = _compiled(statics, None)(ev, q, realisation)
     out["log_prior"] = q["log_prior"]
-    return _finish(out, problem, state, n_paths, float(opts["tau"]))
+    return _finish(out, problem, (state, q, statics), realisation, report, float(opts["tau"]))
 
 
 def ground_batch(
@@ -299,6 +358,7 @@ def ground_batch(
     realisation: Realisation | None = None,
     min_reliability: float = 0.0,
     n_paths: int = 3,
+    path_candidates: int | None = 16,
     **params,
 ) -> list[GroundingResult]:
     """:func:`ground` for many questions: one ``vmap``-ed program per group of questions with
@@ -316,8 +376,7 @@ def ground_batch(
     if len(states) != len(problems):
         raise ValueError(f"{len(problems)} problems but {len(states)} evidence states")
     opts, flags = options(**with_defaults(params, _ground_defaults()))
-    n_paths = check_n_paths(n_paths)
-    flags = with_paths(flags, n_paths)
+    report = (check_n_paths(n_paths), check_path_candidates(path_candidates))
     c_pad = bucket(max(p.n_candidates for p in problems))
     prepared = [
         prepare(p, s, realisation, opts, flags, min_reliability, c_pad)
@@ -335,7 +394,9 @@ def ground_batch(
             for i in members:
                 state, q, ev, _ = prepared[i]
                 out = dict(_compiled(statics, None)(ev, q, realisation), log_prior=q["log_prior"])
-                results[i] = _finish(out, problems[i], state, n_paths, float(opts["tau"]))
+                results[i] = _finish(
+                    out, problems[i], (state, q, statics), realisation, report, float(opts["tau"])
+                )
             continue
         # the batch is padded to a power of two (repeating its last question) so that groups of
         # similar size share one compiled program; the padding's outputs are dropped
@@ -351,14 +412,17 @@ def ground_batch(
         out = jax.tree_util.tree_map(np.asarray, out)  # unstack on the host: no compile per shape
         for j, i in enumerate(members):
             one = jax.device_put(jax.tree_util.tree_map(lambda x, j=j: x[j], out))
-            one["log_prior"] = prepared[i][1]["log_prior"]
-            results[i] = _finish(one, problems[i], prepared[i][0], n_paths, float(opts["tau"]))
+            state, q, _, _ = prepared[i]
+            one["log_prior"] = q["log_prior"]
+            results[i] = _finish(
+                one, problems[i], (state, q, statics), realisation, report, float(opts["tau"])
+            )
     return results  # type: ignore[return-value]
 
 
 def _ground_defaults() -> dict:
     """:func:`ground`'s keyword defaults for the scalars ``ground_batch`` passes through."""
-    own = {"realisation", "min_reliability", "n_paths"}
+    own = {"realisation", "min_reliability", "n_paths", "path_candidates"}
     return {
         k: p.default
         for k, p in inspect.signature(ground).parameters.items()

@@ -470,7 +470,8 @@ def test_result_reports_are_the_result_worked_by_hand():
     by a->b (log 2), LONG by a->b->LONG (log 2) and a->LONG (log 4), ``c`` by none. With
     kappa = 2 the energies are (0, log 2, log 2, 2), so at lam = 1 with a uniform prior the
     posterior is (1, 1/2, 1/2, e^-2) / (2 + e^-2). Certificate: omega = osc + kappa = 4,
-    tanh(2), tanh(1), margin log 2. Hard set at eps = 0.5: {a}."""
+    tanh(2), tanh(1), margin log 2. Hard set at eps = 0.5: {a}. ``c`` has no walk: its raw
+    energy is null in the JSON report."""
     p, graph = _report_problem(min_hops=0)
     res = g.ground(p, graph, lam=1.0, kappa=2.0, eps=0.5, n_paths=2)
     z = 2 + np.exp(-2)
@@ -493,7 +494,7 @@ def test_result_reports_are_the_result_worked_by_hand():
                  posterior=post[2], paths=[dict(triples=walk, energy=ln2, weight=1.0),
                                            dict(triples=[["a", "r", _LONG]], energy=2 * ln2,
                                                 weight=0.0)]),
-            dict(name="c", prior=0.25, raw_energy=np.inf, status="UNSUPPORTED", energy=2.0,
+            dict(name="c", prior=0.25, raw_energy=None, status="UNSUPPORTED", energy=2.0,
                  posterior=post[3], paths=[]),
         ],
         certificate=dict(lam=1.0, omega=4.0, log_ratio=4.0, tv_paper=np.tanh(2.0),
