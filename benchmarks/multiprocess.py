@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from paths import random_graph, sig3  # noqa: E402  (the benchmarks directory, just above)
+from paths import random_graph, sig3, write_json  # noqa: E402  (the benchmarks directory, just above)
 
 from grounding.testing.processes import free_port, local_env, run_processes  # noqa: E402
 
@@ -165,7 +165,7 @@ def main() -> int:
     ratio = results[2]["sources_per_s"] / results[1]["sources_per_s"]
     if args.out:
         final = dict(mode=mode, config=cfg, runs=results, ratio=ratio)
-        Path(args.out).write_text(json.dumps(final, indent=1))
+        write_json(args.out, final)  # atomic
     print(f"multiprocess_throughput_ratio={sig3(ratio)}")
     return 0 if all(r["agrees"] for r in results) else 1
 
