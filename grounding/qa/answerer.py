@@ -125,7 +125,13 @@ class KGEAnswerer:
 
     def propose(self, question: QuestionLike, k: int) -> Candidates:
         """The top-``k`` entities with their renormalised log-softmax scores (memoised by
-        topic, chain, ``k``, temperature and JAX's precision: plans re-ask the same steps)."""
+        topic, chain, ``k``, temperature and JAX's precision: plans re-ask the same steps).
+
+        Raises:
+            ValueError: ``k`` is not a positive int.
+        """
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"k must be a positive int, got {k!r:.100}")
         key = (
             question.topic,
             tuple(question.chain),
@@ -158,17 +164,34 @@ class KGEAnswerer:
     ) -> float:
         """Set :math:`T` to maximise the mean log-probability of the gold answer sets of the
         given (validation) questions under the full softmax (a grid of 61 values, log-spaced
-        in :math:`[10^{-3}, 10^{3}]`); returns it."""
+        in :math:`[10^{-3}, 10^{3}]`); returns it. Only questions with a usable gold answer
+        (an entity of the vocabulary other than the topic) count.
+
+        Raises:
+            ValueError: no question, unequal lengths, or no question with a usable gold answer
+                (``T`` is then left unchanged).
+            TypeError: an answer set given as a string.
+        """
         if not questions or len(questions) != len(answers):
             raise ValueError("fit_temperature needs as many answer sets as questions (>= 1)")
         dists, gold = [], []
         for q, ans in zip(questions, answers):
+            if isinstance(ans, (str, bytes)):
+                raise TypeError(f"answers must be answer sets, not strings: got {ans!r:.100}")
             d = -self.log_scores(q.topic, q.chain) * self.temperature
-            dists.append(d)
-            gold.append([self._e_ix[a] for a in ans if a in self._e_ix])
+            g = [self._e_ix[a] for a in ans if a in self._e_ix]
+            g = [e for e in g if np.isfinite(d[e])]  # the topic is never an answer
+            if g:
+                dists.append(d)
+                gold.append(g)
+        if not gold:
+            raise ValueError(
+                "fit_temperature: no question has a gold answer in the model's vocabulary "
+                "(other than its topic); the temperature is left unchanged"
+            )
         grid = np.logspace(-3, 3, 61)
         ll = [
-            np.mean([logsumexp(-d[g] / T) - logsumexp(-d / T) for d, g in zip(dists, gold) if g])
+            np.mean([logsumexp(-d[g] / T) - logsumexp(-d / T) for d, g in zip(dists, gold)])
             for T in grid
         ]
         self.temperature = float(grid[int(np.argmax(ll))])

@@ -51,6 +51,10 @@ class Candidates:
     dropped: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        if isinstance(self.entities, (str, bytes)):
+            raise TypeError(
+                f"entities must be a sequence of names, not a string: {self.entities!r:.100}"
+            )
         ents = tuple(self.entities)
         lp = np.asarray(self.log_prior, np.float64)
         object.__setattr__(self, "entities", ents)
@@ -99,12 +103,16 @@ class Candidates:
             >>> c.entities, np.exp(c.log_prior).round(3).tolist()
             (('a', 'b'), [0.667, 0.333])
         """
+        if isinstance(entities, (str, bytes)):
+            raise TypeError(
+                f"entities must be a sequence of names, not a string: {entities!r:.100}"
+            )
         w = np.asarray(log_weights, np.float64)
         if w.ndim != 1 or len(w) != len(entities):
             raise ValueError(f"{len(entities)} entities but log_weights of shape {w.shape}")
         if np.isnan(w).any() or np.isposinf(w).any():
             raise ValueError("log_weights must not be NaN or +inf")
-        if k is not None and (not isinstance(k, (int, np.integer)) or k < 1):
+        if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1):
             raise ValueError(f"k must be a positive int or None, got {k!r}")
         if len(set(entities)) == len(entities):
             names, lw = list(entities), w
@@ -122,6 +130,9 @@ class Candidates:
 
 
 class CandidateModel(Protocol):
-    """Anything that proposes candidates: ``propose(question, k) -> Candidates``."""
+    """Anything that proposes candidates: ``propose(question, k) -> Candidates`` (``k >= 1``
+    the most candidates to return). A model that cannot answer one question raises
+    :class:`CandidateModelError` (or abstains); the QA loops record it as that question's
+    outcome and answer the others."""
 
     def propose(self, question: QuestionLike, k: int) -> Candidates: ...

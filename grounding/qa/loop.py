@@ -9,12 +9,22 @@ entity). A question with a relation chain is grounded as claim chains
 question without one as answer candidates (walks of 1..``max_hops`` hops from the topic). The
 grounding parameters go to :func:`grounding.ground` unchanged; ``eps`` (default 0) also
 computes the hard posterior of Eq. (6).
+
+Failures are per question: an error of one question's stage (:data:`QUESTION_ERRORS`: the
+candidate model failing, an entity missing from the graph, a retriever or ``ground`` refusing
+that question's data) becomes that question's outcome, an abstention whose ``reason`` names the
+stage and the error, and the rest of the batch is answered as usual. Nothing is retried except
+grounding: when the batched :func:`grounding.ground_batch` fails, each question is grounded
+alone, so that only the failing ones lose their answer. Other exceptions (programming errors
+such as ``TypeError``) propagate. The configuration is checked when a loop is built.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+import inspect
+import math
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -22,14 +32,27 @@ import numpy as np
 
 from grounding.evidence import EvidenceState
 from grounding.graph import Triple, TypedGraph
-from grounding.problem import ClaimChain, GroundingProblem
-from grounding.qa.candidates import CandidateModel, Candidates, QuestionLike
+from grounding.inputs import check_n_paths, options, with_defaults
+from grounding.llm import EndpointError
+from grounding.problem import ClaimChain, GroundingProblem, Realisation
+from grounding.qa.candidates import CandidateModel, CandidateModelError, Candidates, QuestionLike
 from grounding.query import Query
 from grounding.result import GroundingResult
 from grounding.retrieval import Retriever
 from grounding.solver import ground, ground_batch
 
-__all__ = ["GroundedQA", "QAOutcome", "grounding_problem", "compact_evidence", "ground_many"]
+__all__ = [
+    "GroundedQA",
+    "QAOutcome",
+    "QUESTION_ERRORS",
+    "grounding_problem",
+    "compact_evidence",
+    "ground_many",
+]
+
+#: The errors that fail one question (its outcome says why) rather than its batch: a candidate
+#: model or endpoint failing, a name the graph lacks, data a retriever or ``ground`` refuses.
+QUESTION_ERRORS = (CandidateModelError, EndpointError, OSError, LookupError, ValueError)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,8 +63,10 @@ class QAOutcome:
         question: the question.
         candidates: what the candidate model proposed (or its abstention).
         result: the grounding result (``None`` when the model abstained).
-        evidence: the evidence state the retriever built (``None`` when the model abstained).
-        reason: why no answer was produced (model abstention), else ``None``.
+        evidence: the evidence state the retriever built (``None`` when the model abstained
+            or retrieval failed).
+        reason: why no answer was produced (the model abstained or failed, retrieval or
+            grounding failed, a candidate is not in the graph), else ``None``.
     """
 
     question: Any
@@ -163,6 +188,147 @@ def ground_many(
     return [results[i] for i in range(len(problems))]
 
 
+def ground_each(
+    problems: Sequence[GroundingProblem], states: Sequence[EvidenceState], **ground_kwargs
+) -> list[GroundingResult | str]:
+    """:func:`ground_many`; when the batch fails, each problem is grounded alone, and a problem
+    that cannot be grounded gets the reason (a string) in place of its result."""
+    if len(problems) > 1:
+        try:
+            return ground_many(problems, states, **ground_kwargs)
+        except QUESTION_ERRORS:
+            pass  # find the failing problems: ground them one by one
+    out: list[GroundingResult | str] = []
+    for p, s in zip(problems, states):
+        try:
+            out.append(ground_many([p], [s], **ground_kwargs)[0])
+        except QUESTION_ERRORS as err:
+            out.append(failure("grounding", err))
+    return out
+
+
+def failure(stage: str, err: BaseException) -> str:
+    """Why a question failed at ``stage``: the stage, the error's type and its message."""
+    msg = err.args[0] if isinstance(err, KeyError) and len(err.args) == 1 else str(err)
+    return f"{stage} failed ({type(err).__name__}): {msg}"
+
+
+def unknown_entities(problem: GroundingProblem, state: EvidenceState) -> str | None:
+    """Why ``problem`` cannot be grounded in ``state`` when it names entities the evidence
+    graph lacks (the topic or candidates), else ``None``."""
+    g = state.graph
+    missing = list(dict.fromkeys(e for e in problem.entities() if not g.has_entity(e)))
+    if not missing:
+        return None
+    more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+    shown = ", ".join(repr(e)[:100] for e in missing[:5])
+    if len(missing) == 1:
+        return f"entity {shown} is not in the evidence graph"
+    return f"entities {shown}{more} are not in the evidence graph"
+
+
+# ----------------------------------------------------------------------------- configuration
+_GROUND_OWN = {"realisation", "min_reliability", "n_paths", "path_candidates"}
+
+
+def check_ground_kwargs(owner: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """``kwargs`` for :func:`grounding.ground`, checked up front: names ``ground`` takes (a
+    ``TypeError`` names the others), ``lam`` and ``kappa`` present, values ``ground`` accepts
+    (a ``ValueError`` or ``TypeError`` names the argument)."""
+    params = inspect.signature(ground).parameters
+    names = {k for k, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    unknown = sorted(set(kwargs) - names)
+    if unknown:
+        raise TypeError(
+            f"{owner}: unknown ground arguments {unknown}; ground takes {sorted(names)}"
+        )
+    if "lam" not in kwargs or "kappa" not in kwargs:
+        raise TypeError(f"{owner} needs ground's lam and kappa")
+    defaults = {
+        k: p.default
+        for k, p in params.items()
+        if k in names and k not in _GROUND_OWN and p.default is not p.empty
+    }
+    options(**with_defaults({k: v for k, v in kwargs.items() if k not in _GROUND_OWN}, defaults))
+    if "n_paths" in kwargs:
+        check_n_paths(kwargs["n_paths"])
+    if kwargs.get("path_candidates") is not None:
+        check_int("path_candidates", kwargs["path_candidates"], low=0)
+    if "min_reliability" in kwargs:
+        check_real("min_reliability", kwargs["min_reliability"], low=0.0, high=1.0)
+    realisation = kwargs.get("realisation")
+    if realisation is not None and not isinstance(realisation, Realisation):
+        raise TypeError(f"realisation must be a Realisation or None, got {realisation!r:.100}")
+    return dict(kwargs)
+
+
+def check_int(name: str, value: object, low: int = 1) -> int:
+    """An int (not a bool) ``>= low``; a ``ValueError`` names ``name`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        kind = "a positive int" if low == 1 else f"an int >= {low}"
+        raise ValueError(f"{name} must be {kind}, got {value!r:.100}")
+    return int(value)
+
+
+def check_real(
+    name: str,
+    value: object,
+    *,
+    low: float = -math.inf,
+    high: float = math.inf,
+    open_low: bool = False,
+) -> float:
+    """A finite real number (not a bool) in ``[low, high]`` (``(low, high]`` with
+    ``open_low``); a ``TypeError`` or ``ValueError`` names ``name`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a real number, got {value!r:.100}")
+    v = float(value)
+    below = v <= low if open_low else v < low
+    if not math.isfinite(v) or below or v > high:
+        raise ValueError(f"{name} must be {_range(low, high, open_low)}, got {value!r}")
+    return v
+
+
+def _range(low: float, high: float, open_low: bool) -> str:
+    above = f"> {low:g}" if open_low else f">= {low:g}"
+    if math.isinf(high):
+        return "finite" if math.isinf(low) else f"finite and {above}"
+    if math.isinf(low):
+        return f"finite and <= {high:g}"
+    return f"in {'(' if open_low else '['}{low:g}, {high:g}]"
+
+
+def check_bool(name: str, value: object) -> bool:
+    """A bool; a ``TypeError`` names ``name`` otherwise."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {value!r:.100}")
+    return bool(value)
+
+
+def check_has(name: str, value: object, method: str) -> None:
+    """``value`` has a callable ``method``; a ``TypeError`` names ``name`` otherwise."""
+    if not callable(getattr(value, method, None)):
+        raise TypeError(f"{name} must have a {method}() method, got {value!r:.100}")
+
+
+def _check_triples(negative: object) -> frozenset[Triple]:
+    if isinstance(negative, (str, bytes)):
+        raise TypeError(
+            f"negative must be a set of (head, relation, tail) triples, got {negative!r:.100}"
+        )
+    out = frozenset(negative)  # type: ignore[arg-type]
+    bad = [
+        t
+        for t in out
+        if not (isinstance(t, tuple) and len(t) == 3 and all(isinstance(x, str) for x in t))
+    ]
+    if bad:
+        raise TypeError(
+            f"negative must hold (head, relation, tail) triples of str, got {bad[0]!r:.100}"
+        )
+    return out
+
+
 class GroundedQA:
     """Question -> :class:`Candidates` -> retrieval -> evidence -> :func:`grounding.ground`.
 
@@ -175,6 +341,10 @@ class GroundedQA:
         negative: counter-evidence triples added to every evidence state (Axiom 4).
         ground_kwargs: :func:`grounding.ground`'s parameters (``lam`` and ``kappa`` required;
             ``eps`` defaults to 0, so the hard posterior is computed too).
+
+    Raises:
+        TypeError, ValueError: an argument is of the wrong kind or out of range, or a ground
+            parameter is unknown or invalid (the message names it).
     """
 
     def __init__(
@@ -187,15 +357,18 @@ class GroundedQA:
         negative: frozenset[Triple] = frozenset(),
         **ground_kwargs,
     ):
-        if "lam" not in ground_kwargs or "kappa" not in ground_kwargs:
-            raise TypeError("GroundedQA needs ground's lam and kappa")
-        for name, k in (("k_candidates", k_candidates), ("k_nodes", k_nodes)):
-            if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-                raise ValueError(f"{name} must be a positive int, got {k!r}")
+        ground_kwargs = check_ground_kwargs("GroundedQA", ground_kwargs)
+        check_has("model", model, "propose")
+        if not (callable(getattr(retriever, "retrieve", None)) or callable(retriever)):
+            raise TypeError(
+                f"retriever must have a retrieve() method or be a function of the question, "
+                f"got {retriever!r:.100}"
+            )
         self.model = model
         self._retriever = retriever
-        self.k_candidates, self.k_nodes = int(k_candidates), int(k_nodes)
-        self.negative = frozenset(negative)
+        self.k_candidates = check_int("k_candidates", k_candidates)
+        self.k_nodes = check_int("k_nodes", k_nodes)
+        self.negative = _check_triples(negative)
         self.ground_kwargs = {"eps": 0.0, **ground_kwargs}
 
     def retriever(self, question: QuestionLike) -> Retriever:
@@ -219,14 +392,53 @@ class GroundedQA:
 
     def answer_batch(self, questions: Sequence[QuestionLike]) -> list[QAOutcome]:
         """Run many questions; grounding is batched (:func:`grounding.ground_batch`) over the
-        questions whose model did not abstain."""
-        cands = [self.model.propose(q, self.k_candidates) for q in questions]
-        live = [i for i, c in enumerate(cands) if not c.abstained]
-        states = {i: self.evidence(questions[i]) for i in live}
-        problems = [grounding_problem(questions[i], cands[i]) for i in live]
-        grounded = ground_many(problems, [states[i] for i in live], **self.ground_kwargs)
-        results = dict(zip(live, grounded))
+        questions whose model did not abstain. A question that fails (module docstring) gets
+        an outcome with the reason; the others are answered as if it were not there."""
+        questions = list(questions)
+        cands = [self._propose(q) for q in questions]
+        reasons = {i: c.abstain_reason for i, c in enumerate(cands) if c.abstained}
+        states: dict[int, EvidenceState] = {}
+        problems: dict[int, GroundingProblem] = {}
+        for i, (q, c) in enumerate(zip(questions, cands)):
+            if i not in reasons:
+                got = self._prepare(q, c)
+                if got[0] is not None:
+                    states[i] = got[0]
+                if isinstance(got[1], str):
+                    reasons[i] = got[1]
+                else:
+                    problems[i] = got[1]
+        live = list(problems)
+        grounded = ground_each(
+            [problems[i] for i in live], [states[i] for i in live], **self.ground_kwargs
+        )
+        results = {}
+        for i, r in zip(live, grounded):
+            if isinstance(r, str):
+                reasons[i] = r
+            else:
+                results[i] = r
         return [
-            QAOutcome(q, c, results.get(i), states.get(i), c.abstain_reason)
+            QAOutcome(q, c, results.get(i), states.get(i), reasons.get(i))
             for i, (q, c) in enumerate(zip(questions, cands))
         ]
+
+    def _propose(self, question: QuestionLike) -> Candidates:
+        """The model's candidates, or an abstention naming the model's failure."""
+        try:
+            return self.model.propose(question, self.k_candidates)
+        except QUESTION_ERRORS as err:
+            return Candidates.abstain(failure("candidate model", err))
+
+    def _prepare(self, question: QuestionLike, cands: Candidates):
+        """``(evidence, problem)``, or ``(evidence or None, reason)`` when the question cannot
+        be grounded (retrieval fails, or the problem names entities the evidence lacks)."""
+        try:
+            state = self.evidence(question)
+        except QUESTION_ERRORS as err:
+            return None, failure("retrieval", err)
+        try:
+            problem = grounding_problem(question, cands)
+        except QUESTION_ERRORS as err:
+            return state, failure("grounding", err)
+        return state, unknown_entities(problem, state) or problem

@@ -28,9 +28,18 @@ def _check_probs(p: np.ndarray) -> np.ndarray:
     return p
 
 
+def _check_names(names: Sequence[str], name: str) -> Sequence[str]:
+    """A sequence of entity names: a bare string (whose characters would be read as names) is
+    a ``TypeError`` naming the argument."""
+    if isinstance(names, (str, bytes)):
+        raise TypeError(f"{name} must be a sequence of answer names, not a string: {names!r:.100}")
+    return names
+
+
 def answer_set(names: Sequence[str], probs: np.ndarray, ratio: float = 0.5) -> tuple[str, ...]:
     """The predicted answer set: every candidate with probability at least ``ratio`` times the
     best one's (empty when all probabilities are 0)."""
+    _check_names(names, "names")
     p = _check_probs(probs)
     if len(names) != len(p):
         raise ValueError(f"{len(names)} names but {len(p)} probabilities")
@@ -48,7 +57,8 @@ def answer_f1(predicted: Sequence[str], gold: Sequence[str]) -> float:
         >>> answer_f1(["a", "b"], ["b", "c", "d"])
         0.4
     """
-    pred, ref = set(predicted), set(gold)
+    pred = set(_check_names(predicted, "predicted"))
+    ref = set(_check_names(gold, "gold"))
     hit = len(pred & ref)
     if not hit:
         return 0.0
@@ -61,6 +71,8 @@ def score_probabilities(
 ) -> dict[str, float]:
     """``hit`` (top candidate is a gold answer), ``f1`` of :func:`answer_set`, ``confidence``
     (top probability) for one question; an abstention scores 0, 0, 0."""
+    _check_names(names, "names")
+    _check_names(gold, "gold")
     if abstained:
         return dict(hit=0.0, f1=0.0, confidence=0.0, abstained=1.0)
     p = _check_probs(probs)
@@ -115,7 +127,8 @@ def expected_calibration_error(
     confidence: np.ndarray, correct: np.ndarray, n_bins: int = 10
 ) -> float:
     """ECE with ``n_bins`` equal-width confidence bins: the bin-size-weighted mean of
-    ``|accuracy - mean confidence|``.
+    ``|accuracy - mean confidence|``. ``confidence`` lies in ``[0, 1]``, ``correct`` is 0/1
+    and ``n_bins`` a positive int (else a ``ValueError`` naming the argument).
 
     Example:
         >>> expected_calibration_error(np.array([0.9, 0.9, 0.2]), np.array([1, 0, 0]))
@@ -127,6 +140,11 @@ def expected_calibration_error(
         raise ValueError("confidence and correct must be equal, non-empty [n] vectors")
     if (c < 0).any() or (c > 1).any() or np.isnan(c).any():
         raise ValueError("confidence must lie in [0, 1]")
+    if not np.isin(y, (0.0, 1.0)).all():
+        bad = y[~np.isin(y, (0.0, 1.0))][:5].tolist()
+        raise ValueError(f"correct must be 0/1 (or bool), got {bad}")
+    if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
+        raise ValueError(f"n_bins must be a positive int, got {n_bins!r:.100}")
     bins = np.minimum((c * n_bins).astype(int), n_bins - 1)
     ece = 0.0
     for b in np.unique(bins):

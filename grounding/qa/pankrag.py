@@ -26,7 +26,12 @@ parallel and are grounded in one batch). For each step:
    the step's answer distribution is its marginal over ``a``.
 
 The final step's distribution answers the question. A step whose model abstains, or whose
-dependency has no answer, has no answer, with the reason (never a silent empty answer).
+dependency has no answer, has no answer, with the reason (never a silent empty answer). Failures
+are per question and step (:data:`~grounding.qa.QUESTION_ERRORS`): a planner that fails gives
+that question an outcome without a plan and with the reason; a retriever or candidate model
+that fails, or candidates the graph lacks, fail that step (and the steps depending on it) with
+the reason; when a level's batched grounding fails, its steps are grounded one by one. The rest
+of the batch is answered as usual. The configuration is checked when a pipeline is built.
 ``inject`` replaces a step's resolved answers by a wrong entity holding ``inject_mass`` of
 the probability (the rest keeps its proportions): an error-propagation probe.
 """
@@ -43,7 +48,17 @@ from scipy.special import logsumexp
 from grounding.evidence import EvidenceState
 from grounding.problem import ClaimChain, GroundingProblem
 from grounding.qa.candidates import CandidateModel, Candidates
-from grounding.qa.loop import ground_many
+from grounding.qa.loop import (
+    QUESTION_ERRORS,
+    check_bool,
+    check_ground_kwargs,
+    check_has,
+    check_int,
+    check_real,
+    failure,
+    ground_each,
+    unknown_entities,
+)
 from grounding.query import Query
 from grounding.result import GroundingResult
 from grounding.retrieval import (
@@ -80,7 +95,7 @@ class StepOutcome:
     """One resolved sub-question.
 
     Attributes:
-        step: the sub-question.
+        step: the sub-question (``None`` when the question could not be planned).
         text: its text with the dependencies' top answers filled in.
         anchors: the entities it started from; ``anchor_weights`` their weights (sum 1).
         mode: ``"local"`` or ``"global"`` retrieval.
@@ -92,7 +107,7 @@ class StepOutcome:
         injected: whether ``answers`` were replaced by an injected error.
     """
 
-    step: SubQuestion
+    step: SubQuestion | None
     text: str
     anchors: tuple[str, ...]
     anchor_weights: np.ndarray
@@ -111,14 +126,21 @@ class StepOutcome:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class PankRAGOutcome:
-    """A question through :class:`PankRAG`: its plan and every step's outcome."""
+    """A question through :class:`PankRAG`: its plan and every step's outcome (``plan`` is
+    ``None`` and ``steps`` empty when planning failed; ``failure`` says why)."""
 
     question: object
-    plan: Plan
+    plan: Plan | None
     steps: dict[str, StepOutcome]
+    failure: str | None = None
 
     @property
     def final(self) -> StepOutcome:
+        """The final step's outcome (without a plan: an outcome without answers whose reason
+        is the planning failure)."""
+        if self.plan is None:
+            text = str(getattr(self.question, "text", self.question))
+            return _failed(None, text, (), np.zeros(0), "", None, self.failure)
         return self.steps[self.plan.final]
 
     @property
@@ -148,6 +170,10 @@ class PankRAG:
         k_candidates: candidates asked of the model per anchor.
         beam: answers of a dependency passed on as anchors.
         ground_kwargs: :func:`grounding.ground`'s parameters (``lam`` and ``kappa`` required).
+
+    Raises:
+        TypeError, ValueError: an argument is of the wrong kind or out of range, or a ground
+            parameter is unknown or invalid (the message names it).
     """
 
     def __init__(
@@ -167,27 +193,26 @@ class PankRAG:
         beam: int = 5,
         **ground_kwargs,
     ):
-        if "lam" not in ground_kwargs or "kappa" not in ground_kwargs:
-            raise TypeError("PankRAG needs ground's lam and kappa")
+        self.ground_kwargs = check_ground_kwargs("PankRAG", ground_kwargs)
         if mode not in ("auto", "local", "global"):
-            raise ValueError(f"mode must be 'auto', 'local' or 'global', got {mode!r}")
+            raise ValueError(f"mode must be 'auto', 'local' or 'global', got {mode!r:.100}")
         if agreement not in ("graph", "embedding"):
-            raise ValueError(f"agreement must be 'graph' or 'embedding', got {agreement!r}")
-        if alpha is not None and not 0.0 <= float(alpha) <= 1.0:
-            raise ValueError(f"alpha must be in [0, 1], got {alpha!r}")
-        for name, v in (("k_nodes", k_nodes), ("pool", pool), ("k_candidates", k_candidates),
-                        ("beam", beam)):  # fmt: skip
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
+            raise ValueError(f"agreement must be 'graph' or 'embedding', got {agreement!r:.100}")
+        self.alpha = None if alpha is None else check_real("alpha", alpha, low=0.0, high=1.0)
+        self.k_nodes, self.pool = check_int("k_nodes", k_nodes), check_int("pool", pool)
+        self.k_candidates = check_int("k_candidates", k_candidates)
+        self.beam = check_int("beam", beam)
+        check_has("planner", planner, "plan")
+        check_has("model", model, "propose")
+        if not isinstance(index, TextIndex):
+            raise TypeError(f"index must be a TextIndex, got {index!r:.100}")
+        if communities is not None and not isinstance(communities, Communities):
+            raise TypeError(f"communities must be Communities or None, got {communities!r:.100}")
         if mode == "global" and communities is None:
             raise ValueError("global retrieval needs communities (Communities.build)")
         self.planner, self.model, self.index = planner, model, index
         self.graph = index.graph
-        self.mode, self.use_rerank, self.agreement = mode, bool(rerank), agreement
-        self.alpha = None if alpha is None else float(alpha)
-        self.k_nodes, self.pool = int(k_nodes), int(pool)
-        self.k_candidates, self.beam = int(k_candidates), int(beam)
-        self.ground_kwargs = dict(ground_kwargs)
+        self.mode, self.use_rerank, self.agreement = mode, check_bool("rerank", rerank), agreement
         self._local: dict[int, PCR] = {}
         self._global = None if communities is None else CommunityRetriever(index, communities)
 
@@ -242,12 +267,17 @@ class PankRAG:
         return dependency_rerank(pooled, m, alpha, self.k_nodes)
 
     def _problem(self, step, text, anchors, weights) -> GroundingProblem | str:
-        """The step's trajectories ``d -> a`` with prior ``w_d p(a | d)``, or why none."""
+        """The step's trajectories ``d -> a`` with prior ``w_d p(a | d)``, or why none (the
+        model abstains from every anchor, fails from one, or names entities the graph
+        lacks)."""
         names, lp, reasons = [], [], []
         for d, w in zip(anchors, weights):
-            c: Candidates = self.model.propose(
-                _StepQuestion(text, d, step.relations), self.k_candidates
-            )
+            try:
+                c: Candidates = self.model.propose(
+                    _StepQuestion(text, d, step.relations), self.k_candidates
+                )
+            except QUESTION_ERRORS as err:
+                return f"{failure('candidate model', err)} (from anchor {d!r})"
             if c.abstained:
                 reasons.append(c.abstain_reason)
                 continue
@@ -287,44 +317,75 @@ class PankRAG:
             raise ValueError(f"{len(inject)} injections for {len(questions)} questions")
         if not 0 < float(inject_mass) <= 1:
             raise ValueError(f"inject_mass must be in (0, 1], got {inject_mass!r}")
-        plans = [self.planner.plan(q) for q in questions]
+        planned = [self._plan(q) for q in questions]
+        plans = [p if isinstance(p, Plan) else None for p in planned]
         for plan, inj in zip(plans, inject):
-            unknown = [s for s in inj if s not in plan.by_id]
+            unknown = [s for s in inj if plan is not None and s not in plan.by_id]
             if unknown:
                 raise ValueError(f"injection into unknown steps {unknown} of {plan.question!r}")
-        levels = [p.levels() for p in plans]
+        levels = [p.levels() if p is not None else [] for p in plans]
         done: list[dict[str, StepOutcome]] = [{} for _ in questions]
-        for depth in range(max(len(lv) for lv in levels)):
+        for depth in range(max((len(lv) for lv in levels), default=0)):
             jobs = [(i, sid) for i, lv in enumerate(levels) if depth < len(lv) for sid in lv[depth]]
             self._run_level(jobs, plans, done)
             for i, sid in jobs:
                 if sid in inject[i]:
                     done[i][sid] = _inject(done[i][sid], inject[i][sid], float(inject_mass))
-        return [PankRAGOutcome(q, p, d) for q, p, d in zip(questions, plans, done)]
+        return [
+            PankRAGOutcome(q, p, d) if p is not None else PankRAGOutcome(q, None, {}, why)
+            for q, p, d, why in zip(questions, plans, done, planned)
+        ]
+
+    def _plan(self, question) -> Plan | str:
+        """The question's plan, or why the planner failed."""
+        try:
+            plan = self.planner.plan(question)
+        except QUESTION_ERRORS as err:
+            return failure("planner", err)
+        if not isinstance(plan, Plan):
+            raise TypeError(f"the planner returned {type(plan).__name__}, not a Plan")
+        return plan
 
     def _run_level(self, jobs, plans, done) -> None:
         pending = []  # (i, sid, text, anchors, weights, mode, retrieval, problem)
         for i, sid in jobs:
-            step = plans[i].by_id[sid]
-            answers = {d: done[i][d].answer or "" for d in step.depends_on}
-            text = step.fill(answers) if step.depends_on else step.text
-            anchors, weights, why = self._anchors(step, done[i])
-            mode = self.step_mode(step)
-            if why is not None:
-                done[i][sid] = _failed(step, text, anchors, weights, mode, None, why)
-                continue
-            got = self._retrieve(step, text, anchors, weights, mode, bool(step.depends_on))
-            problem = self._problem(step, text, anchors, weights)
-            if isinstance(problem, str):
-                done[i][sid] = _failed(step, text, anchors, weights, mode, got, problem)
-                continue
-            pending.append((i, sid, text, anchors, weights, mode, got, problem))
+            job = self._prepare(plans[i].by_id[sid], done[i])
+            if isinstance(job, StepOutcome):
+                done[i][sid] = job
+            else:
+                pending.append((i, sid, *job))
         states: list[EvidenceState] = [job[6].evidence for job in pending]
-        results = ground_many([job[7] for job in pending], states, **self.ground_kwargs)
+        results = ground_each([job[7] for job in pending], states, **self.ground_kwargs)
         for (i, sid, text, anchors, weights, mode, got, problem), res in zip(pending, results):
-            names, probs = _marginal(problem, res)
             step = plans[i].by_id[sid]
+            if isinstance(res, str):
+                done[i][sid] = _failed(step, text, anchors, weights, mode, got, res)
+                continue
+            names, probs = _marginal(problem, res)
             done[i][sid] = StepOutcome(step, text, anchors, weights, mode, got, res, names, probs)
+
+    def _prepare(self, step: SubQuestion, done: Mapping[str, StepOutcome]):
+        """``(text, anchors, weights, mode, retrieval, problem)`` of a step ready to ground,
+        or its failed :class:`StepOutcome` with the reason."""
+        answers = {d: done[d].answer or "" for d in step.depends_on}
+        text = step.fill(answers) if step.depends_on else step.text
+        anchors, weights, why = self._anchors(step, done)
+        mode = self.step_mode(step)
+        if why is not None:
+            return _failed(step, text, anchors, weights, mode, None, why)
+        try:
+            got = self._retrieve(step, text, anchors, weights, mode, bool(step.depends_on))
+        except QUESTION_ERRORS as err:
+            return _failed(step, text, anchors, weights, mode, None, failure("retrieval", err))
+        try:
+            problem = self._problem(step, text, anchors, weights)
+        except QUESTION_ERRORS as err:
+            problem = failure("grounding", err)
+        if not isinstance(problem, str):
+            problem = unknown_entities(problem, got.evidence) or problem
+        if isinstance(problem, str):
+            return _failed(step, text, anchors, weights, mode, got, problem)
+        return text, anchors, weights, mode, got, problem
 
 
 def _failed(step, text, anchors, weights, mode, got, why) -> StepOutcome:

@@ -19,14 +19,23 @@ implementation, offline (no LLM), with the choices below stated where the paper 
    with its state's score. DFS pops the best child first and stops at ``max_solutions``
    (``K``) solutions; BFS expands every state level by level (at most ``max_states``) and keeps
    the ``K`` best. ``states_visited`` counts the states popped.
-5. **A step** from its anchors: EWO-guided beam search
-   (:func:`grounding.retrieval.beam_search`) over the observed hypergraph; candidates are the
-   members of the paths' last hyperedges with prior :math:`\propto \exp(\text{score}/T)`; each
-   candidate ``a`` reached from anchor ``d`` is the claim chain ``d -role_in-> * -role_out^-1->
-   a`` over the bipartite graph of the hyperedges the paths visited (Eqs. (10)-(13) on hyperedge
-   paths), grounded by ``ground``; the step's distribution is the posterior's marginal over ``a``.
+5. **A step** from its anchors (the entities it names, and the answers chosen for the steps it
+   depends on; a step that has neither, as a free-text planner's first steps, is anchored at
+   the entities its text names, :meth:`~grounding.retrieval.HypergraphIndex.mentions`):
+   EWO-guided beam search (:func:`grounding.retrieval.beam_search`) over the observed
+   hypergraph; candidates are the members of the paths' last hyperedges with prior
+   :math:`\propto \exp(\text{score}/T)`; each candidate ``a`` reached from anchor ``d`` is the
+   claim chain ``d -role_in-> * -role_out^-1-> a`` over the bipartite graph of the hyperedges
+   the paths visited (Eqs. (10)-(13) on hyperedge paths), grounded by ``ground``; the step's
+   distribution is the posterior's marginal over ``a``.
 
 The answer distribution mixes the solutions' final distributions by their scores.
+
+Failures are per question (:data:`~grounding.qa.QUESTION_ERRORS`): a planner or refiner that
+fails gives that question an outcome without answers whose reason names the failure; a step
+that names no entity of the hypergraph, or whose grounding fails, is a dead end of its
+trajectory (the outcome's reason, when no trajectory reaches an answer, quotes the first dead
+end). The configuration is checked when the system is built.
 """
 
 from __future__ import annotations
@@ -42,7 +51,16 @@ from scipy.special import logsumexp
 
 from grounding.evidence import EvidenceState
 from grounding.problem import ClaimChain, GroundingProblem
-from grounding.qa.loop import ground_many
+from grounding.qa.loop import (
+    QUESTION_ERRORS,
+    check_bool,
+    check_ground_kwargs,
+    check_has,
+    check_int,
+    check_real,
+    failure,
+    ground_each,
+)
 from grounding.result import GroundingResult
 from grounding.retrieval import (
     HypergraphIndex,
@@ -100,6 +118,10 @@ class PRoHOutcome:
         return self.answers[0] if self.answers else None
 
 
+class _QuestionFailure(Exception):
+    """A question cannot go on (its planner or refiner failed): the reason."""
+
+
 @dataclasses.dataclass(frozen=True)
 class _State:
     plan: int
@@ -123,6 +145,10 @@ class PRoH:
             :class:`~grounding.retrieval.LLMRelevance`) replacing the relevance of the (at most
             ``max_refined``) entities whose embedding relevance reaches ``refine_threshold``.
         ground_kwargs: :func:`grounding.ground`'s parameters (``lam`` and ``kappa`` required).
+
+    Raises:
+        TypeError, ValueError: an argument is of the wrong kind or out of range, or a ground
+            parameter is unknown or invalid (the message names it).
     """
 
     def __init__(
@@ -151,37 +177,42 @@ class PRoH:
         max_refined: int = 50,
         **ground_kwargs,
     ):
-        if "lam" not in ground_kwargs or "kappa" not in ground_kwargs:
-            raise TypeError("PRoH needs ground's lam and kappa")
+        self.ground_kwargs = check_ground_kwargs("PRoH", ground_kwargs)
         if search not in ("dfs", "bfs"):
-            raise ValueError(f"search must be 'dfs' or 'bfs', got {search!r}")
-        for name, v in (("n_plans", n_plans), ("max_solutions", max_solutions), ("branch", branch),
-                        ("plan_depth", plan_depth), ("context_width", context_width),
-                        ("max_depth", max_depth), ("width", width), ("n_targets", n_targets),
-                        ("k_candidates", k_candidates), ("max_states", max_states)):  # fmt: skip
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
-        if not temperature > 0:
-            raise ValueError(f"temperature must be > 0, got {temperature!r}")
+            raise ValueError(f"search must be 'dfs' or 'bfs', got {search!r:.100}")
+        ints = dict(n_plans=n_plans, max_solutions=max_solutions, branch=branch,
+                    plan_depth=plan_depth, context_width=context_width, max_depth=max_depth,
+                    width=width, n_targets=n_targets, k_candidates=k_candidates,
+                    max_states=max_states, max_refined=max_refined)  # fmt: skip
+        for name, v in ints.items():
+            setattr(self, name, check_int(name, v))
+        self.temperature = check_real("temperature", temperature, low=0.0, open_low=True)
+        self.context_bonus = check_real("context_bonus", context_bonus, low=0.0)
+        self.refine_threshold = check_real("refine_threshold", refine_threshold, low=0.0, high=1.0)
+        for name, v in (("use_ewo", use_ewo), ("use_context", use_context),
+                        ("use_targets", use_targets)):  # fmt: skip
+            setattr(self, name, check_bool(name, v))
+        if refine is not None and not callable(refine):
+            raise TypeError(f"refine must be a function or None, got {refine!r:.100}")
+        check_has("planner", planner, "plan")
+        if not isinstance(index, HypergraphIndex):
+            raise TypeError(f"index must be a HypergraphIndex, got {index!r:.100}")
         self.planner, self.index, self.search = planner, index, search
         self.kh = index.hypergraph
-        self.n_plans, self.max_solutions, self.branch = n_plans, max_solutions, branch
-        self.plan_depth, self.context_width, self.context_bonus = (
-            plan_depth,
-            context_width,
-            context_bonus,
-        )
-        self.max_depth, self.width, self.n_targets = max_depth, width, n_targets
-        self.k_candidates, self.temperature, self.max_states = k_candidates, temperature, max_states
-        self.use_ewo, self.use_context, self.use_targets = use_ewo, use_context, use_targets
-        self.refine, self.refine_threshold, self.max_refined = refine, refine_threshold, max_refined
-        self.ground_kwargs = dict(ground_kwargs)
+        self.refine = refine
         # hyperedge h's edges in the bipartite graph: members ptr[h]:ptr[h+1], both directions
         self._m = len(self.kh.member)
 
     # ---------------------------------------------------------------- one question
 
     def answer(self, question) -> PRoHOutcome:
+        """Answer one question (a planner or refiner failure: an outcome with the reason)."""
+        try:
+            return self._answer(question)
+        except _QuestionFailure as why:
+            return PRoHOutcome(question, (), (), (), np.zeros(0), 0, str(why))
+
+    def _answer(self, question) -> PRoHOutcome:
         kh = self.kh
         if not kh.has_entity(question.topic):
             return PRoHOutcome(
@@ -204,8 +235,9 @@ class PRoH:
         memo: dict = {}
         solutions, visited = self._search(plans, context, memo)
         if not solutions:
-            return PRoHOutcome(question, tuple(plans), (), (), np.zeros(0), visited,
-                               "no reasoning trajectory reached an answer")  # fmt: skip
+            dead = next((s.reason for s in memo.values() if s.reason), None)
+            why = "no reasoning trajectory reached an answer" + (f" ({dead})" if dead else "")
+            return PRoHOutcome(question, tuple(plans), (), (), np.zeros(0), visited, why)
         weights = np.array([s.score for s in solutions])
         weights = np.exp(weights - logsumexp(weights))
         mass: dict[str, float] = {}
@@ -217,15 +249,21 @@ class PRoH:
                            np.array([mass[a] for a in order]), visited)  # fmt: skip
 
     def answer_batch(self, questions: Sequence) -> list[PRoHOutcome]:
+        """:meth:`answer` of every question (a failing question does not stop the others)."""
         return [self.answer(q) for q in questions]
 
     def _plans(self, question, sketch: str) -> list[Plan]:
         plans: list[Plan] = []
         for _ in range(self.n_plans):
-            if getattr(self.planner, "accepts_context", False):
-                plan = self.planner.plan(question, context=sketch)
-            else:
-                plan = self.planner.plan(question)
+            try:
+                if getattr(self.planner, "accepts_context", False):
+                    plan = self.planner.plan(question, context=sketch)
+                else:
+                    plan = self.planner.plan(question)
+            except QUESTION_ERRORS as err:
+                raise _QuestionFailure(failure("planner", err)) from err
+            if not isinstance(plan, Plan):
+                raise TypeError(f"the planner returned {type(plan).__name__}, not a Plan")
             plan = plan.transitive_reduction()
             if all(plan.to_dict() != p.to_dict() for p in plans):
                 plans.append(plan)
@@ -280,6 +318,8 @@ class PRoH:
         names = [*step.anchors, *(chosen[d] for d in step.depends_on)]
         texts = {d: kh.entity_texts[kh.entity_index(chosen[d])] for d in step.depends_on}
         text = step.fill(texts)
+        if not names:  # e.g. a free-text planner's step: the entities its text names
+            names = [kh.entities[e] for e in self.index.mentions(text)]
         key = (step.id, step.relations, text, tuple(names))
         if key not in memo:
             memo[key] = self._resolve(step, text, names, context)
@@ -287,6 +327,14 @@ class PRoH:
 
     def _resolve(self, step: SubQuestion, text: str, names: list[str], context) -> StepAnswer:
         kh, index = self.kh, self.index
+        unknown = [a for a in names if not kh.has_entity(a)]
+        if not names or unknown:
+            why = (
+                f"step {step.id!r} names no entity the hypergraph holds"
+                if not names
+                else f"step {step.id!r}: anchors {unknown} are not entities of the hypergraph"
+            )
+            return StepAnswer((), np.zeros(0), (), None, None, why)
         anchors = [kh.entity_index(a) for a in names]
         qv = index.embed(text)
         paths = beam_search(
@@ -300,7 +348,9 @@ class PRoH:
             return StepAnswer((), np.zeros(0), tuple(paths), None, None, "no path from the anchors")
         log_prior = scores / self.temperature
         problem = self._problem(step, text, names, [kh.entities[e] for e in ents], log_prior)
-        result = ground_many([problem], [self._evidence(paths)], **self.ground_kwargs)[0]
+        [result] = ground_each([problem], [self._evidence(paths)], **self.ground_kwargs)
+        if isinstance(result, str):
+            return StepAnswer((), np.zeros(0), tuple(paths), None, problem, result)
         post = np.exp(np.asarray(result.log_posterior, np.float64))
         mass: dict[str, float] = {}
         for c, p in zip(problem.candidates, post):
@@ -319,10 +369,16 @@ class PRoH:
         top = top[np.argsort(-rho[top], kind="stable")][: self.max_refined]
         if len(top):
             texts = [self.index.entity_context[e] for e in top.tolist()]
-            rho[top] = np.asarray(self.refine(text, texts), np.float64)
+            try:
+                scores = self.refine(text, texts)
+            except QUESTION_ERRORS as err:
+                raise _QuestionFailure(failure("refine", err)) from err
+            rho[top] = _refined(scores, len(texts))
         return rho
 
     def _problem(self, step, text, anchors, answers, log_prior) -> GroundingProblem:
+        """The step's candidates: answers from the anchors along its relations, or (free
+        text) answers one hyperedge away from the anchors."""
         lp = np.asarray(log_prior, np.float64)
         if not step.relations:  # free text: answers one hyperedge (two bipartite edges) away
             return GroundingProblem(text, tuple(answers), lp - logsumexp(lp),
@@ -341,3 +397,16 @@ class PRoH:
         return EvidenceState(
             graph=self.index.graph.subgraph(keep), provenance={"hyperedges": edges}
         )
+
+
+def _refined(scores: object, n: int) -> np.ndarray:
+    """The refiner's output as ``n`` scores in ``[0, 1]``; else a ``ValueError`` quoting it."""
+    try:
+        out = np.asarray(scores, np.float64)
+    except (TypeError, ValueError):
+        out = None
+    if out is None or out.shape != (n,) or not ((out >= 0) & (out <= 1)).all():
+        raise ValueError(
+            f"refine must return {n} scores in [0, 1] (one per entity text), got {scores!r:.200}"
+        )
+    return out

@@ -27,6 +27,8 @@ package's where the paper gives none (each says so).
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -85,6 +87,46 @@ class HypergraphIndex:
         """A query's unit embedding."""
         return self.encoder.encode([text])[0]
 
+    def mentions(self, text: str) -> list[int]:
+        """The entities ``text`` names, in order of appearance: each entity's name or text
+        matched as whole words, case-insensitively (punctuation ignored), the longest match
+        first and matches not overlapping; a form several entities share names the first.
+
+        Example:
+            >>> kh = KnowledgeHypergraph.from_statements([("Lou Seal", "mascot", "Giants", ())])
+            >>> index = HypergraphIndex(kh)
+            >>> [kh.entities[e] for e in index.mentions("Whose mascot is lou seal?")]
+            ['Lou Seal']
+        """
+        forms, longest = self._forms
+        words = _words(text)
+        found: list[int] = []
+        i = 0
+        while i < len(words):
+            for n in range(min(longest, len(words) - i), 0, -1):
+                e = forms.get(" ".join(words[i : i + n]))
+                if e is not None:
+                    if e not in found:
+                        found.append(e)
+                    i += n - 1
+                    break
+            i += 1
+        return found
+
+    @property
+    def _forms(self) -> tuple[dict[str, int], int]:
+        """Every entity name and text in matching form -> entity, and the most words of one."""
+        cached = self.__dict__.get("_forms_cache")
+        if cached is None:
+            kh, forms = self.hypergraph, {}
+            for names in (kh.entities, kh.entity_texts):
+                for e, name in enumerate(names):
+                    key = " ".join(_words(name))
+                    if key:
+                        forms.setdefault(key, e)
+            cached = self.__dict__["_forms_cache"] = (forms, max(map(_n_words, forms), default=0))
+        return cached
+
     def entity_relevance(self, qv: np.ndarray) -> np.ndarray:
         r""":math:`\rho(e) = \max(0, \cos)` of every entity (``[N]``)."""
         return np.maximum(dots(self.entity_emb, qv), 0.0)
@@ -92,6 +134,14 @@ class HypergraphIndex:
     def edge_relevance(self, qv: np.ndarray) -> np.ndarray:
         r""":math:`\sigma(h) = \cos` of every hyperedge (``[H]``)."""
         return dots(self.edge_emb, qv)
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.casefold())
+
+
+def _n_words(form: str) -> int:
+    return form.count(" ") + 1
 
 
 def ewo(incidence, h: int, relevance: np.ndarray | None) -> np.ndarray:
@@ -136,18 +186,27 @@ def beam_search(
     ``relevance`` replaces the entities' :math:`\rho` (e.g. refined by :class:`LLMRelevance`).
 
     Raises:
-        ValueError: no anchor, a non-positive width or depth.
+        ValueError: no anchor, anchor weights not one finite number per anchor, a
+            non-positive width or depth, a context bonus that is not finite.
     """
     if not len(anchors):
         raise ValueError("beam search needs at least one anchor entity")
+    weights = np.asarray(anchor_weights, float)
+    if weights.shape != (len(anchors),) or not np.isfinite(weights).all():
+        raise ValueError(
+            f"anchor_weights must be {len(anchors)} finite numbers (one per anchor), got "
+            f"{np.array2string(weights, threshold=8)}"
+        )
     if width < 1 or max_depth < 1:
         raise ValueError(f"width and max_depth must be >= 1, got {width}, {max_depth}")
+    if isinstance(context_bonus, bool) or not math.isfinite(context_bonus):
+        raise ValueError(f"context_bonus must be a finite number, got {context_bonus!r}")
     kh, inc = index.hypergraph, index.incidence
     sigma = index.edge_relevance(qv)
     rho = (index.entity_relevance(qv) if relevance is None else relevance) if use_ewo else None
     bonus = np.zeros(kh.n_edges) if context is None else context_bonus * np.asarray(context, float)
     w = np.zeros(kh.n_entities)
-    np.add.at(w, np.asarray(anchors, np.int64), np.asarray(anchor_weights, float))
+    np.add.at(w, np.asarray(anchors, np.int64), weights)
     first = kh.edges_of(anchors)
     start = sigma[first] + np.asarray(inc[first] @ w).ravel() + bonus[first]
     beam = _top([HyperPath((int(h),), float(s)) for h, s in zip(first, start)], width)
