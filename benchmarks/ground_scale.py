@@ -53,7 +53,10 @@ def _answer_case(C: int):
     lp = rng.normal(size=C)
     lp = lp - np.logaddexp.reduce(lp)
     problem = g.GroundingProblem(
-        "q", tuple(ents[:C]), jnp.asarray(lp), anchors=tuple(ents[:: N // max(N // 100, 10)]),
+        "q",
+        tuple(ents[:C]),
+        jnp.asarray(lp),
+        anchors=tuple(ents[:: N // max(N // 100, 10)]),
         max_hops=3,
     )
     return problem, g.EvidenceState(graph)

@@ -158,7 +158,8 @@ class GroundingResult:
             contradiction-dominant (Axiom 4), plus any claim energy.
         log_posterior: ``[C]`` the soft grounded posterior (Eq. (7)).
         hard_log_posterior: ``[C]`` the hard posterior (Eq. (6)) when ``eps`` was given
-            (``None`` otherwise); all ``-inf`` when it is undefined.
+            (``None`` otherwise); all ``-inf`` when it is undefined. Its feasible set
+            (Eq. (5)) excludes contradicted and out-of-schema candidates.
         hard_abstained: ``True`` when Eq. (6) is undefined (:math:`p_\theta(F_R) = 0`): the
             hard rule's explicit abstention (``None`` without ``eps``).
         best: index of the posterior's best candidate (first on ties).

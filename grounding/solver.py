@@ -11,7 +11,8 @@ For each candidate :math:`\rho`:
 2. status (Sec. 3.3, :func:`grounding.classify_status`) and the slack, contradiction-dominant
    energy (Eq. (19), Axiom 4, :func:`grounding.status_energy`), plus any claim energy;
 3. the soft posterior (Eq. (7), :func:`grounding.gibbs_log_posterior`) and, given ``eps``,
-   the hard posterior (Eq. (6), :func:`grounding.hard_log_posterior`) or its abstention;
+   the hard posterior (Eq. (6), :func:`grounding.hard_log_posterior`) on the total energy
+   without slack (contradicted: ``+inf``) or its abstention;
 4. the action (Axiom 8, Eq. (22), :func:`grounding.decide_action`) and the Thm. 3
    certificate; then, on the host, the best supporting walks with their :math:`\nu^*`
    weights (Prop. 2, :func:`grounding.paths.kbest_walks`) of the few best candidates.
@@ -181,7 +182,8 @@ def _core(ev, q, realisation, *, statics):
         # F_R (Eq. (5)) thresholds the total energy without slack: the path energy, +inf when
         # contradicted (Axiom 4 with absence at +inf) or out of schema, plus any claim energy
         hard_energy = status_energy(raw, status, jnp.inf, q["kc"]) + q["claim"]
-        hard = hard_log_posterior(q["log_prior"], hard_energy, q["eps"])  # Eq. (6); all -inf: undefined
+        hard = hard_log_posterior(q["log_prior"], hard_energy, q["eps"])  # Eq. (6)
+        # all -inf: Eq. (6) undefined (p_theta(F_R) = 0), the hard rule abstains
         out.update(hard=hard, hard_abstained=~jnp.any(hard > -jnp.inf))
     return out
 
@@ -296,8 +298,10 @@ def ground(
         kappa: slack :math:`\kappa_R > 0`, the finite energy of missing support (Eq. (19));
             ``inf``: no slack (then a candidate without a walk gets no mass).
         tau: path temperature :math:`\tau \ge 0` (``0``: best walk, Eq. (11)).
-        eps: tolerance of the hard feasible set :math:`F_R = \{E \le \epsilon\}` on the raw
-            energies (Eqs. (5)-(6)); ``None``: no hard posterior.
+        eps: tolerance of the hard feasible set :math:`F_R = \{E \le \epsilon\}` (Eqs.
+            (5)-(6)) on the total energy without slack: the raw path energy, ``+inf`` for a
+            contradicted (Axiom 4) or out-of-schema candidate, plus any claim energy (see
+            ``docs/theory.md``); ``None``: no hard posterior.
         realisation: :class:`~grounding.Realisation` (``None``: evidence-only).
         alpha, xi, hop_cost: the edge-cost coefficients of :func:`grounding.edge_cost`.
         mismatch_cost: cost of aligning a claimed relation with an edge of another type
@@ -305,9 +309,10 @@ def ground(
         eps_s: support tolerance of the statuses (``E_raw <= eps_s`` is supported; default
             ``kappa``: support at least as good as the slack).
         contradiction_penalty: :math:`\kappa_c` of Axiom 4 (default ``kappa``).
-        min_reliability: reliability an observed edge needs to count as counter-support.
+        min_reliability: reliability an observed edge needs to count as counter-support
+            (in ``[0, 1]``).
         margin_threshold, theta: the decision rule's margin and selective threshold (Axiom 8,
-            Eq. (22)).
+            Eq. (22)); ``theta`` is a posterior mass, in ``[0, 1]``.
         omega: the oscillation at which the certificate's TV bounds are evaluated; default:
             the worst case over *every* evidence state with these candidates, prior and
             slack: :math:`\mathrm{osc}_S(E_R) + E_{\max}` with :math:`E_{\max} = \kappa +
@@ -325,8 +330,9 @@ def ground(
 
     Raises:
         ValueError: an entity of the problem missing from the evidence graph, an empty
-            evidence graph, a negative or non-scalar ``lam``/``kappa``/``tau``, a problem
-            and realisation of different vocabularies, or :math:`Z_R(\lambda) = 0`.
+            evidence graph, a negative or non-scalar ``lam``/``kappa``/``tau``, ``theta`` or
+            ``min_reliability`` outside ``[0, 1]``, a problem and realisation of different
+            vocabularies, or :math:`Z_R(\lambda) = 0`.
 
     Example:
         >>> import jax.numpy as jnp

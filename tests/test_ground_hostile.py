@@ -159,9 +159,7 @@ def test_path_report_holds_the_best_candidates_only():
     w = np.linspace(0.3, 1.0, 10)
     graph = g.TypedGraph.from_triples(triples, w, entities=["a", *names])
     prior = np.arange(1.0, 13.0)
-    p = g.GroundingProblem(
-        "q", names, jnp.log(prior / prior.sum()), anchors=("a",), max_hops=1
-    )
+    p = g.GroundingProblem("q", names, jnp.log(prior / prior.sum()), anchors=("a",), max_hops=1)
     full = g.ground(p, graph, lam=1.0, kappa=1.0, n_paths=2, path_candidates=None)
     top = g.ground(p, graph, lam=1.0, kappa=1.0, n_paths=2, path_candidates=3)
     order = np.argsort(-np.asarray(full.log_posterior[:10]), kind="stable")[:3]
