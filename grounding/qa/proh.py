@@ -32,7 +32,9 @@ implementation, offline (no LLM), with the choices below stated where the paper 
 The answer distribution mixes the solutions' final distributions by their scores.
 
 Failures are per question (:data:`~grounding.qa.QUESTION_ERRORS`): a planner or refiner that
-fails gives that question an outcome without answers whose reason names the failure; a step
+fails (a refiner must return one score in ``[0, 1]`` per entity text), or a question the index
+cannot read, gives that question an outcome without answers whose reason names the failure; a
+step
 that names no entity of the hypergraph, or whose grounding fails, is a dead end of its
 trajectory (the outcome's reason, when no trajectory reaches an answer, quotes the first dead
 end). The configuration is checked when the system is built.
@@ -206,11 +208,15 @@ class PRoH:
     # ---------------------------------------------------------------- one question
 
     def answer(self, question) -> PRoHOutcome:
-        """Answer one question (a planner or refiner failure: an outcome with the reason)."""
+        """Answer one question (a failure of the question, e.g. of its planner or refiner: an
+        outcome without answers whose reason names the failure)."""
         try:
             return self._answer(question)
         except _QuestionFailure as why:
-            return PRoHOutcome(question, (), (), (), np.zeros(0), 0, str(why))
+            reason = str(why)
+        except QUESTION_ERRORS as err:
+            reason = failure("PRoH", err)
+        return PRoHOutcome(question, (), (), (), np.zeros(0), 0, reason)
 
     def _answer(self, question) -> PRoHOutcome:
         kh = self.kh
@@ -370,10 +376,9 @@ class PRoH:
         if len(top):
             texts = [self.index.entity_context[e] for e in top.tolist()]
             try:
-                scores = self.refine(text, texts)
+                rho[top] = _refined(self.refine(text, texts), len(texts))
             except QUESTION_ERRORS as err:
                 raise _QuestionFailure(failure("refine", err)) from err
-            rho[top] = _refined(scores, len(texts))
         return rho
 
     def _problem(self, step, text, anchors, answers, log_prior) -> GroundingProblem:
