@@ -194,12 +194,15 @@ def test_chain_energies_in_chunks_equal_one_vmap(monkeypatch):
     solver._compiled.cache_clear()
     try:
         got = [g.ground(p, graph, tau=tau, **kw) for tau in (0.0, 0.5)]
+        batch = g.ground_batch([p, p], graph, tau=0.5, **kw)  # chunks inside the vmap
     finally:
         solver._compiled.cache_clear()
     for a, b in zip(got, want):
         np.testing.assert_allclose(a.raw_energy, b.raw_energy, **F64)
         np.testing.assert_allclose(a.paths.weight, b.paths.weight, **F64)
         assert a.triples == b.triples
+    for b in batch:
+        np.testing.assert_allclose(b.raw_energy, want[1].raw_energy, **F64)
     assert np.isfinite(want[0].raw_energy).sum() >= 3
 
 
