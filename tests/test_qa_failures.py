@@ -441,3 +441,30 @@ def test_candidate_counts_must_be_positive_ints():
         Candidates.from_scores("ab", [0.0, 0.0])
     with pytest.raises(TypeError, match="entities"):
         Candidates("ab", np.log([0.5, 0.5]))
+
+
+# --------------------------------------------------------------------------- batches
+class NoneModel:
+    def propose(self, question, k):
+        return None
+
+
+def test_batches_refuse_strings_and_models_that_return_no_candidates():
+    for system in (_qa(Table(TABLE)), _pankrag(Table(TABLE)), _proh(HeuristicPlanner())):
+        assert system.answer_batch([]) == []
+        with pytest.raises(TypeError, match="not a string"):
+            system.answer_batch("Who?")
+    with pytest.raises(TypeError, match="returned NoneType, not Candidates"):
+        _qa(NoneModel()).answer(_question("t"))
+    with pytest.raises(TypeError, match="returned NoneType, not Candidates"):
+        _pankrag(NoneModel()).answer(_question("t"))
+    with pytest.raises(ValueError, match="1 names but 2 probabilities"):
+        score_probabilities(["a"], np.array([0.2, 0.8]), ["a"])
+
+
+def test_pankrag_full_injection_is_answered_and_bool_mass_refused():
+    system, q = _pankrag(Table(TABLE)), _question("t", ("r1", "r2"))
+    out = system.answer(q, inject={"q1": "b1"}, inject_mass=1.0)  # b2 keeps weight 0
+    assert out.steps["q2"].anchors == ("b1", "b2") and out.answer == "c1"
+    with pytest.raises(TypeError, match="inject_mass"):
+        system.answer(q, inject={"q1": "b1"}, inject_mass=True)

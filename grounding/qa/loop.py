@@ -22,9 +22,7 @@ such as ``TypeError``) propagate. The configuration is checked when a loop is bu
 from __future__ import annotations
 
 import dataclasses
-import inspect
-import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -32,10 +30,18 @@ import numpy as np
 
 from grounding.evidence import EvidenceState
 from grounding.graph import Triple, TypedGraph
-from grounding.inputs import check_n_paths, options, with_defaults
-from grounding.llm import EndpointError
-from grounding.problem import ClaimChain, GroundingProblem, Realisation
-from grounding.qa.candidates import CandidateModel, CandidateModelError, Candidates, QuestionLike
+from grounding.problem import ClaimChain, GroundingProblem
+from grounding.qa._checks import (
+    QUESTION_ERRORS,
+    check_ground_kwargs,
+    check_has,
+    check_int,
+    check_questions,
+    check_triples,
+    checked_candidates,
+    failure,
+)
+from grounding.qa.candidates import CandidateModel, Candidates, QuestionLike
 from grounding.query import Query
 from grounding.result import GroundingResult
 from grounding.retrieval import Retriever
@@ -49,10 +55,6 @@ __all__ = [
     "compact_evidence",
     "ground_many",
 ]
-
-#: The errors that fail one question (its outcome says why) rather than its batch: a candidate
-#: model or endpoint failing, a name the graph lacks, data a retriever or ``ground`` refuses.
-QUESTION_ERRORS = (CandidateModelError, EndpointError, OSError, LookupError, ValueError)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -207,12 +209,6 @@ def ground_each(
     return out
 
 
-def failure(stage: str, err: BaseException) -> str:
-    """Why a question failed at ``stage``: the stage, the error's type and its message."""
-    msg = err.args[0] if isinstance(err, KeyError) and len(err.args) == 1 else str(err)
-    return f"{stage} failed ({type(err).__name__}): {msg}"
-
-
 def unknown_entities(problem: GroundingProblem, state: EvidenceState) -> str | None:
     """Why ``problem`` cannot be grounded in ``state`` when it names entities the evidence
     graph lacks (the topic or candidates), else ``None``."""
@@ -225,108 +221,6 @@ def unknown_entities(problem: GroundingProblem, state: EvidenceState) -> str | N
     if len(missing) == 1:
         return f"entity {shown} is not in the evidence graph"
     return f"entities {shown}{more} are not in the evidence graph"
-
-
-# ----------------------------------------------------------------------------- configuration
-_GROUND_OWN = {"realisation", "min_reliability", "n_paths", "path_candidates"}
-
-
-def check_ground_kwargs(owner: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """``kwargs`` for :func:`grounding.ground`, checked up front: names ``ground`` takes (a
-    ``TypeError`` names the others), ``lam`` and ``kappa`` present, values ``ground`` accepts
-    (a ``ValueError`` or ``TypeError`` names the argument)."""
-    params = inspect.signature(ground).parameters
-    names = {k for k, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
-    unknown = sorted(set(kwargs) - names)
-    if unknown:
-        raise TypeError(
-            f"{owner}: unknown ground arguments {unknown}; ground takes {sorted(names)}"
-        )
-    if "lam" not in kwargs or "kappa" not in kwargs:
-        raise TypeError(f"{owner} needs ground's lam and kappa")
-    defaults = {
-        k: p.default
-        for k, p in params.items()
-        if k in names and k not in _GROUND_OWN and p.default is not p.empty
-    }
-    options(**with_defaults({k: v for k, v in kwargs.items() if k not in _GROUND_OWN}, defaults))
-    if "n_paths" in kwargs:
-        check_n_paths(kwargs["n_paths"])
-    if kwargs.get("path_candidates") is not None:
-        check_int("path_candidates", kwargs["path_candidates"], low=0)
-    if "min_reliability" in kwargs:
-        check_real("min_reliability", kwargs["min_reliability"], low=0.0, high=1.0)
-    realisation = kwargs.get("realisation")
-    if realisation is not None and not isinstance(realisation, Realisation):
-        raise TypeError(f"realisation must be a Realisation or None, got {realisation!r:.100}")
-    return dict(kwargs)
-
-
-def check_int(name: str, value: object, low: int = 1) -> int:
-    """An int (not a bool) ``>= low``; a ``ValueError`` names ``name`` otherwise."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        kind = "a positive int" if low == 1 else f"an int >= {low}"
-        raise ValueError(f"{name} must be {kind}, got {value!r:.100}")
-    return int(value)
-
-
-def check_real(
-    name: str,
-    value: object,
-    *,
-    low: float = -math.inf,
-    high: float = math.inf,
-    open_low: bool = False,
-) -> float:
-    """A finite real number (not a bool) in ``[low, high]`` (``(low, high]`` with
-    ``open_low``); a ``TypeError`` or ``ValueError`` names ``name`` otherwise."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a real number, got {value!r:.100}")
-    v = float(value)
-    below = v <= low if open_low else v < low
-    if not math.isfinite(v) or below or v > high:
-        raise ValueError(f"{name} must be {_range(low, high, open_low)}, got {value!r}")
-    return v
-
-
-def _range(low: float, high: float, open_low: bool) -> str:
-    above = f"> {low:g}" if open_low else f">= {low:g}"
-    if math.isinf(high):
-        return "finite" if math.isinf(low) else f"finite and {above}"
-    if math.isinf(low):
-        return f"finite and <= {high:g}"
-    return f"in {'(' if open_low else '['}{low:g}, {high:g}]"
-
-
-def check_bool(name: str, value: object) -> bool:
-    """A bool; a ``TypeError`` names ``name`` otherwise."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be a bool, got {value!r:.100}")
-    return bool(value)
-
-
-def check_has(name: str, value: object, method: str) -> None:
-    """``value`` has a callable ``method``; a ``TypeError`` names ``name`` otherwise."""
-    if not callable(getattr(value, method, None)):
-        raise TypeError(f"{name} must have a {method}() method, got {value!r:.100}")
-
-
-def _check_triples(negative: object) -> frozenset[Triple]:
-    if isinstance(negative, (str, bytes)):
-        raise TypeError(
-            f"negative must be a set of (head, relation, tail) triples, got {negative!r:.100}"
-        )
-    out = frozenset(negative)  # type: ignore[arg-type]
-    bad = [
-        t
-        for t in out
-        if not (isinstance(t, tuple) and len(t) == 3 and all(isinstance(x, str) for x in t))
-    ]
-    if bad:
-        raise TypeError(
-            f"negative must hold (head, relation, tail) triples of str, got {bad[0]!r:.100}"
-        )
-    return out
 
 
 class GroundedQA:
@@ -368,7 +262,7 @@ class GroundedQA:
         self._retriever = retriever
         self.k_candidates = check_int("k_candidates", k_candidates)
         self.k_nodes = check_int("k_nodes", k_nodes)
-        self.negative = _check_triples(negative)
+        self.negative = check_triples(negative)
         self.ground_kwargs = {"eps": 0.0, **ground_kwargs}
 
     def retriever(self, question: QuestionLike) -> Retriever:
@@ -394,7 +288,7 @@ class GroundedQA:
         """Run many questions; grounding is batched (:func:`grounding.ground_batch`) over the
         questions whose model did not abstain. A question that fails (module docstring) gets
         an outcome with the reason; the others are answered as if it were not there."""
-        questions = list(questions)
+        questions = check_questions(questions)
         cands = [self._propose(q) for q in questions]
         reasons = {i: c.abstain_reason for i, c in enumerate(cands) if c.abstained}
         states: dict[int, EvidenceState] = {}
@@ -426,9 +320,10 @@ class GroundedQA:
     def _propose(self, question: QuestionLike) -> Candidates:
         """The model's candidates, or an abstention naming the model's failure."""
         try:
-            return self.model.propose(question, self.k_candidates)
+            got = self.model.propose(question, self.k_candidates)
         except QUESTION_ERRORS as err:
             return Candidates.abstain(failure("candidate model", err))
+        return checked_candidates(got)
 
     def _prepare(self, question: QuestionLike, cands: Candidates):
         """``(evidence, problem)``, or ``(evidence or None, reason)`` when the question cannot

@@ -76,6 +76,8 @@ def score_probabilities(
     if abstained:
         return dict(hit=0.0, f1=0.0, confidence=0.0, abstained=1.0)
     p = _check_probs(probs)
+    if len(names) != len(p):
+        raise ValueError(f"{len(names)} names but {len(p)} probabilities")
     if not len(p) or p.max() <= 0:
         return dict(hit=0.0, f1=0.0, confidence=0.0, abstained=1.0)
     gold_set = set(gold)

@@ -47,18 +47,19 @@ from scipy.special import logsumexp
 
 from grounding.evidence import EvidenceState
 from grounding.problem import ClaimChain, GroundingProblem
-from grounding.qa.candidates import CandidateModel, Candidates
-from grounding.qa.loop import (
+from grounding.qa._checks import (
     QUESTION_ERRORS,
     check_bool,
     check_ground_kwargs,
     check_has,
     check_int,
+    check_questions,
     check_real,
+    checked_candidates,
     failure,
-    ground_each,
-    unknown_entities,
 )
+from grounding.qa.candidates import CandidateModel, Candidates
+from grounding.qa.loop import ground_each, unknown_entities
 from grounding.query import Query
 from grounding.result import GroundingResult
 from grounding.retrieval import (
@@ -278,11 +279,12 @@ class PankRAG:
                 )
             except QUESTION_ERRORS as err:
                 return f"{failure('candidate model', err)} (from anchor {d!r})"
-            if c.abstained:
+            if checked_candidates(c).abstained:
                 reasons.append(c.abstain_reason)
                 continue
             names += [(d, a) for a in c.entities]
-            lp.append(np.log(w) + c.log_prior)
+            with np.errstate(divide="ignore"):  # an anchor of weight 0 (inject_mass = 1)
+                lp.append(np.log(w) + c.log_prior)
         if not names:
             return f"the model proposed nothing: {reasons[0] if reasons else 'no anchor'}"
         log_prior = np.concatenate(lp)
@@ -312,11 +314,11 @@ class PankRAG:
         """Plan and resolve every question; steps of the same level across questions are
         grounded in one batch. ``inject[i]`` maps a step id of question ``i`` to a wrong entity
         injected into that step's answers (``inject_mass`` of the probability, in (0, 1])."""
+        questions = check_questions(questions)
         inject = list(inject) if inject is not None else [{}] * len(questions)
         if len(inject) != len(questions):
             raise ValueError(f"{len(inject)} injections for {len(questions)} questions")
-        if not 0 < float(inject_mass) <= 1:
-            raise ValueError(f"inject_mass must be in (0, 1], got {inject_mass!r}")
+        inject_mass = check_real("inject_mass", inject_mass, low=0.0, high=1.0, open_low=True)
         planned = [self._plan(q) for q in questions]
         plans = [p if isinstance(p, Plan) else None for p in planned]
         for plan, inj in zip(plans, inject):

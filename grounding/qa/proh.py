@@ -53,16 +53,17 @@ from scipy.special import logsumexp
 
 from grounding.evidence import EvidenceState
 from grounding.problem import ClaimChain, GroundingProblem
-from grounding.qa.loop import (
+from grounding.qa._checks import (
     QUESTION_ERRORS,
     check_bool,
     check_ground_kwargs,
     check_has,
     check_int,
+    check_questions,
     check_real,
     failure,
-    ground_each,
 )
+from grounding.qa.loop import ground_each
 from grounding.result import GroundingResult
 from grounding.retrieval import (
     HypergraphIndex,
@@ -256,7 +257,7 @@ class PRoH:
 
     def answer_batch(self, questions: Sequence) -> list[PRoHOutcome]:
         """:meth:`answer` of every question (a failing question does not stop the others)."""
-        return [self.answer(q) for q in questions]
+        return [self.answer(q) for q in check_questions(questions)]
 
     def _plans(self, question, sketch: str) -> list[Plan]:
         plans: list[Plan] = []

@@ -1,0 +1,148 @@
+"""Checks shared by the QA loops: their configuration (checked when a loop is built, each
+error naming the argument) and how one question's failure is reported."""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from grounding.graph import Triple
+from grounding.inputs import check_n_paths, options, with_defaults
+from grounding.llm import EndpointError
+from grounding.problem import Realisation
+from grounding.qa.candidates import CandidateModelError, Candidates
+from grounding.solver import ground
+
+__all__ = ["QUESTION_ERRORS", "failure"]
+
+#: The errors that fail one question (its outcome says why) rather than its batch: a candidate
+#: model or endpoint failing, a name the graph lacks, data a retriever or ``ground`` refuses.
+QUESTION_ERRORS = (CandidateModelError, EndpointError, OSError, LookupError, ValueError)
+
+
+def failure(stage: str, err: BaseException) -> str:
+    """Why a question failed at ``stage``: the stage, the error's type and its message."""
+    msg = err.args[0] if isinstance(err, KeyError) and len(err.args) == 1 else str(err)
+    return f"{stage} failed ({type(err).__name__}): {msg}"
+
+
+_GROUND_OWN = {"realisation", "min_reliability", "n_paths", "path_candidates"}
+
+
+def check_ground_kwargs(owner: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """``kwargs`` for :func:`grounding.ground`, checked up front: names ``ground`` takes (a
+    ``TypeError`` names the others), ``lam`` and ``kappa`` present, values ``ground`` accepts
+    (a ``ValueError`` or ``TypeError`` names the argument)."""
+    params = inspect.signature(ground).parameters
+    names = {k for k, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    unknown = sorted(set(kwargs) - names)
+    if unknown:
+        raise TypeError(
+            f"{owner}: unknown ground arguments {unknown}; ground takes {sorted(names)}"
+        )
+    if "lam" not in kwargs or "kappa" not in kwargs:
+        raise TypeError(f"{owner} needs ground's lam and kappa")
+    defaults = {
+        k: p.default
+        for k, p in params.items()
+        if k in names and k not in _GROUND_OWN and p.default is not p.empty
+    }
+    options(**with_defaults({k: v for k, v in kwargs.items() if k not in _GROUND_OWN}, defaults))
+    if "n_paths" in kwargs:
+        check_n_paths(kwargs["n_paths"])
+    if kwargs.get("path_candidates") is not None:
+        check_int("path_candidates", kwargs["path_candidates"], low=0)
+    if "min_reliability" in kwargs:
+        check_real("min_reliability", kwargs["min_reliability"], low=0.0, high=1.0)
+    realisation = kwargs.get("realisation")
+    if realisation is not None and not isinstance(realisation, Realisation):
+        raise TypeError(f"realisation must be a Realisation or None, got {realisation!r:.100}")
+    return dict(kwargs)
+
+
+def check_int(name: str, value: object, low: int = 1) -> int:
+    """An int (not a bool) ``>= low``; a ``ValueError`` names ``name`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        kind = "a positive int" if low == 1 else f"an int >= {low}"
+        raise ValueError(f"{name} must be {kind}, got {value!r:.100}")
+    return int(value)
+
+
+def check_real(
+    name: str,
+    value: object,
+    *,
+    low: float = -math.inf,
+    high: float = math.inf,
+    open_low: bool = False,
+) -> float:
+    """A finite real number (not a bool) in ``[low, high]`` (``(low, high]`` with
+    ``open_low``); a ``TypeError`` or ``ValueError`` names ``name`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a real number, got {value!r:.100}")
+    v = float(value)
+    below = v <= low if open_low else v < low
+    if not math.isfinite(v) or below or v > high:
+        raise ValueError(f"{name} must be {_range(low, high, open_low)}, got {value!r}")
+    return v
+
+
+def _range(low: float, high: float, open_low: bool) -> str:
+    above = f"> {low:g}" if open_low else f">= {low:g}"
+    if math.isinf(high):
+        return "finite" if math.isinf(low) else f"finite and {above}"
+    if math.isinf(low):
+        return f"finite and <= {high:g}"
+    return f"in {'(' if open_low else '['}{low:g}, {high:g}]"
+
+
+def check_questions(questions: object) -> list:
+    """The batch as a list; a bare string (whose characters would be read as questions) is a
+    ``TypeError``."""
+    if isinstance(questions, (str, bytes)):
+        raise TypeError(
+            f"questions must be a sequence of questions, not a string: {questions!r:.100}"
+        )
+    return list(questions)  # type: ignore[call-overload]
+
+
+def checked_candidates(got: object) -> Candidates:
+    """A candidate model's reply, which must be :class:`Candidates` (``TypeError`` else)."""
+    if not isinstance(got, Candidates):
+        raise TypeError(f"the candidate model returned {type(got).__name__}, not Candidates")
+    return got
+
+
+def check_bool(name: str, value: object) -> bool:
+    """A bool; a ``TypeError`` names ``name`` otherwise."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {value!r:.100}")
+    return bool(value)
+
+
+def check_has(name: str, value: object, method: str) -> None:
+    """``value`` has a callable ``method``; a ``TypeError`` names ``name`` otherwise."""
+    if not callable(getattr(value, method, None)):
+        raise TypeError(f"{name} must have a {method}() method, got {value!r:.100}")
+
+
+def check_triples(negative: object) -> frozenset[Triple]:
+    if isinstance(negative, (str, bytes)):
+        raise TypeError(
+            f"negative must be a set of (head, relation, tail) triples, got {negative!r:.100}"
+        )
+    out = frozenset(negative)  # type: ignore[arg-type]
+    bad = [
+        t
+        for t in out
+        if not (isinstance(t, tuple) and len(t) == 3 and all(isinstance(x, str) for x in t))
+    ]
+    if bad:
+        raise TypeError(
+            f"negative must hold (head, relation, tail) triples of str, got {bad[0]!r:.100}"
+        )
+    return out
