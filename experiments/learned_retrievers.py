@@ -37,9 +37,14 @@ import numpy as np
 from experiments._io import float64, parse_args, plt, save_figure, write_csv, write_json
 from experiments.grounded_qa import KAPPA, SETTINGS, Setting, build, fit_lambda
 from grounding.qa import GroundedQA
-from grounding.retrieval import GNNConfig, TrainConfig, TripleRetriever
+from grounding.retrieval import (
+    GNNConfig,
+    TrainConfig,
+    TripleRetriever,
+    answer_recall_at_k,
+    gold_facts,
+)
 from grounding.retrieval.gnn import dirichlet_energy, entity_states
-from grounding.retrieval.learned import answer_recall_at_k, gold_facts
 from grounding.retrieval.metrics import recall_at_k
 
 KS = (50, 100, 200, 400)

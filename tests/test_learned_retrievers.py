@@ -15,7 +15,15 @@ from hypothesis import strategies as st
 
 from grounding import TypedGraph
 from grounding.query import Query
-from grounding.retrieval import FactGraph, GNNConfig, QuestionSubgraph, TrainConfig, TripleRetriever
+from grounding.retrieval import (
+    FactGraph,
+    GNNConfig,
+    QuestionSubgraph,
+    TrainConfig,
+    TripleRetriever,
+    answer_recall_at_k,
+    gold_facts,
+)
 from grounding.retrieval.gnn import (
     dirichlet_energy,
     entity_states,
@@ -24,7 +32,6 @@ from grounding.retrieval.gnn import (
     logits,
     make_batch,
 )
-from grounding.retrieval.learned import answer_recall_at_k, gold_facts
 from grounding.retrieval.metrics import recall_at_k
 from grounding.retrieval.subgraph import dde, shortest_path_labels, structural_tags
 

@@ -49,7 +49,7 @@ from grounding.retrieval.plan import *  # noqa: F403
 from grounding.retrieval.planner import *  # noqa: F403
 from grounding.retrieval.proh import *  # noqa: F403
 from grounding.retrieval.rerank import *  # noqa: F403
-from grounding.retrieval.subgraph import FactGraph, QuestionSubgraph
+from grounding.retrieval.subgraph import FactGraph, QuestionSubgraph, gold_facts
 from grounding.retrieval.text import *  # noqa: F403
 from grounding.semiring import UNREACHABLE  # noqa: F401  (the engine's one constant)
 
@@ -67,6 +67,7 @@ __all__ = [
     "GNNConfig",
     "FactGraph",
     "QuestionSubgraph",
+    "gold_facts",
     *_metrics.__all__,
     *_text.__all__,
 ]

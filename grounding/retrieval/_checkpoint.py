@@ -4,6 +4,7 @@ refused), read and checked so that any damaged or foreign file is a ValueError n
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Sequence
@@ -13,7 +14,14 @@ import numpy as np
 
 from grounding.graph import TypedGraph
 
-__all__ = ["CHECKPOINT_VERSION", "check_leaves", "check_meta", "graph_sha256", "read_checkpoint"]
+__all__ = [
+    "CHECKPOINT_VERSION",
+    "check_compatible",
+    "check_leaves",
+    "check_meta",
+    "graph_sha256",
+    "read_checkpoint",
+]
 
 CHECKPOINT_VERSION = 2  # 2: the graph fingerprint holds a sha256 of the graph
 
@@ -122,3 +130,31 @@ def check_leaves(path: str | Path, leaves: list[np.ndarray], ref: list) -> list[
             raise ValueError(f"{path}: parameter p{i} holds non-finite values (NaN or inf)")
         out.append(x.astype(r.dtype, copy=False))
     return out
+
+
+def check_compatible(
+    path: str | Path, meta: dict, mine: dict, config: object, settings: dict
+) -> None:
+    """ValueError unless the checkpoint's graph and encoder fingerprint, architecture
+    (``config``, a dataclass) and retrieval ``settings`` are the retriever's."""
+    theirs = meta["graph"]
+    diff = [
+        f"{k}: checkpoint {short(theirs.get(k), 100)} vs this retriever's {mine.get(k)!r}"
+        for k in sorted(set(mine) | set(theirs))
+        if theirs.get(k) != mine.get(k)
+    ]
+    if diff:
+        raise ValueError(
+            f"{path}: checkpoint is for another graph or encoder; {'; '.join(diff[:6])}"
+        )
+    if meta["config"] != dataclasses.asdict(config):
+        raise ValueError(
+            f"{path}: checkpoint architecture {short(meta['config'])} differs from "
+            f"{dataclasses.asdict(config)}"
+        )
+    bad = [f"{k}={meta[k]} (this retriever: {v})" for k, v in settings.items() if meta[k] != v]
+    if bad:
+        raise ValueError(
+            f"{path}: checkpoint was trained with {', '.join(bad)}; construct the retriever "
+            "with the checkpoint's settings"
+        )

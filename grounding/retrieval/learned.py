@@ -37,11 +37,11 @@ from grounding.io import atomic_write_bytes
 from grounding.query import Query
 from grounding.retrieval._checkpoint import (
     CHECKPOINT_VERSION,
+    check_compatible,
     check_leaves,
     check_meta,
     graph_sha256,
     read_checkpoint,
-    short,
 )
 from grounding.retrieval.base import Retrieval, check_k
 from grounding.retrieval.gnn import Batch, GNNConfig, init_params, logits, make_batch
@@ -49,7 +49,6 @@ from grounding.retrieval.metrics import recall_at_k
 from grounding.retrieval.subgraph import (
     FactGraph,
     QuestionSubgraph,
-    shortest_path_labels,
     stable_seed,
 )
 from grounding.retrieval.text import Encoder, HashingEncoder
@@ -58,8 +57,6 @@ __all__ = [
     "TrainConfig",
     "TrainLog",
     "TripleRetriever",
-    "answer_recall_at_k",
-    "gold_facts",
 ]
 
 
@@ -107,28 +104,6 @@ class TrainLog:
     @property
     def epochs_per_second(self) -> float:
         return len(self.loss) / self.seconds if self.seconds else float("nan")
-
-
-def answer_recall_at_k(head: np.ndarray, tail: np.ndarray, answers, k: int) -> float:
-    """Share of ``answers`` that are the head or tail of one of the first ``k`` ranked facts
-    (SubgraphRAG's answer recall; ``head``/``tail`` in rank order)."""
-    answers = set(int(a) for a in answers)
-    if not answers:
-        raise ValueError("no answers: answer recall is undefined")
-    k = check_k(k)
-    found = set(np.asarray(head[:k]).tolist()) | set(np.asarray(tail[:k]).tolist())
-    return len(answers & found) / len(answers)
-
-
-def gold_facts(facts: FactGraph, topics: Sequence[int], answers: Sequence[int]) -> np.ndarray:
-    """Fact indices on a shortest path between a topic and an answer in the *whole* graph
-    (the labels of :mod:`grounding.retrieval.subgraph` without a candidate cut): one target
-    set per question, the same for every retriever."""
-    n = facts.n_entities
-    topic, answer = np.zeros(n, bool), np.zeros(n, bool)
-    topic[np.asarray(topics, np.int64)] = True
-    answer[np.asarray(answers, np.int64)] = True
-    return np.flatnonzero(shortest_path_labels(facts.head, facts.tail, n, topic, answer))
 
 
 class TripleRetriever:
@@ -451,42 +426,12 @@ class TripleRetriever:
         """
         meta, leaves = read_checkpoint(path)
         check_meta(path, meta, _SETTINGS)
-        self._check_compatible(path, meta)
+        check_compatible(path, meta, self._fingerprint(), self.config, self._settings())
         ref = jax.tree_util.tree_leaves(self.params)
         arrays = check_leaves(path, leaves, ref)
         treedef = jax.tree_util.tree_structure(self.params)
         self.params = jax.tree_util.tree_unflatten(treedef, [jnp.asarray(x) for x in arrays])
         return self
-
-    def _check_compatible(self, path: str | Path, meta: dict) -> None:
-        """ValueError unless the checkpoint's graph, encoder, architecture and retrieval
-        settings are this retriever's."""
-        mine = self._fingerprint()
-        theirs = meta["graph"]
-        diff = [
-            f"{k}: checkpoint {short(theirs.get(k), 100)} vs this retriever's {mine.get(k)!r}"
-            for k in sorted(set(mine) | set(theirs))
-            if theirs.get(k) != mine.get(k)
-        ]
-        if diff:
-            raise ValueError(
-                f"{path}: checkpoint is for another graph or encoder; {'; '.join(diff[:6])}"
-            )
-        if meta["config"] != dataclasses.asdict(self.config):
-            raise ValueError(
-                f"{path}: checkpoint architecture {short(meta['config'])} differs from "
-                f"{dataclasses.asdict(self.config)}"
-            )
-        bad = [
-            f"{k}={meta[k]} (this retriever: {v})"
-            for k, v in self._settings().items()
-            if meta[k] != v
-        ]
-        if bad:
-            raise ValueError(
-                f"{path}: checkpoint was trained with {', '.join(bad)}; construct the retriever "
-                "with the checkpoint's settings"
-            )
 
 
 _SETTINGS = ("n_anchors", "hops", "anchor_hops", "max_facts")

@@ -32,6 +32,7 @@ __all__ = [
     "distance_penalty",
     "evaluate_retrieval",
     "summarize_retrieval",
+    "answer_recall_at_k",
 ]
 
 
@@ -181,3 +182,14 @@ def __getattr__(name: str):
         )
         return evaluate_retrieval
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def answer_recall_at_k(head: np.ndarray, tail: np.ndarray, answers, k: int) -> float:
+    """Share of ``answers`` that are the head or tail of one of the first ``k`` ranked facts
+    (SubgraphRAG's answer recall; ``head``/``tail`` in rank order)."""
+    answers = set(int(a) for a in answers)
+    if not answers:
+        raise ValueError("no answers: answer recall is undefined")
+    k = check_k(k)
+    found = set(np.asarray(head[:k]).tolist()) | set(np.asarray(tail[:k]).tolist())
+    return len(answers & found) / len(answers)

@@ -41,6 +41,7 @@ __all__ = [
     "dde",
     "structural_tags",
     "shortest_path_labels",
+    "gold_facts",
     "N_DDE",
     "N_TAGS",
 ]
@@ -351,3 +352,14 @@ def shortest_path_labels(
 def stable_seed(text: str) -> int:
     """A seed from a string that does not change between runs (crc32)."""
     return zlib.crc32(text.encode())
+
+
+def gold_facts(facts: FactGraph, topics: Sequence[int], answers: Sequence[int]) -> np.ndarray:
+    """Fact indices on a shortest path between a topic and an answer in the *whole* graph
+    (the labels of :mod:`grounding.retrieval.subgraph` without a candidate cut): one target
+    set per question, the same for every retriever."""
+    n = facts.n_entities
+    topic, answer = np.zeros(n, bool), np.zeros(n, bool)
+    topic[np.asarray(topics, np.int64)] = True
+    answer[np.asarray(answers, np.int64)] = True
+    return np.flatnonzero(shortest_path_labels(facts.head, facts.tail, n, topic, answer))
