@@ -21,6 +21,7 @@ import numpy as np
 
 from grounding._checks import check_reliability
 from grounding.semiring import EdgeIndex, Reachability
+from grounding.semiring.reach import csr_slices
 
 __all__ = ["TypedGraph", "Triple"]
 
@@ -52,6 +53,14 @@ def _frozen(x: Any) -> Any:
     a = np.array(x, copy=True)
     a.setflags(write=False)
     return a
+
+
+def _edges_of(csr: tuple[np.ndarray, np.ndarray], nodes) -> tuple[np.ndarray, np.ndarray]:
+    """The edges of ``nodes`` in a memoised ``(order, indptr)`` CSR, and their owners."""
+    order, indptr = csr
+    nodes = np.asarray(nodes, np.int64)
+    owner = np.repeat(np.arange(len(nodes)), indptr[nodes + 1] - indptr[nodes])
+    return order[csr_slices(indptr, nodes)], owner
 
 
 @jax.tree_util.register_dataclass
@@ -229,6 +238,18 @@ class TypedGraph:
             triples, entities=entities, relations=tuple(rels) or (default_relation,), texts=texts
         )
 
+    @classmethod
+    def _trusted(cls, head, relation, tail, reliability, entities, relations, texts=()):
+        """A graph from parts known to be valid (derived from a validated graph: immutable
+        JAX edge arrays, names and texts taken from it), built without the checks of
+        :meth:`__post_init__` (which cost a pass over the names)."""
+        g = object.__new__(cls)
+        parts = dict(head=head, relation=relation, tail=tail, reliability=reliability)
+        parts.update(entities=tuple(entities), relations=tuple(relations), texts=tuple(texts))
+        for name, value in parts.items():
+            object.__setattr__(g, name, value)
+        return g
+
     # ---------------------------------------------------------------- views
     @property
     def n_nodes(self) -> int:
@@ -316,6 +337,24 @@ class TypedGraph:
         start, count = indptr[nodes], indptr[nodes + 1] - indptr[nodes]
         offset = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
         return np.sort(order[np.repeat(start, count) + offset])
+
+    def distances_to_nearest(
+        self, anchor_sets: Sequence[Sequence[int] | np.ndarray], max_hops: int | None = None
+    ) -> np.ndarray:
+        """``[Q, N]`` hop distance from the nearest anchor index of each set, one set per
+        query (:meth:`grounding.semiring.Reachability.distances_to_nearest`)."""
+        return self._reach.distances_to_nearest(anchor_sets, max_hops)
+
+    def in_edges_of(self, nodes: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`in_edges` of each of ``nodes`` (repeats allowed), concatenated in the order of
+        ``nodes``, and for each edge the position in ``nodes`` of the node it enters."""
+        return _edges_of(self._in_csr, nodes)
+
+    def out_edges_of(self, nodes: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The edges leaving each of ``nodes`` (repeats allowed), in edge order per node,
+        concatenated in the order of ``nodes``, and for each edge the position in ``nodes`` of
+        the node it leaves."""
+        return _edges_of(self._out_csr, nodes)
 
     def distances(
         self, anchors: int | Sequence[int] | np.ndarray, max_hops: int | None = None

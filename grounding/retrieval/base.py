@@ -24,6 +24,7 @@ import numpy as np
 from grounding.evidence import EvidenceState
 from grounding.graph import TypedGraph
 from grounding.query import Query
+from grounding.retrieval._batch import compact_evidence_batch, subgraph_evidence_batch
 from grounding.retrieval.text import BM25, EmbeddingCache, Encoder, HashingEncoder
 
 __all__ = [
@@ -34,6 +35,8 @@ __all__ = [
     "AnchoredRetriever",
     "TextIndex",
     "subgraph_evidence",
+    "subgraph_evidence_batch",
+    "compact_evidence_batch",
     "check_k",
     "check_queries",
     "top_k",
@@ -75,6 +78,12 @@ class Retrieval:
     triple_scores: np.ndarray | None = None
     given_evidence: EvidenceState | None = None
     max_hops: int | None = None
+
+    def _cache_evidence(self, state: EvidenceState) -> Retrieval:
+        """This retrieval with :attr:`evidence` set to ``state`` ahead of its first access
+        (what it would build: batched retrievers compute many at once); returns ``self``."""
+        self.__dict__["evidence"] = state
+        return self
 
     @property
     def anchor(self) -> int | None:

@@ -10,8 +10,7 @@ r"""Path-Constrained Retrieval, hard and soft (*Path-Constrained Retrieval*, the
   answer grounded by walks from the anchors; :meth:`SoftPCR.retrieve_batch` computes the same
   for a batch of queries from one energy field of the path engine over all their anchors.
 
-Reachability and hop distances come from the path engine (:meth:`grounding.TypedGraph.reachable`).
-"""
+Reachability and hop distances come from the path engine (:class:`grounding.TypedGraph`)."""
 
 from __future__ import annotations
 
@@ -30,6 +29,7 @@ from grounding.inputs import bucket
 from grounding.posterior import gibbs_log_posterior
 from grounding.problem import GroundingProblem, edge_costs_from_arrays
 from grounding.result import GroundingResult
+from grounding.retrieval._batch import retrieve_bounded
 from grounding.retrieval.ann import ANNIndex
 from grounding.retrieval.base import (
     AnchoredRetriever,
@@ -104,8 +104,7 @@ class PCR(AnchoredRetriever):
         anchors, why = self.resolve(query)
         if not len(anchors):
             return self.fallen(query, k, why)
-        qv = self.index.embed_queries([query.text])
-        [(idx, s)] = self._rank(qv, self.candidates(anchors), k)
+        [(idx, s)] = self._rank(self.index.embed_queries([query.text]), self.candidates(anchors), k)
         return self._result(query, idx, s, anchors, max_hops=self.max_hops)
 
     def _rank(self, qv: np.ndarray, cand: np.ndarray, k: int) -> list[tuple]:
@@ -156,11 +155,12 @@ class PCR(AnchoredRetriever):
         return out
 
     def retrieve_batch(self, queries: Sequence[Query], k: int = 10) -> list[Retrieval]:
-        """Batched PCR: one query-embedding call and one similarity product per group of
-        queries that share a candidate set (all single anchors in one strongly connected
-        component share it when ``max_hops`` is None). Same answers as :meth:`retrieve`."""
-        k = check_k(k)
-        queries = check_queries(queries)
+        """Batched PCR, same answers as :meth:`retrieve`. With ``max_hops``: candidates and
+        evidence (precomputed) by one breadth-first search per chunk of queries; without: one
+        similarity product per group sharing a candidate set (anchors of one component)."""
+        k, queries = check_k(k), check_queries(queries)
+        if self.max_hops is not None:
+            return retrieve_bounded(self, queries, k)
         out: list[Retrieval | None] = [None] * len(queries)
         groups: dict[object, tuple[np.ndarray, list[tuple[int, np.ndarray]]]] = {}
         for i, q in enumerate(queries):
@@ -168,16 +168,16 @@ class PCR(AnchoredRetriever):
             if not len(anchors):
                 out[i] = self.fallen(q, k, why)
                 continue
-            cand = self.candidates(anchors)
-            shared = self.max_hops is None and len(anchors) == 1  # memoised arrays are shared
-            groups.setdefault(id(cand) if shared else ("q", i), (cand, []))[1].append((i, anchors))
+            cand = self.candidates(anchors)  # one anchor: a memoised array, shared
+            key = id(cand) if len(anchors) == 1 else ("q", i)
+            groups.setdefault(key, (cand, []))[1].append((i, anchors))
         todo = [i for _, members in groups.values() for i, _ in members]
         if todo:
             qv = dict(zip(todo, self.index.embed_queries([queries[i].text for i in todo])))
         for cand, members in groups.values():
             ranked = self._rank(np.stack([qv[i] for i, _ in members]), cand, k)
             for (i, anchors), (idx, s) in zip(members, ranked):
-                out[i] = self._result(queries[i], idx, s, anchors, max_hops=self.max_hops)
+                out[i] = self._result(queries[i], idx, s, anchors)
         return out  # type: ignore[return-value]
 
 

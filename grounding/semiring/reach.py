@@ -129,15 +129,81 @@ class Reachability:
         self, anchors: int | Sequence[int] | np.ndarray, max_hops: int | None = None
     ) -> np.ndarray:
         """``[A, N]`` hop distances from each anchor (:data:`UNREACHABLE` beyond ``max_hops``
-        or when not reached): breadth-first search on the memoised CSR (scipy), equal to
-        :func:`grounding.semiring.hop_distances` without rebuilding a layout per call."""
+        or when not reached), equal to :func:`grounding.semiring.hop_distances` without
+        rebuilding a layout per call: with a depth limit, breadth-first frontier expansion on
+        the memoised CSR that stops after ``max_hops`` levels
+        (:meth:`distances_to_nearest`, one anchor per row); without one, scipy's search."""
         a = self._anchors(anchors)
         self._check_depth(max_hops)
         if len(self.head) == 0 or max_hops == 0 or not len(a):  # only the anchors
             out = np.full((len(a), self.n_nodes), UNREACHABLE, np.int64)
             out[np.arange(len(a)), a] = 0
             return out
+        if max_hops is not None:
+            return self.distances_to_nearest(a[:, None], max_hops)
         d = csgraph.shortest_path(self._csr_float, directed=True, unweighted=True, indices=a)
         d = d.reshape(len(a), self.n_nodes)
-        limit = np.inf if max_hops is None else max_hops
-        return np.where(np.isfinite(d) & (d <= limit), d, UNREACHABLE).astype(np.int64)
+        return np.where(np.isfinite(d), d, UNREACHABLE).astype(np.int64)
+
+    def distances_to_nearest(
+        self,
+        anchor_sets: Sequence[int | Sequence[int] | np.ndarray] | np.ndarray,
+        max_hops: int | None = None,
+    ) -> np.ndarray:
+        """``[Q, N]`` hop distance from the nearest anchor of each set (one set per query;
+        empty sets allowed) to every node, :data:`UNREACHABLE` when no anchor of the set
+        reaches it within ``max_hops`` (``None``: any number): row ``q`` equals the
+        column-wise minimum of :meth:`distances` of set ``q`` over its reached entries.
+
+        One multi-source breadth-first search for all the sets at once: each level is the
+        sparse product of the frontier (a ``[Q, N]`` Boolean matrix) with the CSR adjacency,
+        kept where not reached before (no Python loop over queries or nodes), for at most
+        ``max_hops`` levels. Memory ``O(Q N)``: callers with many queries pass them in chunks.
+
+        Example:
+            >>> r = Reachability([0, 1, 2], [1, 2, 3], 4)
+            >>> r.distances_to_nearest([[0], [2, 0], []], max_hops=2).tolist()
+            [[0, 1, 2, -1], [0, 1, 0, 1], [-1, -1, -1, -1]]
+        """
+        self._check_depth(max_hops)
+        sets = [self._anchors(s) for s in anchor_sets]
+        n_q, n = len(sets), self.n_nodes
+        small = max_hops is not None and max_hops < 127
+        dist = np.full((n_q, n), UNREACHABLE, np.int8 if small else np.int32)
+        rows = np.repeat(np.arange(n_q, dtype=np.int64), [len(s) for s in sets])
+        cols = np.concatenate(sets) if sets else np.zeros(0, np.int64)
+        dist[rows, cols] = 0
+        hop = 0
+        while len(rows) and (max_hops is None or hop < max_hops):
+            hop += 1
+            frontier = sp.csr_matrix((np.ones(len(rows), bool), (rows, cols)), shape=(n_q, n))
+            nxt = frontier @ self._csr  # each row: the distinct successors of its frontier
+            rows = np.repeat(np.arange(n_q, dtype=np.int64), np.diff(nxt.indptr))
+            cols = nxt.indices
+            fresh = dist[rows, cols] == UNREACHABLE
+            rows, cols = rows[fresh], cols[fresh]
+            dist[rows, cols] = hop
+        return dist.astype(np.int64)
+
+
+def _distinct(keys: np.ndarray) -> np.ndarray:
+    """The sorted distinct values of an integer array (a sort: faster here than
+    ``np.unique``'s hashing on millions of keys)."""
+    keys = np.sort(keys)
+    return keys[np.concatenate(([True], keys[1:] != keys[:-1]))] if len(keys) else keys
+
+
+def csr_slices(indptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Positions ``indptr[r] .. indptr[r + 1] - 1`` of each of ``rows`` in a CSR array,
+    concatenated in the order of ``rows`` (no Python loop).
+
+    Example:
+        >>> csr_slices(np.array([0, 2, 2, 5]), np.array([2, 0])).tolist()
+        [2, 3, 4, 0, 1]
+    """
+    start, stop = indptr[rows], indptr[np.asarray(rows) + 1]
+    count = stop - start
+    offset = np.arange(int(count.sum()), dtype=np.int64) - np.repeat(
+        np.cumsum(count) - count, count
+    )
+    return np.repeat(start, count) + offset
