@@ -18,6 +18,7 @@ __all__ = [
     "logsumexp",
     "logaddexp",
     "scaled_energy",
+    "neg_scaled",
     "safe_norm",
     "xlogy",
     "normalize_log",
@@ -71,6 +72,18 @@ def scaled_energy(lam: ArrayLike, energy: ArrayLike) -> jax.Array:
     finite = jnp.isfinite(energy)
     safe = jnp.where(finite, energy, 0.0)
     return jnp.where(finite, lam * safe, jnp.inf)
+
+
+def neg_scaled(cost: ArrayLike, scale: ArrayLike) -> jax.Array:
+    r"""The log-weight :math:`-c/s` of a cost :math:`c \ge 0` at temperature :math:`s > 0`, with
+    :math:`-(+\infty)/s = -\infty` (a missing edge or node has no weight).
+
+    Gradients with respect to both arguments are finite: zero at ``+inf`` entries (a plain
+    ``-c / s`` gives ``inf * 0 = nan`` for the gradient in ``s`` there).
+    """
+    cost = jnp.asarray(cost)
+    finite = jnp.isfinite(cost)
+    return jnp.where(finite, -jnp.where(finite, cost, 0.0) / scale, -jnp.inf)
 
 
 def safe_norm(x: ArrayLike, axis: int = -1, ord: int | float = 2) -> jax.Array:

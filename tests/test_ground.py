@@ -23,7 +23,7 @@ from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 
 import grounding as g
-from grounding import inputs, solver
+from grounding.solver import program, prepare
 from grounding.testing.strategies import grounding_problems, seeds
 
 oracle = settings(max_examples=max(10, settings.default.max_examples * 2 // 5))
@@ -417,13 +417,13 @@ def test_result_is_a_pytree_and_programs_are_reused():
     assert leaves and all(isinstance(x, (np.ndarray, np.generic, jax.Array)) for x in leaves)
     doubled = jax.tree_util.tree_map(lambda x: x, res)
     assert doubled.names == res.names and doubled.answer == res.answer
-    before = solver._compiled.cache_info()
+    before = program.compiled.cache_info()
     q = dataclasses.replace(p, log_prior=jnp.log(jnp.array([0.2, 0.8])))
     g.ground(q, graph.add_triples([("c", "r", "a")]), lam=2.0, kappa=0.5)  # same bucket
     # a graph with more nodes in the same node bucket (isolated padding nodes): same program
     bigger = g.TypedGraph.from_triples([("a", "r", "b"), ("b", "r", "c"), ("c", "r", "d")])
     bigger = g.ground(q, bigger, lam=2.0, kappa=0.5)
-    after = solver._compiled.cache_info()
+    after = program.compiled.cache_info()
     assert after.misses == before.misses and after.hits == before.hits + 2
     assert np.isfinite(bigger.raw_energy).all()
     assert after.maxsize is not None  # the cache of compiled programs is bounded
@@ -554,7 +554,7 @@ def test_result_reports_without_paths_or_eps_hard_abstention_and_a_vacuous_certi
 def test_certificate_at_zero_strength_and_a_positive_contradiction_penalty():
     """At lam = 0 the posterior is the prior whatever the evidence: the best candidate is kept
     under any perturbation (radius inf) and every bound is 0. kappa_c must be > 0 (Axiom 4)."""
-    solver._compiled.cache_clear()  # trace the core in this test (mutation runs map it so)
+    program.compiled.cache_clear()  # trace the core in this test (mutation runs map it so)
     p, graph = _report_problem(min_hops=0)
     cert = g.ground(p, graph, lam=0.0, kappa=2.0).certificate
     assert float(cert.radius) == np.inf and float(cert.margin) == 0.0 and bool(cert.valid)
@@ -599,12 +599,12 @@ def test_padding_buckets_edge_padding_and_the_bounded_edge_cache():
             want = 1
             while want < n or want < floor:
                 want *= 2
-            assert inputs.bucket(n, floor=floor) == want, (n, floor)
-    assert inputs.bucket(5) == 8  # default floor 8
+            assert prepare.bucket(n, floor=floor) == want, (n, floor)
+    assert prepare.bucket(5) == 8  # default floor 8
     arrays = dict(head=np.array([1, 2]), reliability=np.array([0.5, 0.25]),
                   edge_mask=np.array([True, True]))  # fmt: skip
-    assert inputs.pad_edges(arrays, 2) is arrays
-    padded = inputs.pad_edges(arrays, 4)
+    assert prepare.pad_edges(arrays, 2) is arrays
+    padded = prepare.pad_edges(arrays, 4)
     np.testing.assert_array_equal(padded["head"], [1, 2, 0, 0])
     np.testing.assert_array_equal(padded["reliability"], [0.5, 0.25, 1.0, 1.0])
     np.testing.assert_array_equal(padded["edge_mask"], [True, True, False, False])
@@ -612,21 +612,21 @@ def test_padding_buckets_edge_padding_and_the_bounded_edge_cache():
         g.TypedGraph.from_triples([("a", "r", "b")] * k, np.linspace(0.5, 1.0, k))
         for k in range(1, 11)
     ]
-    inputs._EDGE_CACHE.clear()  # entries of earlier tests' graphs may share an id with these
+    prepare._EDGE_CACHE.clear()  # entries of earlier tests' graphs may share an id with these
     for graph in graphs:
-        ev, layout = inputs._edge_arrays(graph)
+        ev, layout = prepare._edge_arrays(graph)
         E = graph.n_edges
-        assert layout is None and len(ev["head"]) == inputs.bucket(E)
+        assert layout is None and len(ev["head"]) == prepare.bucket(E)
         np.testing.assert_array_equal(ev["reliability"][:E], np.asarray(graph.reliability))
         np.testing.assert_array_equal(ev["reliability"][E:], 1.0)
         np.testing.assert_array_equal(ev["edge_mask"], np.arange(len(ev["head"])) < E)
-        assert inputs._edge_arrays(graph)[0] is ev  # memoised
-    assert len(inputs._EDGE_CACHE) == 8 and id(graphs[0]) not in inputs._EDGE_CACHE
-    assert id(graphs[-1]) in inputs._EDGE_CACHE
+        assert prepare._edge_arrays(graph)[0] is ev  # memoised
+    assert len(prepare._EDGE_CACHE) == 8 and id(graphs[0]) not in prepare._EDGE_CACHE
+    assert id(graphs[-1]) in prepare._EDGE_CACHE
     for bad in (-1, True, 1.0):
         with pytest.raises(ValueError, match="^n_paths must be a non-negative int"):
-            inputs.check_n_paths(bad)
-    assert inputs.check_n_paths(np.int64(2)) == 2 and inputs.check_n_paths(0) == 0
+            g.GroundingConfig(lam=1.0, kappa=1.0, n_paths=bad)
+    assert g.GroundingConfig(lam=1.0, kappa=1.0, n_paths=np.int64(2)).n_paths == 2
 
 
 def test_edge_cost_uses_the_realisations_metric():

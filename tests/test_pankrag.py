@@ -535,7 +535,7 @@ def test_reranker_keeps_the_neighbours_of_the_likelier_dependency():
 def test_pankrag_arguments():
     g, model, _ = _chain_world()
     planner, index = FlatPlanner(), TextIndex(g)
-    with pytest.raises(TypeError, match="lam and kappa"):
+    with pytest.raises(TypeError, match="missing setting .(lam|kappa)."):
         PankRAG(planner, model, index)
     for bad, message in (
         (dict(mode="everywhere"), "mode"),

@@ -274,7 +274,7 @@ def test_proh_answers_a_two_hop_question_and_dfs_equals_bfs():
 def test_proh_arguments():
     index = HypergraphIndex(_toy())
     planner = HypergraphTemplatePlanner(index.hypergraph)
-    with pytest.raises(TypeError, match="lam and kappa"):
+    with pytest.raises(TypeError, match="missing setting .(lam|kappa)."):
         PRoH(planner, index)
     for bad, message in ((dict(search="astar"), "search"), (dict(width=0), "width"),
                          (dict(temperature=0.0), "temperature")):  # fmt: skip

@@ -244,7 +244,7 @@ def test_loop_reports_model_abstention(umls_loop):
     [o] = qa.answer_batch([q])
     assert o.result is None and o.answer is None and "not_an_entity" in o.reason
     assert score_probabilities((), np.zeros(0), q.answers, abstained=True)["hit"] == 0.0
-    with pytest.raises(TypeError, match="lam and kappa"):
+    with pytest.raises(TypeError, match="missing setting .kappa."):
         GroundedQA(answerer, pcr[1], lam=1.0)
     with pytest.raises(ValueError, match="k_nodes"):
         GroundedQA(answerer, pcr[1], k_nodes=0, lam=1.0, kappa=1.0)

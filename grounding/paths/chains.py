@@ -14,7 +14,7 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from grounding._checks import check_tau
-from grounding._numerics import logsumexp, scaled_energy
+from grounding._numerics import logsumexp, neg_scaled, scaled_energy
 from grounding.energy import aggregate_paths
 from grounding.geometry import Metric
 from grounding.graph import TypedGraph
@@ -122,9 +122,9 @@ def chain_log_mass(layout, node_cost, step_cost, scale, tropical: bool) -> jax.A
     """``log sum`` over ``T``-hop walks of ``exp(-e_gamma / scale)`` (``max`` when tropical)."""
     a_t = exact_hops(
         layout,
-        (-node_cost[0] / scale)[:, None],
-        -step_cost / scale,
-        -node_cost[1:] / scale,
+        neg_scaled(node_cost[0], scale)[:, None],
+        neg_scaled(step_cost, scale),
+        neg_scaled(node_cost[1:], scale),
         tropical,
     )
     return jnp.max(a_t) if tropical else logsumexp(a_t[:, 0], axis=0)

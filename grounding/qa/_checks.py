@@ -3,7 +3,6 @@ error naming the argument) and how one question's failure is reported."""
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -11,11 +10,10 @@ from typing import Any
 import numpy as np
 
 from grounding.graph import Triple
-from grounding.inputs import check_n_paths, options, with_defaults
 from grounding.llm import EndpointError
 from grounding.problem import Realisation
 from grounding.qa.candidates import CandidateModelError, Candidates
-from grounding.solver import ground
+from grounding.solver.config import make_config
 
 __all__ = ["QUESTION_ERRORS", "failure"]
 
@@ -30,34 +28,13 @@ def failure(stage: str, err: BaseException) -> str:
     return f"{stage} failed ({type(err).__name__}): {msg}"
 
 
-_GROUND_OWN = {"realisation", "min_reliability", "n_paths", "path_candidates"}
-
-
 def check_ground_kwargs(owner: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """``kwargs`` for :func:`grounding.ground`, checked up front: names ``ground`` takes (a
-    ``TypeError`` names the others), ``lam`` and ``kappa`` present, values ``ground`` accepts
-    (a ``ValueError`` or ``TypeError`` names the argument)."""
-    params = inspect.signature(ground).parameters
-    names = {k for k, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
-    unknown = sorted(set(kwargs) - names)
-    if unknown:
-        raise TypeError(
-            f"{owner}: unknown ground arguments {unknown}; ground takes {sorted(names)}"
-        )
-    if "lam" not in kwargs or "kappa" not in kwargs:
-        raise TypeError(f"{owner} needs ground's lam and kappa")
-    defaults = {
-        k: p.default
-        for k, p in params.items()
-        if k in names and k not in _GROUND_OWN and p.default is not p.empty
-    }
-    options(**with_defaults({k: v for k, v in kwargs.items() if k not in _GROUND_OWN}, defaults))
-    if "n_paths" in kwargs:
-        check_n_paths(kwargs["n_paths"])
-    if kwargs.get("path_candidates") is not None:
-        check_int("path_candidates", kwargs["path_candidates"], low=0)
-    if "min_reliability" in kwargs:
-        check_real("min_reliability", kwargs["min_reliability"], low=0.0, high=1.0)
+    """``kwargs`` for :func:`grounding.ground`, checked up front: a
+    :class:`~grounding.GroundingConfig` (``config``) and/or its settings (a ``TypeError``
+    names unknown ones or a missing ``lam``/``kappa``; a ``ValueError`` or ``TypeError`` names
+    a bad value) and an optional ``realisation``."""
+    settings = {k: v for k, v in kwargs.items() if k not in ("config", "realisation")}
+    make_config(kwargs.get("config"), settings, owner)
     realisation = kwargs.get("realisation")
     if realisation is not None and not isinstance(realisation, Realisation):
         raise TypeError(f"realisation must be a Realisation or None, got {realisation!r:.100}")

@@ -32,7 +32,7 @@ from tqdm import tqdm
 
 from grounding.evidence import EvidenceState
 from grounding.graph import TypedGraph
-from grounding.inputs import bucket
+from grounding.solver.prepare import bucket
 from grounding.io import atomic_write_bytes
 from grounding.query import Query
 from grounding.retrieval._checkpoint import (

@@ -25,7 +25,7 @@ from scipy.special import log_softmax
 
 from grounding import _numerics
 from grounding.evidence import EvidenceState
-from grounding.inputs import bucket
+from grounding.solver.prepare import bucket
 from grounding.posterior import gibbs_log_posterior
 from grounding.problem import GroundingProblem, edge_costs_from_arrays
 from grounding.result import GroundingResult

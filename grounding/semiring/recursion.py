@@ -24,7 +24,7 @@ from grounding._checks import (
     check_tau,
     is_concrete,
 )
-from grounding._numerics import logaddexp, scaled_energy
+from grounding._numerics import logaddexp, neg_scaled, scaled_energy
 from grounding.semiring.kernels import SegmentEdges
 
 # Kernels are jitted by assignment (``f = jax.jit(f, ...)``) rather than by decorator, so that
@@ -44,7 +44,7 @@ def edge_log_weights(cost: jax.Array, log_prior: jax.Array | None, tau, tropical
     if tropical:
         lw = -cost
         return lw if log_prior is None else jnp.where(log_prior == -jnp.inf, -jnp.inf, lw)
-    lw = -cost / tau
+    lw = neg_scaled(cost, tau)  # finite gradients in tau where a cost is +inf
     return lw if log_prior is None else lw + log_prior
 
 

@@ -1,5 +1,6 @@
-r"""The best supporting walks of each candidate and their posterior weights (Prop. 2), for
-the report of :func:`grounding.ground` (host-side NumPy, after the jitted core).
+r"""Stage 3 of the solver: the :class:`~grounding.GroundingResult` of each question from the
+program's outputs, with the best supporting walks of the reported candidates and their
+posterior weights (Prop. 2; host-side NumPy, after the compiled program).
 
 A walk :math:`\gamma` of the candidate's family has energy :math:`e_\gamma` (node costs of the
 mentions plus step costs, Eq. (10)) and weight :math:`\nu^*(\gamma) = e^{-e_\gamma/\tau} /
@@ -14,9 +15,10 @@ import numpy as np
 from grounding.evidence import EvidenceState
 from grounding.paths.kbest import Walks, count_optimal_walks, kbest_walks
 from grounding.problem import GroundingProblem
-from grounding.result import SupportingPaths
+from grounding.result import GroundingResult, SupportingPaths
+from grounding.solver.program import chain_costs
 
-__all__ = ["supporting_paths"]
+__all__ = ["finish", "supporting_paths"]
 
 
 def _chain_walks(i, out, head, tail, N, E, k, tau):
@@ -112,3 +114,91 @@ def supporting_paths(
         energy[i, : len(e)], weight[i, : len(p)] = e, p
         triples[i] = tuple(tuple(name(x) for x in w) for w in walks)
     return SupportingPaths(edges, nodes, length, energy, weight), tuple(triples)
+
+
+def _reported(out: dict, C: int, path_candidates: int | None) -> np.ndarray:
+    """The candidates whose walks the report holds: those with a walk (finite raw energy),
+    highest posterior first (ties: lower index first), at most ``path_candidates``."""
+    has_walk = np.flatnonzero(np.isfinite(out["raw_energy"][:C]))
+    order = has_walk[np.argsort(-out["log_posterior"][has_walk], kind="stable")]
+    return order if path_candidates is None else order[:path_candidates]
+
+
+def _report_chain_costs(which, problem, state, q, out, realisation, metric) -> dict:
+    """``{i: (node [T + 1, N], step [T, E])}``: the Eqs. (9)-(10) costs of the reported
+    claim chains, recomputed for them alone (the core never holds every chain's costs)."""
+    g = state.graph
+    ev = dict(relation=np.asarray(g.relation, np.int32))
+    cost = out["edge_cost"][: g.n_edges]
+    costs = {}
+    for i in which.tolist():
+        t = problem.candidates[i].n_hops
+        node, step = chain_costs(
+            q["mentions"][i, : t + 1], q["claimed"][i, :t][None], cost, ev, q, realisation,
+            metric, g.n_nodes,
+        )  # fmt: skip
+        costs[i] = (np.asarray(node), np.asarray(step[0]))
+    return costs
+
+
+def finish(out, problem, prepared, realisation, config) -> GroundingResult:
+    """The result of one question from the program's outputs (NumPy, on the host), with the
+    path report the config asks for."""
+    state, q, _, statics = prepared
+    C = problem.n_candidates
+    if not np.any(out["log_posterior"][:C] > -np.inf):
+        raise ValueError(
+            "ground: Z_R(lambda) = 0: no candidate has positive prior mass and finite energy "
+            "(a finite kappa keeps unsupported candidates)"
+        )
+    paths, triples = None, ()
+    n_paths, tau = config.n_paths, float(np.asarray(config.tau))
+    if n_paths:
+        which = _reported(out, C, config.path_candidates)
+        if problem.kind == "chain":
+            out["chain_costs"] = _report_chain_costs(
+                which, problem, state, q, out, realisation, statics.metric
+            )
+        paths, triples = supporting_paths(problem, state, out, n_paths, tau, which)
+    hard = out.get("hard")
+    return GroundingResult(
+        log_prior=out["log_prior"][:C],
+        raw_energy=out["raw_energy"][:C],
+        status=out["status"][:C],
+        energy=out["energy"][:C],
+        log_posterior=out["log_posterior"][:C],
+        hard_log_posterior=None if hard is None else hard[:C],
+        hard_abstained=out.get("hard_abstained"),
+        best=out["best"],
+        action=out["action"],
+        certificate=out["certificate"],
+        paths=paths,
+        question=problem.question,
+        names=problem.names,
+        kind=problem.kind,
+        triples=triples,
+    )
+
+
+def traced_result(out: dict, problem: GroundingProblem) -> GroundingResult:
+    """The result of one question whose settings are traced (``jax.grad``, ``jit``): the
+    program's outputs as they are, without the host-side checks and path report."""
+    C = problem.n_candidates
+    hard = out.get("hard")
+    return GroundingResult(
+        log_prior=out["log_prior"][:C],
+        raw_energy=out["raw_energy"][:C],
+        status=out["status"][:C],
+        energy=out["energy"][:C],
+        log_posterior=out["log_posterior"][:C],
+        hard_log_posterior=None if hard is None else hard[:C],
+        hard_abstained=out.get("hard_abstained"),
+        best=out["best"],
+        action=out["action"],
+        certificate=out["certificate"],
+        paths=None,
+        question=problem.question,
+        names=problem.names,
+        kind=problem.kind,
+        triples=(),
+    )

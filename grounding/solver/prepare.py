@@ -1,5 +1,5 @@
-r"""Host-side inputs of :func:`grounding.ground`: validated options, and the padded arrays
-of a (problem, evidence state) pair that the jitted core consumes.
+r"""Stage 1 of the solver: a (problem, evidence state) pair laid out as the padded arrays the
+compiled program consumes, with the static structure that selects the program.
 
 Candidates are padded to a power of two (zero prior, no admissible walk) and edges of small
 graphs too (``+inf`` cost: they do not exist), so questions of similar size share one
@@ -9,79 +9,71 @@ compiled program; large graphs keep their exact edges and their ELL layout.
 from __future__ import annotations
 
 import weakref
+from typing import NamedTuple
 
-import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.typing import ArrayLike
 
-from grounding._checks import check_nonnegative_scalar, is_concrete
-from grounding.evidence import EvidenceState, check_min_reliability
+from grounding.evidence import EvidenceState
 from grounding.graph import TypedGraph
-from grounding.problem import GroundingProblem, check_realisation
+from grounding.problem import GroundingProblem, Realisation, check_realisation
 from grounding.semiring.layout import ELL_MIN_EDGES
+from grounding.solver.config import GroundingConfig
 
 __all__ = [
-    "options",
-    "with_defaults",
-    "prepare",
-    "pad_edges",
-    "check_n_paths",
-    "check_path_candidates",
+    "AnswerFamily",
+    "ChainGroups",
+    "Prepared",
+    "Statics",
     "bucket",
+    "pad_edges",
+    "prepare",
 ]
+
+
+class ChainGroups(NamedTuple):
+    """Claim chains, grouped by hop count: ``((T, candidate indices), ...)`` (padding slots
+    join the first candidate's group)."""
+
+    groups: tuple[tuple[int, tuple[int, ...]], ...]
+
+
+class AnswerFamily(NamedTuple):
+    """Answer candidates grounded by every walk of ``min_hops..max_hops`` edges from the
+    anchors (``max_hops=None``: any length)."""
+
+    max_hops: int | None
+    min_hops: int
+
+
+Structure = ChainGroups | AnswerFamily
+
+
+class Statics(NamedTuple):
+    """What selects one compiled program (hashable): the candidates' structure, the config's
+    flags (``tropical, eps set, theta set, omega set``), the metric of the realisation, the
+    (padded) node count, and whether the evidence brings its own ELL layout."""
+
+    structure: Structure
+    flags: tuple[bool, bool, bool, bool]
+    metric: str
+    n_nodes: int
+    has_layout: bool
+
+
+class Prepared(NamedTuple):
+    """One question laid out: the checked evidence state, the question's arrays (candidates,
+    prior, settings), the evidence arrays and the statics."""
+
+    state: EvidenceState
+    q: dict
+    ev: dict
+    statics: Statics
 
 
 def bucket(n: int, floor: int = 8) -> int:
     """The padded size of ``n``: the next power of two, at least ``floor``."""
     return max(floor, 1 << max(n - 1, 0).bit_length())
-
-
-def _scalar(x: ArrayLike, name: str, **kw) -> jax.Array:
-    a = check_nonnegative_scalar(x, name, **kw)
-    if a.ndim:
-        raise ValueError(f"{name} must be a scalar for one question, got shape {a.shape}")
-    return a
-
-
-def _probability(x: ArrayLike, name: str, why: str) -> jax.Array:
-    """A scalar in ``[0, 1]`` (checked when concrete; a traced value passes through)."""
-    a = _scalar(x, name)
-    if is_concrete(a) and not float(np.asarray(a)) <= 1.0:
-        raise ValueError(f"{name} must lie in [0, 1] ({why}), got {float(np.asarray(a))}")
-    return a
-
-
-# ----------------------------------------------------------------------------- preparation
-def options(
-    lam, kappa, tau, eps, alpha, xi, hop_cost, mismatch_cost, eps_s, contradiction_penalty,
-    margin_threshold, theta, omega,
-) -> tuple[dict, tuple]:  # fmt: skip
-    """Validated scalars (arrays for the core) and the static flags they imply."""
-    kappa_ = _scalar(kappa, "kappa", allow_inf=True, strict=True)
-    tau_ = _scalar(tau, "tau")
-    opts = dict(
-        lam=_scalar(lam, "lam"),
-        kappa=kappa_,
-        tau=tau_,
-        alpha=_scalar(alpha, "alpha"),
-        xi=_scalar(xi, "xi"),
-        hop_cost=_scalar(hop_cost, "hop_cost"),
-        mismatch=_scalar(mismatch_cost, "mismatch_cost", allow_inf=True),
-        eps_s=kappa_ if eps_s is None else _scalar(eps_s, "eps_s", allow_inf=True),
-        kc=kappa_
-        if contradiction_penalty is None
-        else _scalar(contradiction_penalty, "contradiction_penalty", allow_inf=True, strict=True),
-        margin=_scalar(margin_threshold, "margin_threshold", allow_inf=True),
-    )
-    if eps is not None:
-        opts["eps"] = _scalar(eps, "eps", allow_inf=True)
-    if theta is not None:
-        opts["theta"] = _probability(theta, "theta", "a posterior-mass threshold, Eq. (22)")
-    if omega is not None:
-        opts["omega"] = _scalar(omega, "omega", allow_inf=True)
-    flags = (float(tau_) == 0.0, eps is not None, theta is not None, omega is not None)
-    return opts, flags
 
 
 def _evidence(evidence) -> EvidenceState:
@@ -116,7 +108,7 @@ def _candidate_arrays(problem: GroundingProblem, state: EvidenceState, c_pad: in
         )
         anchors = np.asarray(list(dict.fromkeys(g.entity_index(a) for a in problem.anchors)))
         arrays = dict(answers=answers, anchors=anchors.astype(np.int32))
-        structure = ("answer", problem.max_hops, problem.min_hops)
+        structure: Structure = AnswerFamily(problem.max_hops, problem.min_hops)
     else:
         t_max = max(c.n_hops for c in problem.candidates)
         mentions = np.full((c_pad, t_max + 1), -1, np.int32)
@@ -134,7 +126,7 @@ def _candidate_arrays(problem: GroundingProblem, state: EvidenceState, c_pad: in
             counter[i] = any(state.counter_support(h, min_rel) for h in c.named_hops())
         groups[problem.candidates[0].n_hops] += list(range(C, c_pad))
         arrays = dict(mentions=mentions, claimed=claimed)
-        structure = ("chain", tuple((t, tuple(ix)) for t, ix in sorted(groups.items())))
+        structure = ChainGroups(tuple((t, tuple(ix)) for t, ix in sorted(groups.items())))
     return dict(arrays, counter=counter, schema=schema), structure
 
 
@@ -188,25 +180,31 @@ def pad_edges(arrays: dict, n_edges: int) -> dict:
     return {k: np.pad(v, (0, pad), constant_values=fill.get(k, 0)) for k, v in arrays.items()}
 
 
-def prepare(problem, evidence, realisation, opts, flags, min_reliability, c_pad=None):
-    """Validate a (problem, evidence) pair and lay it out for the core: ``(state, question
-    arrays, evidence arrays, statics)``; candidates padded to ``c_pad`` (default: a bucket)."""
+def prepare(
+    problem: GroundingProblem,
+    evidence: EvidenceState,
+    realisation: Realisation | None,
+    config: GroundingConfig,
+    c_pad: int | None = None,
+) -> Prepared:
+    """Validate a (problem, evidence) pair and lay it out for the compiled program, with
+    candidates padded to ``c_pad`` (default: a bucket)."""
     if not isinstance(problem, GroundingProblem):
         raise TypeError(f"problem must be a GroundingProblem, got {type(problem).__name__}")
     state = _evidence(evidence)
-    min_reliability = check_min_reliability(min_reliability)
     check_realisation(realisation, state.graph.n_nodes)
+    flags = config.flags()
     if problem.kind == "answer" and problem.max_hops is None and not flags[0]:
         raise ValueError("answer candidates with max_hops=None (any length) need tau == 0")
     C = problem.n_candidates
     c_pad = bucket(C) if c_pad is None else c_pad
-    q, structure = _candidate_arrays(problem, state, c_pad, min_reliability)
+    q, structure = _candidate_arrays(problem, state, c_pad, config.min_reliability)
     lp = np.full(c_pad, -np.inf)
     lp[:C] = np.asarray(problem.log_prior)
     claim = np.zeros(c_pad)
     if problem.claim_energy is not None:
         claim[:C] = np.asarray(problem.claim_energy)
-    q.update(opts, log_prior=lp, claim=claim)
+    q.update(config.arrays(), log_prior=lp, claim=claim)
     ev, layout = _edge_arrays(state.graph)
     if layout is not None:
         ev = dict(ev, layout=layout)
@@ -214,39 +212,5 @@ def prepare(problem, evidence, realisation, opts, flags, min_reliability, c_pad=
     # small graphs are padded with isolated nodes (no walk reaches them; every node cost there
     # is +inf) so that questions with evidence graphs of similar size share one program
     n = state.graph.n_nodes
-    statics = (structure, flags, metric, n if layout is not None else bucket(n), layout is not None)
-    return state, q, ev, statics
-
-
-def check_n_paths(n_paths: int) -> int:
-    """How many supporting walks to report per candidate: an int ``>= 0``."""
-    if isinstance(n_paths, bool) or not isinstance(n_paths, (int, np.integer)) or n_paths < 0:
-        raise ValueError(f"n_paths must be a non-negative int, got {n_paths!r}")
-    return int(n_paths)
-
-
-def check_path_candidates(path_candidates: int | None) -> int | None:
-    """How many candidates get walks in the report: an int ``>= 0``, or ``None`` (all)."""
-    if path_candidates is None:
-        return None
-    if (
-        isinstance(path_candidates, bool)
-        or not isinstance(path_candidates, (int, np.integer))
-        or path_candidates < 0
-    ):
-        raise ValueError(
-            f"path_candidates must be a non-negative int or None, got {path_candidates!r}"
-        )
-    return int(path_candidates)
-
-
-def with_defaults(params: dict, defaults: dict) -> dict:
-    """``params`` completed by ``defaults`` (the keyword defaults of :func:`grounding.ground`);
-    ``lam`` and ``kappa`` are required, unknown names are an error."""
-    unknown = set(params) - set(defaults) - {"lam", "kappa"}
-    if unknown:
-        raise TypeError(f"ground_batch: unknown arguments {sorted(unknown)}")
-    for required in ("lam", "kappa"):
-        if required not in params:
-            raise TypeError(f"ground_batch: missing keyword argument {required!r}")
-    return {**defaults, **params}
+    n_nodes = n if layout is not None else bucket(n)
+    return Prepared(state, q, ev, Statics(structure, flags, metric, n_nodes, layout is not None))

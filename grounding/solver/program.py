@@ -1,0 +1,167 @@
+r"""Stage 2 of the solver: the compiled program, one jitted function of the prepared arrays per
+:class:`~grounding.solver.prepare.Statics`.
+
+For each candidate :math:`\rho`: the raw energy :math:`E^{\mathrm{path}}_R(\rho)` (Eq. (11)
+at ``tau = 0``, Eq. (13) otherwise), the status (Sec. 3.3) and the slack,
+contradiction-dominant energy (Eq. (19), Axiom 4), the soft posterior (Eq. (7)), the hard
+posterior on the total energy without slack (Eqs. (5)-(6)), the action (Axiom 8, Eq. (22))
+and the Thm. 3 certificate.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from grounding._numerics import logaddexp, logsumexp, neg_scaled, scaled_energy
+from grounding.decision import classify_status, decide_action, status_energy
+from grounding.geometry import get_metric
+from grounding.paths.chains import chain_energy_and_log_mass
+from grounding.paths.costs import step_costs
+from grounding.posterior import gibbs_log_posterior, hard_log_posterior
+from grounding.problem import edge_costs_from_arrays
+from grounding.result import Certificate
+from grounding.semiring.layout import as_graph
+from grounding.semiring.recursion import run
+from grounding.solver.prepare import ChainGroups, Statics
+
+__all__ = ["compiled", "chain_costs", "CHAIN_CHUNK_ELEMENTS"]
+
+
+def _mention_costs(mentions, realisation, metric, n_nodes):
+    """``[..., N]`` Eq. (9) node costs of mention ids (``-1``: any node, cost 0); without a
+    realisation a mention costs 0 at its entity and ``+inf`` elsewhere."""
+    wild = (mentions < 0)[..., None]
+    if realisation is None:
+        d = jnp.where(mentions[..., None] == jnp.arange(n_nodes), 0.0, jnp.inf)
+    else:
+        emb = realisation.embeddings
+        d = get_metric(metric)(emb[mentions][..., None, :], emb)  # Eq. (9)
+        pad = [(0, 0)] * (d.ndim - 1) + [(0, n_nodes - emb.shape[0])]
+        d = jnp.pad(d, pad, constant_values=jnp.inf)  # padding nodes (see ``prepare``)
+    return jnp.where(wild, 0.0, d)
+
+
+#: Candidates per chunk of the claim-chain energies: about this many ``[T, E]`` step costs and
+#: ``[T + 1, N]`` node costs are live at once (``2^22`` floats: 32 MiB in float64), so memory
+#: stays bounded however many chains a question has.
+CHAIN_CHUNK_ELEMENTS = 1 << 22
+
+
+def chain_costs(mentions, claimed, cost, ev, q, realisation, metric, n_nodes):
+    """Node costs ``[..., T + 1, N]`` (Eq. (9)) and step costs ``[..., T, E]`` (Eq. (10)) of
+    claim chains given by their mention and claimed-relation ids ``[..., T + 1]``, ``[..., T]``."""
+    node = _mention_costs(mentions, realisation, metric, n_nodes)  # Eq. (9)
+    lead = claimed.shape[:-1]
+    step = jax.vmap(step_costs, (None, None, 0, None))(
+        cost, ev["relation"], claimed.reshape(-1, claimed.shape[-1]), q["mismatch"]
+    )  # Eq. (10) per hop
+    return node, step.reshape(*lead, *step.shape[1:])
+
+
+def _chain_energies(layout, cost, ev, q, structure, tropical, realisation, metric, n_nodes):
+    """Raw energies and log masses ``[C]`` of claim chains, grouped by their hop count; each
+    group in chunks of candidates (``jax.lax.map``) so that only a chunk's costs are live."""
+    C = q["log_prior"].shape[0]
+    raw, log_mass = jnp.full(C, jnp.inf), jnp.full(C, -jnp.inf)
+
+    def one(rows):
+        node, step = chain_costs(*rows, cost, ev, q, realisation, metric, n_nodes)
+        return chain_energy_and_log_mass(
+            layout, node, step, q["tau"], tropical, ev["edge_mask"]
+        )  # Eq. (11) / (13)
+
+    for t, idx in structure.groups:
+        idx = np.asarray(idx)
+        rows = (q["mentions"][idx, : t + 1], q["claimed"][idx, :t])
+        chunk = max(1, CHAIN_CHUNK_ELEMENTS // (t * cost.shape[0] + (t + 1) * n_nodes))
+        if chunk >= len(idx):
+            e, lm = jax.vmap(one)(rows)
+        else:
+            e, lm = jax.lax.map(one, rows, batch_size=chunk)
+        raw, log_mass = raw.at[idx].set(e), log_mass.at[idx].set(lm)
+    return raw, log_mass
+
+
+def _answer_energies(layout, cost, ev, q, structure, tropical, n_nodes):
+    max_hops, min_hops = structure
+    anchors, tau = q["anchors"], q["tau"]
+    is_anchor = jnp.zeros(n_nodes, bool).at[anchors].set(True)
+    if tropical:  # Eq. (11): min over anchors and walks
+        e = run(layout, cost, None, anchors, tau, max_hops, True, False).min(axis=0)
+        e = jnp.where(is_anchor & (min_hops == 0), 0.0, e)  # the empty walk
+        return e[q["answers"]], -e[q["answers"]]  # log mass of the best walk (unused at tau 0)
+    # Eq. (13) with the uniform prior over the family: walks from any anchor of min..max hops
+    field = run(layout, cost, None, anchors, tau, max_hops, False, False)
+    lm = logsumexp(neg_scaled(field, tau), axis=0)
+    zero = jnp.where(ev["edge_mask"], 0.0, jnp.inf)
+    count = run(layout, zero, None, anchors, 1.0, max_hops, False, False)  # -log #walks
+    log_w = logsumexp(jnp.where(jnp.isfinite(count), -count, -jnp.inf), axis=None)
+    if min_hops == 0:
+        lm = logaddexp(lm, jnp.where(is_anchor, 0.0, -jnp.inf))
+        log_w = logaddexp(log_w, jnp.log(anchors.shape[0]))
+    log_w = jnp.where(jnp.isfinite(log_w), log_w, 0.0)
+    e = scaled_energy(tau, -(lm - log_w))  # +inf where no walk reaches (lm = -inf)
+    return e[q["answers"]], lm[q["answers"]]
+
+
+def _core(ev, q, realisation, *, statics: Statics):
+    structure, flags, metric, n_nodes, has_layout = statics
+    tropical, has_eps, has_theta, has_omega = flags
+    layout = ev["layout"] if has_layout else as_graph(ev["head"], ev["tail"], n_nodes)
+    cost = edge_costs_from_arrays(
+        ev["head"], ev["relation"], ev["tail"], ev["reliability"], realisation,
+        q["alpha"], q["xi"], q["hop_cost"],
+    )  # fmt: skip
+    cost = jnp.where(ev["edge_mask"], cost, jnp.inf)  # padded edges do not exist
+    out = {"edge_cost": cost}
+    if isinstance(structure, ChainGroups):
+        raw, log_mass = _chain_energies(
+            layout, cost, ev, q, structure, tropical, realisation, metric, n_nodes
+        )
+        e_max = q["kappa"] + q["kc"]  # the largest energy any evidence state can assign
+    else:
+        raw, log_mass = _answer_energies(layout, cost, ev, q, structure, tropical, n_nodes)
+        e_max = q["kappa"]
+    raw = jnp.where(q["schema"], raw, jnp.inf)
+    status = classify_status(raw, q["counter"], q["schema"], q["eps_s"])  # Sec. 3.3
+    slack = status_energy(raw, status, q["kappa"], q["kc"])  # Eq. (19) + Axiom 4
+    energy = slack + q["claim"]
+    log_post = gibbs_log_posterior(q["log_prior"], energy, q["lam"])  # Eq. (7)
+    support = q["log_prior"] > -jnp.inf
+    valid = jnp.all(jnp.isfinite(energy) | ~support)  # Thm. 3 needs finite energies
+    osc = jnp.max(jnp.where(support, slack, -jnp.inf)) - jnp.min(jnp.where(support, slack, jnp.inf))
+    omega = q["omega"] if has_omega else osc + e_max  # default: every evidence state
+    omega = jnp.where(valid, omega, jnp.inf)
+    out.update(
+        raw_energy=raw,
+        log_mass=log_mass,
+        status=status,
+        energy=energy,
+        log_posterior=log_post,
+        best=jnp.argmax(log_post),
+        action=decide_action(log_post, status, q["margin"], q["theta"] if has_theta else None),
+        certificate=Certificate.build(q["lam"], omega, log_post, valid),
+    )
+    if has_eps:
+        # F_R (Eq. (5)) thresholds the total energy without slack: the path energy, +inf when
+        # contradicted (Axiom 4 with absence at +inf) or out of schema, plus any claim energy
+        hard_energy = status_energy(raw, status, jnp.inf, q["kc"]) + q["claim"]
+        hard = hard_log_posterior(q["log_prior"], hard_energy, q["eps"])  # Eq. (6)
+        # all -inf: Eq. (6) undefined (p_theta(F_R) = 0), the hard rule abstains
+        out.update(hard=hard, hard_abstained=~jnp.any(hard > -jnp.inf))
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def compiled(statics: Statics, batched_evidence: bool | None):
+    """One jitted program per configuration (bounded: least recently used ones are dropped,
+    with their executables). ``batched_evidence``: ``None`` unbatched, else ``vmap`` over
+    questions with the evidence batched (``True``) or shared (``False``)."""
+    core = functools.partial(_core, statics=statics)
+    if batched_evidence is not None:
+        core = jax.vmap(core, in_axes=(0 if batched_evidence else None, 0, None))
+    return jax.jit(core)

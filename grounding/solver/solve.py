@@ -1,0 +1,184 @@
+r""":func:`ground` and :func:`ground_batch`: the solver's entry points, one direction through
+its three stages (prepare -> compiled program -> report)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from grounding._checks import is_concrete
+from grounding.evidence import EvidenceState
+from grounding.problem import GroundingProblem, Realisation
+from grounding.result import GroundingResult
+from grounding.solver.config import GroundingConfig, make_config
+from grounding.solver.prepare import Prepared, bucket, pad_edges, prepare
+from grounding.solver.program import compiled
+from grounding.solver.report import finish, traced_result
+
+__all__ = ["ground", "ground_batch"]
+
+
+def ground(
+    problem: GroundingProblem,
+    evidence: EvidenceState,
+    config: GroundingConfig | None = None,
+    *,
+    realisation: Realisation | None = None,
+    **settings,
+) -> GroundingResult:
+    r"""Ground one question's candidates in an evidence state (see :mod:`grounding.solver`).
+
+    The settings are a :class:`~grounding.GroundingConfig` (``config``) or its fields as
+    keywords (``lam`` and ``kappa`` required), or both (the keywords replace the config's
+    fields); they are checked once, here. ``lam``, ``kappa`` and ``tau`` may be traced:
+    ``jax.grad`` of a loss of the result's ``log_posterior`` with respect to them works (the
+    result then holds traced arrays and no path report).
+
+    Args:
+        problem: the question, candidates and log-prior.
+        evidence: an :class:`~grounding.EvidenceState` (any retriever's ``.evidence``) or a
+            bare :class:`~grounding.TypedGraph`. Its graph must name every entity of the
+            problem; a graph without edges is valid (every candidate is then unsupported).
+        config: the settings (a :class:`~grounding.GroundingConfig`).
+        realisation: :class:`~grounding.Realisation` (``None``: evidence-only).
+        lam: grounding strength :math:`\lambda \ge 0` (a scalar).
+        kappa: slack :math:`\kappa_R > 0`, the finite energy of missing support (Eq. (19));
+            ``inf``: no slack (then a candidate without a walk gets no mass).
+        tau: path temperature :math:`\tau \ge 0` (``0``: best walk, Eq. (11)).
+        eps: tolerance of the hard feasible set :math:`F_R = \{E \le \epsilon\}` (Eqs.
+            (5)-(6)) on the total energy without slack: the raw path energy, ``+inf`` for a
+            contradicted (Axiom 4) or out-of-schema candidate, plus any claim energy (see
+            ``docs/theory.md``); ``None``: no hard posterior.
+        alpha, xi, hop_cost: the edge-cost coefficients of :func:`grounding.edge_cost`.
+        mismatch_cost: cost of aligning a claimed relation with an edge of another type
+            (``inf``: typed claims must match).
+        eps_s: support tolerance of the statuses (``E_raw <= eps_s`` is supported; default
+            ``kappa``: support at least as good as the slack).
+        contradiction_penalty: :math:`\kappa_c` of Axiom 4 (default ``kappa``).
+        min_reliability: reliability an observed edge needs to count as counter-support
+            (in ``[0, 1]``).
+        margin_threshold, theta: the decision rule's margin and selective threshold (Axiom 8,
+            Eq. (22)); ``theta`` is a posterior mass, in ``[0, 1]``.
+        omega: the oscillation at which the certificate's TV bounds are evaluated; default:
+            the worst case over *every* evidence state with these candidates, prior and
+            slack: :math:`\mathrm{osc}_S(E_R) + E_{\max}` with :math:`E_{\max} = \kappa +
+            \kappa_c` (chains) or :math:`\kappa` (answers), valid because every energy lies
+            in :math:`[0, E_{\max}]`.
+        n_paths: best supporting walks to report per candidate (``0``: none).
+        path_candidates: how many candidates get walks in the report: those of highest
+            posterior that have a walk (ties: lower index first); ``None``: every candidate.
+            The report's cost follows this number, not the number of candidates (each
+            reported candidate costs one k-best sweep of the graph); the other candidates'
+            slots are empty (``paths.length == -1``, no triples).
+
+    Returns:
+        :class:`~grounding.GroundingResult`.
+
+    Raises:
+        ValueError: an entity of the problem missing from the evidence graph, an empty
+            evidence graph, a negative or non-scalar ``lam``/``kappa``/``tau``, ``theta`` or
+            ``min_reliability`` outside ``[0, 1]``, a problem and realisation of different
+            vocabularies, or :math:`Z_R(\lambda) = 0`.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from grounding import ClaimChain, EvidenceStatus, GroundingProblem, TypedGraph
+        >>> g = TypedGraph.from_triples([("lou_seal", "mascot_of", "giants")], [0.9],
+        ...                             entities=["lou_seal", "giants", "cardinals"])
+        >>> p = GroundingProblem("whose mascot is Lou Seal?",
+        ...     [ClaimChain(("lou_seal", t), ("mascot_of",)) for t in ("giants", "cardinals")],
+        ...     jnp.log(jnp.array([0.4, 0.6])))
+        >>> r = ground(p, g, lam=4.0, kappa=1.0)
+        >>> r.answer, [s.name for s in map(EvidenceStatus, r.status)]
+        ('lou_seal->giants', ['SUPPORTED', 'UNSUPPORTED'])
+    """
+    config = make_config(config, settings, "ground")
+    prepared = prepare(problem, evidence, realisation, config)
+    out = compiled(prepared.statics, None)(prepared.ev, prepared.q, realisation)
+    out["log_prior"] = prepared.q["log_prior"]
+    if not is_concrete(*jax.tree_util.tree_leaves(out)):  # traced settings (jax.grad, jit)
+        return traced_result(out, problem)
+    return finish(jax.device_get(out), problem, prepared, realisation, config)
+
+
+def ground_batch(
+    problems: Sequence[GroundingProblem],
+    evidence: EvidenceState | Sequence[EvidenceState],
+    config: GroundingConfig | None = None,
+    *,
+    realisation: Realisation | None = None,
+    **settings,
+) -> list[GroundingResult]:
+    """:func:`ground` for many questions: one ``vmap``-ed program per group of questions with
+    the same statics (candidate kind and structure, shapes after padding), the evidence shared
+    (one state for all) or per question (a sequence; one graph vocabulary per group), and one
+    device-to-host transfer per group.
+
+    The settings (``config`` and/or keywords, as for :func:`ground`) are shared by every
+    question. Results equal :func:`ground` question by question.
+    """
+    config = make_config(config, settings, "ground_batch")
+    problems = list(problems)
+    if not problems:
+        raise ValueError("ground_batch: no problems")
+    shared = not isinstance(evidence, Sequence)
+    states = [evidence] * len(problems) if shared else list(evidence)
+    if len(states) != len(problems):
+        raise ValueError(f"{len(problems)} problems but {len(states)} evidence states")
+    c_pad = bucket(max(p.n_candidates for p in problems))
+    prepared = [prepare(p, s, realisation, config, c_pad) for p, s in zip(problems, states)]
+    groups: dict = {}
+    for i, (_, q, ev, statics) in enumerate(prepared):
+        shapes = tuple((k, np.shape(v)) for k, v in sorted(q.items()))
+        # small graphs of one group are stacked with their edges padded to the group's largest
+        e_shape = np.shape(ev["head"]) if statics.has_layout else None
+        groups.setdefault((statics, shapes, e_shape), []).append(i)
+    results: list[GroundingResult | None] = [None] * len(problems)
+    for (statics, _, _), members in groups.items():
+        if not shared and statics.has_layout:  # large graphs have their own ELL layout
+            for i in members:
+                results[i] = _one(problems[i], prepared[i], realisation, config)
+            continue
+        out = _group(members, prepared, shared, realisation)
+        traced = not is_concrete(*jax.tree_util.tree_leaves(out))
+        out = out if traced else jax.device_get(out)  # one transfer for the whole group
+        for j, i in enumerate(members):
+            one = {k: v[j] for k, v in out.items() if k != "certificate"}
+            one["certificate"] = jax.tree_util.tree_map(lambda x, j=j: x[j], out["certificate"])
+            one["log_prior"] = prepared[i].q["log_prior"]
+            results[i] = (
+                traced_result(one, problems[i])
+                if traced
+                else finish(one, problems[i], prepared[i], realisation, config)
+            )
+    return results  # type: ignore[return-value]
+
+
+def _one(problem, prepared: Prepared, realisation, config) -> GroundingResult:
+    out = compiled(prepared.statics, None)(prepared.ev, prepared.q, realisation)
+    out["log_prior"] = prepared.q["log_prior"]
+    if not is_concrete(*jax.tree_util.tree_leaves(out)):
+        return traced_result(out, problem)
+    return finish(jax.device_get(out), problem, prepared, realisation, config)
+
+
+def _group(members: list[int], prepared: list[Prepared], shared: bool, realisation) -> dict:
+    """The program's outputs for a group of questions of one statics, stacked: the batch is
+    padded to a power of two (repeating its last question) so that groups of similar size
+    share one compiled program; the padding's outputs are there but never read."""
+    padded = members + [members[-1]] * (bucket(len(members), floor=1) - len(members))
+    qs = jax.tree_util.tree_map(_stack, *[prepared[i].q for i in padded])
+    if shared:
+        ev = prepared[members[0]].ev
+    else:
+        e_max = max(len(prepared[i].ev["head"]) for i in members)
+        ev = jax.tree_util.tree_map(_stack, *[pad_edges(prepared[i].ev, e_max) for i in padded])
+    return compiled(prepared[members[0]].statics, not shared)(ev, qs, realisation)
+
+
+def _stack(*xs):
+    """Stack one leaf of every question: NumPy on the host, ``jnp`` when a setting is traced."""
+    return np.stack(xs) if is_concrete(*xs) else jnp.stack(xs)
