@@ -58,8 +58,8 @@ def _predecessors(graph: TypedGraph, dist: np.ndarray, q, v, level: int):
     n, n_e = dist.shape[1], graph.n_edges
     head, tail = np.asarray(graph.head), np.asarray(graph.tail)
     lq, lu = np.nonzero(dist == level - 1)
-    n_in = np.bincount(tail, minlength=n)[v].sum()
-    if np.bincount(head, minlength=n)[lu].sum() < n_in:  # forward from the level below
+    n_in, n_out = np.bincount(tail, minlength=n)[v].sum(), np.bincount(head, minlength=n)[lu].sum()
+    if _forward(n_out, n_in):  # from the level below
         want = np.zeros(dist.shape, bool)
         want[q, v] = True
         edges, owner = graph.out_edges_of(lu)
@@ -72,6 +72,11 @@ def _predecessors(graph: TypedGraph, dist: np.ndarray, q, v, level: int):
         closer = np.flatnonzero(dist[q[owner], head[edges]] == level - 1)
         pick = edges[closer[_first(owner[closer])]]  # in edge order per node: the first
     return q, head[pick].astype(np.int64)
+
+
+def _forward(n_out: int, n_in: int) -> bool:
+    """Whether :func:`_predecessors` searches forward (fewer edges to touch that way)."""
+    return n_out < n_in
 
 
 def _walk_back(graph: TypedGraph, dist: np.ndarray, keep: np.ndarray, q, v) -> None:

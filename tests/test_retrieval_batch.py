@@ -1,0 +1,241 @@
+"""Batched retrieval -> evidence equals the per-question path, exactly: distances of many
+anchor sets (NetworkX BFS), PCR.retrieve_batch at a depth limit (PCR.retrieve), the batched
+evidence edge sets (subgraph_evidence) and the compact batch (the QA loop's compact_evidence).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grounding import EvidenceState, TypedGraph
+from grounding.datasets import kgqa_benchmark
+from grounding.qa.loop import compact_evidence
+from grounding.retrieval import (
+    PCR,
+    UNREACHABLE,
+    Query,
+    TextIndex,
+    compact_evidence_batch,
+    subgraph_evidence,
+    subgraph_evidence_batch,
+)
+from grounding.retrieval import _batch
+from grounding.testing.strategies import seeds, typed_graphs
+
+DEPTHS = st.sampled_from([0, 1, 2, 3, None])
+
+
+def nx_nearest(g: TypedGraph, anchors, max_hops) -> np.ndarray:
+    """``[N]`` BFS distance from the nearest anchor (NetworkX), UNREACHABLE beyond."""
+    G = nx.DiGraph()
+    G.add_nodes_from(range(g.n_nodes))
+    G.add_edges_from(zip(np.asarray(g.head).tolist(), np.asarray(g.tail).tolist()))
+    out = np.full(g.n_nodes, UNREACHABLE, np.int64)
+    for a in anchors:
+        for v, d in nx.single_source_shortest_path_length(G, int(a), cutoff=max_hops).items():
+            if out[v] == UNREACHABLE or d < out[v]:
+                out[v] = d
+    return out
+
+
+def arrays(g: TypedGraph) -> list[np.ndarray]:
+    return [np.asarray(x) for x in (g.head, g.relation, g.tail, g.reliability)]
+
+
+def assert_same_graph(a: TypedGraph, b: TypedGraph) -> None:
+    """Same vocabulary, texts, and edge arrays (values and dtypes)."""
+    assert (a.entities, a.relations, a.texts) == (b.entities, b.relations, b.texts)
+    for x, y in zip(arrays(a), arrays(b)):
+        assert x.dtype == y.dtype
+        np.testing.assert_array_equal(x, y)
+
+
+def draw_sets(rng, n: int, count: int, empty_ok: bool = True) -> list[np.ndarray]:
+    """``count`` random index sets of ``[0, n)`` (sizes 0..3; at least 1 if not empty_ok)."""
+    lo = 0 if empty_ok else 1
+    return [rng.choice(n, rng.integers(lo, min(n, 3) + 1), replace=False) for _ in range(count)]
+
+
+# ------------------------------------------------------------------ distances
+@settings(max_examples=60)
+@given(typed_graphs(n_max=8, e_max=20), seeds, DEPTHS)
+def test_distances_to_nearest_equals_networkx_bfs(g, seed, max_hops):
+    rng = np.random.default_rng(seed)
+    sets = draw_sets(rng, g.n_nodes, 4)
+    got = g.distances_to_nearest(sets, max_hops)
+    assert got.shape == (4, g.n_nodes) and got.dtype == np.int64
+    for row, anchors in zip(got, sets):
+        np.testing.assert_array_equal(row, nx_nearest(g, anchors, max_hops))
+
+
+@settings(max_examples=60)
+@given(typed_graphs(n_max=8, e_max=20), seeds, DEPTHS)
+def test_distances_per_anchor_equal_networkx_bfs(g, seed, max_hops):
+    anchors = np.random.default_rng(seed).integers(0, g.n_nodes, 3)
+    got = g.distances(anchors, max_hops)
+    for row, a in zip(got, anchors):
+        np.testing.assert_array_equal(row, nx_nearest(g, [a], max_hops))
+
+
+def test_distances_to_nearest_rejects_bad_input():
+    g = TypedGraph.from_triples([("a", "r", "b")])
+    with pytest.raises(ValueError, match="anchor indices"):
+        g.distances_to_nearest([[0], [2]], 1)
+    with pytest.raises(ValueError, match="max_hops"):
+        g.distances_to_nearest([[0]], -1)
+    assert g.distances_to_nearest([], 2).shape == (0, 2)
+
+
+# ------------------------------------------------------------------ evidence
+@pytest.mark.parametrize("side", ["chosen", "forward", "backward"])
+@settings(max_examples=80)
+@given(g=typed_graphs(n_max=7, e_max=30), seed=seeds, max_hops=DEPTHS, with_triples=st.booleans())
+def test_subgraph_evidence_batch_equals_subgraph_evidence(side, g, seed, max_hops, with_triples):
+    """Both ways of finding predecessors (edges into the node, edges from the level below)."""
+    rng = np.random.default_rng(seed)
+    anchors = draw_sets(rng, g.n_nodes, 5)
+    nodes = [
+        rng.choice(g.n_nodes, rng.integers(0, min(4, g.n_nodes + 1)), replace=False)
+        for _ in anchors
+    ]
+    triples = None
+    if with_triples:
+        triples = [rng.integers(0, g.n_edges, rng.integers(0, 3)) for _ in anchors]
+    provs = [{"i": i} for i in range(len(anchors))]
+    with pytest.MonkeyPatch.context() as mp:
+        if side != "chosen":
+            mp.setattr(_batch, "_forward", lambda n_out, n_in: side == "forward")
+        got = subgraph_evidence_batch(g, anchors, nodes, max_hops, provs, triples)
+    for i, state in enumerate(got):
+        t = None if triples is None else triples[i]
+        want = subgraph_evidence(g, anchors[i], nodes[i], provs[i], t, max_hops)
+        assert_same_graph(state.graph, want.graph)
+        assert state.provenance == want.provenance
+
+
+@pytest.mark.parametrize("side", ["chosen", "forward", "backward"])
+def test_evidence_walks_back_along_the_first_in_edge(side, monkeypatch):
+    """Two shortest paths a->x->c and a->y->c: the edge into c listed first (x->c, edge 2)
+    decides which middle node the evidence keeps, in both paths."""
+    if side != "chosen":
+        monkeypatch.setattr(_batch, "_forward", lambda n_out, n_in: side == "forward")
+    g = TypedGraph.from_triples(
+        [("a", "r", "x"), ("a", "r", "y"), ("x", "r", "c"), ("y", "r", "c")]
+    )
+    want = subgraph_evidence(g, [0], [3], max_hops=2)
+    [got] = subgraph_evidence_batch(g, [[0]], [[3]], max_hops=2)
+    assert got.graph.triples() == want.graph.triples() == [("a", "r", "x"), ("x", "r", "c")]
+    flipped = TypedGraph.from_triples(
+        [("a", "r", "x"), ("a", "r", "y"), ("y", "r", "c"), ("x", "r", "c")]
+    )
+    [got] = subgraph_evidence_batch(flipped, [[0]], [[3]], max_hops=2)
+    assert got.graph.triples() == [("a", "r", "y"), ("y", "r", "c")]
+
+
+def test_subgraph_evidence_batch_checks_lengths():
+    g = TypedGraph.from_triples([("a", "r", "b")])
+    with pytest.raises(ValueError, match="nodes_list"):
+        subgraph_evidence_batch(g, [[0], [1]], [[1]])
+
+
+# ------------------------------------------------------------------ PCR
+def with_texts(g: TypedGraph, rng) -> TypedGraph:
+    """The graph with node texts from a small vocabulary (repeats: tied cosines)."""
+    words = ["red fox", "blue fox", "red owl", "green owl"]
+    return dataclasses.replace(g, texts=tuple(words[rng.integers(4)] for _ in g.entities))
+
+
+def assert_same_retrieval(a, b) -> None:
+    np.testing.assert_array_equal(a.index, b.index)
+    assert a.scores.dtype == b.scores.dtype
+    np.testing.assert_array_equal(a.scores, b.scores)  # exactly: the same arithmetic
+    np.testing.assert_array_equal(a.anchors, b.anchors)
+    assert (a.fallback, a.max_hops, a.retriever) == (b.fallback, b.max_hops, b.retriever)
+    assert_same_graph(a.evidence.graph, b.evidence.graph)
+    assert a.evidence.provenance == b.evidence.provenance
+
+
+@settings(max_examples=40)
+@given(typed_graphs(n_max=8, e_max=24), seeds, st.sampled_from([0, 1, 2, 3]), st.integers(1, 5))
+def test_pcr_retrieve_batch_equals_retrieve(g, seed, max_hops, k):
+    rng = np.random.default_rng(seed)
+    g = with_texts(g, rng)
+    pcr = PCR(TextIndex(g), max_hops=max_hops)
+    names = [*g.entities, "unknown"]
+    queries = [
+        Query(["red fox", "owl", "green blue fox"][i % 3], anchor=names[rng.integers(len(names))])
+        for i in range(6)
+    ]
+    got = pcr.retrieve_batch(queries, k)
+    for q, r in zip(queries, got):
+        if r.fallback is None:
+            assert "evidence" in r.__dict__  # precomputed
+        assert_same_retrieval(r, pcr.retrieve(q, k))
+
+
+@functools.cache
+def codex_s():
+    bench = kgqa_benchmark("codex-s", questions_per_hop=40, seed=0)
+    return bench, TextIndex(bench.graph)
+
+
+@pytest.mark.parametrize("hops", [1, 2, 3])
+def test_pcr_batch_on_codex_s_equals_the_per_question_path(hops, monkeypatch):
+    """Real data, several chunks of queries: rankings, evidence and compaction identical."""
+    monkeypatch.setattr(_batch, "_CHUNK_CELLS", 7 * codex_s()[0].graph.n_nodes)
+    bench, index = codex_s()
+    qs = [q for q in bench.questions if q.hops == hops][:25]
+    queries = [Query(q.text, anchor=q.topic) for q in qs]
+    pcr = PCR(index, max_hops=hops)
+    got = pcr.retrieve_batch(queries, 50)
+    singles = [pcr.retrieve(q, 50) for q in queries]
+    for a, b in zip(got, singles):
+        assert_same_retrieval(a, b)
+    keep = [(q.topic, *q.answers[:2]) for q in qs]
+    compact = compact_evidence_batch([r.evidence for r in got], keep)
+    size = compact[0].graph.n_nodes
+    assert size >= 64 and size & (size - 1) == 0
+    for c, r, kp in zip(compact, singles, keep):
+        assert_same_graph(c.graph, compact_evidence(r.evidence, kp, min_size=size).graph)
+
+
+# ------------------------------------------------------------------ compaction
+@settings(max_examples=60)
+@given(typed_graphs(n_max=10, e_max=24), seeds, st.sampled_from([1, 4, 64]), st.booleans())
+def test_compact_evidence_batch_equals_compact_evidence(g, seed, min_size, texts):
+    rng = np.random.default_rng(seed)
+    if texts:
+        g = with_texts(g, rng)
+    if rng.random() < 0.3:  # a name that collides with a padding name
+        g = dataclasses.replace(g, entities=("<padding 1>", *g.entities[1:]))
+    states = []
+    for _ in range(4):
+        edges = np.flatnonzero(rng.random(g.n_edges) < 0.5)
+        states.append(EvidenceState(g.subgraph(edges), negative={("v0", "r0", "v1")}))
+    keep = [tuple(rng.choice(g.entities, rng.integers(0, 3), replace=False)) for _ in states]
+    got = compact_evidence_batch(states, keep, min_size=min_size)
+    size = got[0].graph.n_nodes
+    assert size & (size - 1) == 0 and size >= min_size
+    for c, s, kp in zip(got, states, keep):
+        assert c.graph.n_nodes == size
+        want = compact_evidence(s, kp, min_size=size)
+        assert_same_graph(c.graph, want.graph)
+        assert c.negative == want.negative == s.negative
+        assert dataclasses.replace(c, negative=frozenset()).negative == frozenset()
+
+
+def test_compact_evidence_batch_errors():
+    g = TypedGraph.from_triples([("a", "r", "b")])
+    s = EvidenceState(g)
+    with pytest.raises(ValueError, match="keep lists"):
+        compact_evidence_batch([s], [])
+    with pytest.raises(KeyError, match="nope"):
+        compact_evidence_batch([s], [("nope",)])
+    assert compact_evidence_batch([], []) == []
