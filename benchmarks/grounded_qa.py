@@ -121,7 +121,7 @@ def main(argv=None) -> None:
     t = time.perf_counter()
     ref = reference_loop(G, index.embeddings, index, qs, cands, args.k_nodes)
     theirs = time.perf_counter() - t
-    mine = [o.result.names[int(o.result.best)].split("->")[-1] for o in outs]
+    mine = [o.result.answers[int(o.result.best)] for o in outs]
     agree = sum(a == b for a, b in zip(mine, ref))
     print(
         f"CoDEx-M, {len(qs)} questions of {args.hops} hops, {args.k_nodes} nodes retrieved, "

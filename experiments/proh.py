@@ -86,7 +86,7 @@ def run_hypergraphrag(index, questions):
             EvidenceState(graph=index.graph.subgraph(np.sort(np.concatenate([fwd, fwd + m]))))
         )
     results = ground_many(problems, states, lam=LAM, kappa=KAPPA)
-    return [_marginal(p, r) for p, r in zip(problems, results)]
+    return [r.answer_probabilities() for r in results]
 
 
 def binary_projection(kh) -> TypedGraph:
@@ -115,21 +115,10 @@ def run_binary_pcr(graph, index: TextIndex, questions):
         states.append(got.evidence)
         live.append(i)
     results = dict(zip(live, ground_many(problems, states, lam=LAM, kappa=KAPPA)))
-    problem_of = dict(zip(live, problems))
     return [
-        _marginal(problem_of[i], results[i]) if i in results else ((), np.zeros(0))
+        results[i].answer_probabilities() if i in results else ((), np.zeros(0))
         for i in range(len(questions))
     ]
-
-
-def _marginal(problem, result):
-    post = np.exp(np.asarray(result.log_posterior, np.float64))
-    mass: dict[str, float] = {}
-    for c, p in zip(problem.candidates, post):
-        a = c.answer if isinstance(c, ClaimChain) else c
-        mass[a] = mass.get(a, 0.0) + float(p)
-    order = sorted(mass, key=lambda a: -mass[a])
-    return tuple(order), np.array([mass[a] for a in order])
 
 
 def scores(answers, questions) -> dict[str, float]:

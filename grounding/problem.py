@@ -261,6 +261,12 @@ class GroundingProblem:
         return tuple(c.name if isinstance(c, ClaimChain) else c for c in self.candidates)
 
     @property
+    def answers(self) -> tuple[str | None, ...]:
+        """The entity each candidate answers: an answer candidate itself, a claim chain's last
+        mention (``None`` when the chain leaves it open)."""
+        return tuple(c.answer if isinstance(c, ClaimChain) else c for c in self.candidates)
+
+    @property
     def n_candidates(self) -> int:
         return len(self.candidates)
 

@@ -113,7 +113,7 @@ class SupportingPaths:
     weight: np.ndarray
 
 
-_STATIC = ("question", "names", "kind", "triples")
+_STATIC = ("question", "names", "kind", "triples", "answers")
 
 
 def _json_float(x: ArrayLike) -> float | None:
@@ -169,6 +169,8 @@ class GroundingResult:
         question, names, kind: the problem's question, candidate names and kind (static).
         triples: per candidate, per reported walk, its ``(head, relation, tail)`` names
             (static; empty without paths).
+        answers: the entity each candidate answers (static; a claim chain's last mention,
+            ``None`` when the chain leaves it open): what :meth:`answer_probabilities` sums.
     """
 
     log_prior: jax.Array
@@ -186,6 +188,7 @@ class GroundingResult:
     names: tuple[str, ...] = ()
     kind: str = "chain"
     triples: tuple[tuple[tuple[Triple, ...], ...], ...] = ()
+    answers: tuple[str | None, ...] = ()
 
     @property
     def decision(self) -> Action:
@@ -200,6 +203,47 @@ class GroundingResult:
     def posterior(self) -> np.ndarray:
         """``[C]`` posterior probabilities."""
         return np.exp(np.asarray(self.log_posterior, float))
+
+    def answer_probabilities(self, which: str = "soft") -> tuple[tuple[str, ...], np.ndarray]:
+        """The probability of each answer entity: the mass of the candidates that answer it
+        (several claim chains, or several anchors' candidates, may reach one entity), most
+        probable first (ties: first seen first). Candidates whose chain leaves the answer open
+        are left out.
+
+        Args:
+            which: ``"soft"`` (Eq. (7)), ``"hard"`` (Eq. (6); all zero when it is undefined)
+                or ``"prior"``.
+
+        Returns:
+            ``(answers, probabilities)``.
+
+        Example:
+            >>> import jax.numpy as jnp
+            >>> from grounding import ClaimChain, GroundingProblem, TypedGraph, ground
+            >>> g = TypedGraph.from_triples([("a", "r", "b"), ("c", "r", "b")], [0.9, 0.9])
+            >>> p = GroundingProblem("q", [ClaimChain((x, "b"), ("r",)) for x in "ac"]
+            ...                      + [ClaimChain(("a", "c"), ("r",))], jnp.log(jnp.ones(3) / 3))
+            >>> names, probs = ground(p, g, lam=1.0, kappa=1.0).answer_probabilities()
+            >>> names, [round(float(x), 3) for x in probs]  # b: (0.9 + 0.9) / (1.8 + e^-1)
+            (('b', 'c'), [0.83, 0.17])
+        """
+        log_p = {
+            "soft": self.log_posterior,
+            "hard": self.hard_log_posterior,
+            "prior": self.log_prior,
+        }.get(which, ...)
+        if log_p is ...:
+            raise ValueError(f"which must be 'soft', 'hard' or 'prior', got {which!r}")
+        if log_p is None:
+            raise ValueError("no hard posterior: ground with eps set")
+        if len(self.answers) != len(self.names):
+            raise ValueError("this result does not name its candidates' answers")
+        mass: dict[str, float] = {}
+        for a, p in zip(self.answers, np.exp(np.asarray(log_p, np.float64))):
+            if a is not None:
+                mass[a] = mass.get(a, 0.0) + float(p)
+        order = sorted(mass, key=lambda a: -mass[a])  # stable: first-seen order among ties
+        return tuple(order), np.array([mass[a] for a in order])
 
     def to_dict(self) -> dict[str, Any]:
         """A summary in strict JSON types (floats, names, statuses, the certificate, the best

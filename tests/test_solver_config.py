@@ -119,3 +119,35 @@ def test_fitting_lambda_by_gradient_moves_it_towards_the_evidence():
     for _ in range(20):
         x = x - 0.5 * jax.grad(nll)(x)
     assert nll(x) < nll(jnp.log(0.5)) and jnp.exp(x) > 0.5
+
+
+def test_results_name_their_answers_and_sum_answer_mass():
+    """Two chains reach 'c' through different middles, one leaves the answer open: the
+    answer mass of 'c' is the sum of its chains' posterior mass (by hand from the
+    posterior), the open chain is left out, and the prior and hard roll-ups read their own
+    distributions."""
+    graph = g.TypedGraph.from_triples(
+        [("a", "r", "b"), ("b", "s", "c"), ("a", "r", "d"), ("d", "s", "c")],
+        reliability=[0.9, 0.6, 0.5, 0.95],
+        entities=["a", "b", "c", "d", "e"],
+    )
+    chains = [
+        g.ClaimChain(("a", "b", "c"), ("r", "s")),
+        g.ClaimChain(("a", "d", "c"), ("r", "s")),
+        g.ClaimChain(("a", "b", "e"), ("r", "s")),
+        g.ClaimChain(("a", None, None), ("r", "s")),
+    ]
+    prior = jnp.log(jnp.array([0.1, 0.2, 0.3, 0.4]))
+    r = g.ground(g.GroundingProblem("q", chains, prior), graph, lam=2.0, kappa=1.0, eps=1.0)
+    assert r.answers == ("c", "c", "e", None)
+    post = r.posterior()
+    names, probs = r.answer_probabilities()
+    assert names == ("c", "e")  # c: 2 chains
+    np.testing.assert_allclose(probs, [post[0] + post[1], post[2]], rtol=1e-12)
+    names, probs = r.answer_probabilities("prior")
+    assert names == ("c", "e")  # 0.1 + 0.2 against 0.3: c is seen first
+    np.testing.assert_allclose(probs, [0.3, 0.3], rtol=1e-12)
+    hard = np.exp(np.asarray(r.hard_log_posterior))
+    np.testing.assert_allclose(r.answer_probabilities("hard")[1].sum(), hard[:3].sum())
+    with pytest.raises(ValueError, match="which must be"):
+        r.answer_probabilities("posterior")

@@ -358,12 +358,12 @@ class PankRAG:
                 pending.append((i, sid, *job))
         states: list[EvidenceState] = [job[6].evidence for job in pending]
         results = ground_each([job[7] for job in pending], states, **self.ground_kwargs)
-        for (i, sid, text, anchors, weights, mode, got, problem), res in zip(pending, results):
+        for (i, sid, text, anchors, weights, mode, got, _), res in zip(pending, results):
             step = plans[i].by_id[sid]
             if isinstance(res, str):
                 done[i][sid] = _failed(step, text, anchors, weights, mode, got, res)
                 continue
-            names, probs = _marginal(problem, res)
+            names, probs = res.answer_probabilities()
             done[i][sid] = StepOutcome(step, text, anchors, weights, mode, got, res, names, probs)
 
     def _prepare(self, step: SubQuestion, done: Mapping[str, StepOutcome]):
@@ -392,17 +392,6 @@ class PankRAG:
 
 def _failed(step, text, anchors, weights, mode, got, why) -> StepOutcome:
     return StepOutcome(step, text, anchors, weights, mode, got, None, (), np.zeros(0), why)
-
-
-def _marginal(problem: GroundingProblem, result: GroundingResult):
-    """Answer entities and their posterior mass, summed over the anchors they came from."""
-    post = np.exp(np.asarray(result.log_posterior, np.float64))
-    mass: dict[str, float] = {}
-    for c, p in zip(problem.candidates, post):
-        a = c.answer if isinstance(c, ClaimChain) else c
-        mass[a] = mass.get(a, 0.0) + float(p)
-    order = sorted(mass, key=lambda a: -mass[a])  # stable: first-seen order among ties
-    return tuple(order), np.array([mass[a] for a in order])
 
 
 def _inject(out: StepOutcome, wrong: str, mass: float) -> StepOutcome:

@@ -358,14 +358,8 @@ class PRoH:
         [result] = ground_each([problem], [self._evidence(paths)], **self.ground_kwargs)
         if isinstance(result, str):
             return StepAnswer((), np.zeros(0), tuple(paths), None, problem, result)
-        post = np.exp(np.asarray(result.log_posterior, np.float64))
-        mass: dict[str, float] = {}
-        for c, p in zip(problem.candidates, post):
-            a = c.answer if isinstance(c, ClaimChain) else c
-            mass[a] = mass.get(a, 0.0) + float(p)
-        order = sorted(mass, key=lambda a: -mass[a])
-        probs = np.array([mass[a] for a in order])
-        return StepAnswer(tuple(order), probs, tuple(paths), result, problem)
+        order, probs = result.answer_probabilities()
+        return StepAnswer(order, probs, tuple(paths), result, problem)
 
     def _relevance(self, text: str, qv: np.ndarray) -> np.ndarray | None:
         """The entities' relevance with the most relevant ones refined (``None``: no refiner)."""

@@ -177,6 +177,7 @@ def finish(out, problem, prepared, realisation, config) -> GroundingResult:
         names=problem.names,
         kind=problem.kind,
         triples=triples,
+        answers=problem.answers,
     )
 
 
@@ -201,4 +202,5 @@ def traced_result(out: dict, problem: GroundingProblem) -> GroundingResult:
         names=problem.names,
         kind=problem.kind,
         triples=(),
+        answers=problem.answers,
     )
