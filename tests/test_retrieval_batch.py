@@ -22,11 +22,11 @@ from grounding.retrieval import (
     UNREACHABLE,
     Query,
     TextIndex,
+    _batch,
     compact_evidence_batch,
     subgraph_evidence,
     subgraph_evidence_batch,
 )
-from grounding.retrieval import _batch
 from grounding.testing.strategies import seeds, typed_graphs
 
 DEPTHS = st.sampled_from([0, 1, 2, 3, None])
