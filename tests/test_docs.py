@@ -110,7 +110,7 @@ def test_core_docstring_examples_run():
         "datasets.pathrag6",
         "datasets.pathrag6_reconstruction",
         "datasets.kgqa",
-        "retrieval.base",
+        "retrieval._rank",
         "retrieval.plan",
         "graph",
         "problem",

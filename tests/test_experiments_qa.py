@@ -45,7 +45,8 @@ def test_grounded_qa(results):
     assert ex["best"] in names and ex["action"] in ("ANSWER", "ABSTAIN", "RETRIEVE", "VERIFY")
     assert abs(sum(c["posterior"] for c in ex["candidates"]) - 1) < 1e-6
     best = ex["candidates"][names.index(ex["best"])]
-    if best["raw_energy"] is not None:  # a walk supports it (to_dict: null for +inf): walks reported
+    # a walk supports it (to_dict writes +inf as null): its best walks are reported
+    if best["raw_energy"] is not None:
         assert best["paths"] and 0 < sum(p["weight"] for p in best["paths"]) <= 1 + 1e-9
     assert all(len(t) == 3 for p in best["paths"] for t in p["triples"])
     neg = r["reports"][2]["counter_evidence"]

@@ -23,7 +23,7 @@ from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 
 import grounding as g
-from grounding.solver import program, prepare
+from grounding.solver import prepare, program
 from grounding.testing.strategies import grounding_problems, seeds
 
 oracle = settings(max_examples=max(10, settings.default.max_examples * 2 // 5))

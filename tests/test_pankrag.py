@@ -14,8 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from grounding import TypedGraph
-from grounding.llm import Endpoint, EndpointError
 from grounding.datasets import KGQuestion, kgqa_benchmark, load_kg, load_musique
+from grounding.llm import Endpoint, EndpointError
 from grounding.qa import Candidates, PankRAG
 from grounding.retrieval import (
     ALPHA,

@@ -12,9 +12,9 @@ from _stub import _choice
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grounding.llm import Endpoint, EndpointError
 from grounding.datasets import hypergraph_qa_benchmark, load_wd50k, read_statements
 from grounding.hypergraph import KnowledgeHypergraph, hop_relations, parse_role, role_name
+from grounding.llm import Endpoint, EndpointError
 from grounding.qa import PRoH
 from grounding.retrieval import (
     HypergraphIndex,
@@ -331,7 +331,9 @@ def test_llm_relevance_against_the_stub(server):
     assert "1. bob\n2. acme" in body["messages"][0]["content"]
     for bad in ("[0.5]", "[2.0, 0.1]", "not json", '{"a": 1}', "[true, 0.1]"):
         server.reply([_choice(bad, None)])
-        with pytest.raises(EndpointError, match="relevance scores: the reply is not JSON|numbers in"):
+        with pytest.raises(
+            EndpointError, match="relevance scores: the reply is not JSON|numbers in"
+        ):
             refine("q?", ["bob", "acme"])
 
 

@@ -151,3 +151,34 @@ def test_results_name_their_answers_and_sum_answer_mass():
     np.testing.assert_allclose(r.answer_probabilities("hard")[1].sum(), hard[:3].sum())
     with pytest.raises(ValueError, match="which must be"):
         r.answer_probabilities("posterior")
+
+
+@pytest.mark.parametrize("tau", [0.0, 0.4])
+def test_chains_sharing_a_prefix_equal_each_chain_grounded_alone(tau):
+    """One question's chains share the topic, the open middle and the relations: grounded
+    together they take one forward pass of the shared prefix; each chain grounded alone takes
+    its own. Energies, log masses (hence posteriors and walk weights) agree to rounding."""
+    graph = g.TypedGraph.from_triples(
+        [("a", "r", "b"), ("b", "s", "c"), ("a", "r", "d"), ("d", "s", "c"), ("d", "s", "e"),
+         ("b", "t", "e"), ("a", "s", "e")],
+        reliability=[0.9, 0.6, 0.5, 0.95, 0.7, 0.8, 0.99],
+        entities=["a", "b", "c", "d", "e", "f"],
+    )  # fmt: skip
+    ends = ["c", "e", "f", "b"]
+    chains = [g.ClaimChain(("a", None, t), ("r", "s")) for t in ends] + [
+        g.ClaimChain(("a", "b", "e"), ("r", "t")),  # another prefix: grounded alone
+    ]
+    prior = jnp.log(jnp.full(len(chains), 1 / len(chains)))
+    kw = dict(lam=1.5, kappa=2.0, tau=tau, n_paths=2, path_candidates=None)
+    together = g.ground(g.GroundingProblem("q", chains, prior), graph, **kw)
+    structure = g.solver.prepare.prepare(
+        g.GroundingProblem("q", chains, prior), graph, None, g.GroundingConfig(**kw)
+    ).statics.structure
+    assert structure.shared[0] == (2, (0, 1, 2, 3))  # the four share one prefix (then padding)
+    for i, c in enumerate(chains):
+        alone = g.ground(g.GroundingProblem("q", [c], jnp.zeros(1)), graph, **kw)
+        np.testing.assert_allclose(together.raw_energy[i], alone.raw_energy[0], rtol=1e-12)
+        assert together.triples[i] == alone.triples[0]
+        np.testing.assert_allclose(
+            together.paths.weight[i], alone.paths.weight[0], rtol=1e-9, atol=1e-12
+        )

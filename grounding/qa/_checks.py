@@ -28,17 +28,26 @@ def failure(stage: str, err: BaseException) -> str:
     return f"{stage} failed ({type(err).__name__}): {msg}"
 
 
-def check_ground_kwargs(owner: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """``kwargs`` for :func:`grounding.ground`, checked up front: a
-    :class:`~grounding.GroundingConfig` (``config``) and/or its settings (a ``TypeError``
-    names unknown ones or a missing ``lam``/``kappa``; a ``ValueError`` or ``TypeError`` names
-    a bad value) and an optional ``realisation``."""
+def check_ground_kwargs(
+    owner: str, kwargs: Mapping[str, Any], defaults: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The grounding settings of a QA system, checked once when it is built: a
+    :class:`~grounding.GroundingConfig` (``config``) and/or its settings (``defaults`` fill
+    settings not given when no config is), and an optional ``realisation``. Returns the
+    keywords of :func:`grounding.ground`: ``config`` (and ``realisation``). A ``TypeError``
+    names unknown settings or a missing ``lam``/``kappa``; a ``ValueError`` or ``TypeError``
+    names a bad value."""
     settings = {k: v for k, v in kwargs.items() if k not in ("config", "realisation")}
-    make_config(kwargs.get("config"), settings, owner)
+    config = kwargs.get("config")
+    if config is None:
+        settings = {**(defaults or {}), **settings}
+    out: dict[str, Any] = {"config": make_config(config, settings, owner)}
     realisation = kwargs.get("realisation")
     if realisation is not None and not isinstance(realisation, Realisation):
         raise TypeError(f"realisation must be a Realisation or None, got {realisation!r:.100}")
-    return dict(kwargs)
+    if realisation is not None:
+        out["realisation"] = realisation
+    return out
 
 
 def check_int(name: str, value: object, low: int = 1) -> int:

@@ -25,11 +25,10 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import jax
 import numpy as np
 
 from grounding.evidence import EvidenceState
-from grounding.graph import Triple, TypedGraph
+from grounding.graph import Triple
 from grounding.problem import ClaimChain, GroundingProblem
 from grounding.qa._checks import (
     QUESTION_ERRORS,
@@ -44,7 +43,7 @@ from grounding.qa._checks import (
 from grounding.qa.candidates import CandidateModel, Candidates, QuestionLike
 from grounding.query import Query
 from grounding.result import GroundingResult
-from grounding.retrieval import Retriever
+from grounding.retrieval import Retriever, compact_evidence_batch
 from grounding.solver import ground, ground_batch
 
 __all__ = [
@@ -130,50 +129,21 @@ def compact_evidence(state: EvidenceState, keep: Sequence[str] = (), min_size: i
     (the problem's entities), in their original order, padded with isolated placeholder
     entities to a power of two (``>= min_size``) so that questions of similar size share one
     compiled program. Grounding results are unchanged: walks only use edges, and every entity
-    a problem names is kept."""
-    g = state.graph
-    old = _touched(state, keep)
-    size = max(min_size, 1 << max(len(old) - 1, 0).bit_length())
-    names = set(g.entities)
-    pad, i = [], 0
-    while len(pad) < size - len(old):
-        if f"<padding {i}>" not in names:
-            pad.append(f"<padding {i}>")
-        i += 1
-    new = np.full(g.n_nodes, -1, np.int32)
-    new[old] = np.arange(len(old), dtype=np.int32)
-    graph = TypedGraph(
-        head=jax.device_put(new[np.asarray(g.head)]),
-        relation=g.relation,
-        tail=jax.device_put(new[np.asarray(g.tail)]),
-        reliability=g.reliability,
-        entities=tuple(g.entities[j] for j in old) + tuple(pad),
-        relations=g.relations,
-        texts=tuple(g.texts[j] for j in old) + ("",) * len(pad) if g.texts else (),
-    )
-    return dataclasses.replace(state, graph=graph)
-
-
-def _touched(state: EvidenceState, keep: Sequence[str]) -> np.ndarray:
-    g = state.graph
-    used = np.zeros(g.n_nodes, bool)
-    used[np.asarray(g.head)] = used[np.asarray(g.tail)] = True
-    for name in keep:
-        used[g.entity_index(name)] = True
-    return np.flatnonzero(used)
+    a problem names is kept. (One state of
+    :func:`~grounding.retrieval.compact_evidence_batch`.)"""
+    return compact_evidence_batch([state], [keep], min_size)[0]
 
 
 def ground_many(
     problems: Sequence[GroundingProblem], states: Sequence[EvidenceState], **ground_kwargs
 ) -> list[GroundingResult]:
-    """:func:`grounding.ground` of each problem on its evidence state, batched: every state is
-    compacted (:func:`compact_evidence`) to one vocabulary size so that problems of the same
-    kind share one :func:`grounding.ground_batch` program. Same results as grounding them one
-    by one."""
+    """:func:`grounding.ground` of each problem on its evidence state, batched: the states are
+    compacted once (:func:`~grounding.retrieval.compact_evidence_batch`) to one vocabulary size
+    so that problems of the same kind share one :func:`grounding.ground_batch` program. Same
+    results as grounding them one by one."""
     if len(problems) != len(states):
         raise ValueError(f"{len(problems)} problems but {len(states)} evidence states")
-    size = max([64] + [len(_touched(s, p.entities())) for p, s in zip(problems, states)])
-    compact = [compact_evidence(s, p.entities(), min_size=size) for p, s in zip(problems, states)]
+    compact = compact_evidence_batch(states, [p.entities() for p in problems])
     results: dict[int, GroundingResult] = {}
     by_kind: dict[str, list[int]] = {}
     for i, p in enumerate(problems):
@@ -233,8 +203,10 @@ class GroundedQA:
         k_candidates: candidates asked of the model.
         k_nodes: nodes asked of the retriever.
         negative: counter-evidence triples added to every evidence state (Axiom 4).
-        ground_kwargs: :func:`grounding.ground`'s parameters (``lam`` and ``kappa`` required;
-            ``eps`` defaults to 0, so the hard posterior is computed too).
+        ground_kwargs: the grounding settings: ``config=`` a :class:`~grounding.GroundingConfig`
+            and/or its fields as keywords (``lam`` and ``kappa`` required without a config;
+            ``eps`` then defaults to 0, so the hard posterior is computed too), and an optional
+            ``realisation``; checked here, once.
 
     Raises:
         TypeError, ValueError: an argument is of the wrong kind or out of range, or a ground
@@ -251,7 +223,7 @@ class GroundedQA:
         negative: frozenset[Triple] = frozenset(),
         **ground_kwargs,
     ):
-        ground_kwargs = check_ground_kwargs("GroundedQA", ground_kwargs)
+        ground_kwargs = check_ground_kwargs("GroundedQA", ground_kwargs, {"eps": 0.0})
         check_has("model", model, "propose")
         if not (callable(getattr(retriever, "retrieve", None)) or callable(retriever)):
             raise TypeError(
@@ -263,7 +235,7 @@ class GroundedQA:
         self.k_candidates = check_int("k_candidates", k_candidates)
         self.k_nodes = check_int("k_nodes", k_nodes)
         self.negative = check_triples(negative)
-        self.ground_kwargs = {"eps": 0.0, **ground_kwargs}
+        self.ground_kwargs = ground_kwargs  # {"config": GroundingConfig, ...}
 
     def retriever(self, question: QuestionLike) -> Retriever:
         r = self._retriever
@@ -271,14 +243,45 @@ class GroundedQA:
 
     def evidence(self, question: QuestionLike) -> EvidenceState:
         """The retriever's evidence state for the question (plus the counter-evidence)."""
-        if hasattr(question, "query"):
-            query = question.query()
-        else:
-            query = Query(question.text, anchor=question.topic)
-        state = self.retriever(question).retrieve(query, self.k_nodes).evidence
-        if self.negative:
-            state = dataclasses.replace(state, negative=state.negative | self.negative)
-        return state
+        state = self.retriever(question).retrieve(_query(question), self.k_nodes).evidence
+        return self._with_negative(state)
+
+    def evidence_batch(self, questions: Sequence[QuestionLike]) -> list[EvidenceState | str]:
+        """:meth:`evidence` of many questions: one ``retrieve_batch`` call per retriever (a
+        batched retriever, e.g. :class:`~grounding.retrieval.PCR` at a depth limit, computes
+        every evidence state of the batch at once). A question whose retrieval fails gets the
+        reason (a string) in place of its state."""
+        out: list[EvidenceState | str] = [""] * len(questions)
+        groups: dict[int, tuple[Any, list[int]]] = {}
+        for j, q in enumerate(questions):
+            try:
+                r = self.retriever(q)
+            except QUESTION_ERRORS as err:
+                out[j] = failure("retrieval", err)
+                continue
+            groups.setdefault(id(r), (r, []))[1].append(j)
+        for r, members in groups.values():
+            queries = [_query(questions[j]) for j in members]
+            try:
+                batch = getattr(r, "retrieve_batch", None)
+                got = batch(queries, self.k_nodes) if batch else None
+                states = [self._with_negative(x.evidence) for x in got] if got else None
+            except QUESTION_ERRORS:
+                states = None  # find the failing questions: retrieve them one by one
+            for j, q in enumerate(queries):
+                out[members[j]] = states[j] if states else self._retrieve_one(r, q)
+        return out
+
+    def _retrieve_one(self, retriever, query: Query) -> EvidenceState | str:
+        try:
+            return self._with_negative(retriever.retrieve(query, self.k_nodes).evidence)
+        except QUESTION_ERRORS as err:
+            return failure("retrieval", err)
+
+    def _with_negative(self, state: EvidenceState) -> EvidenceState:
+        if not self.negative:
+            return state
+        return dataclasses.replace(state, negative=state.negative | self.negative)
 
     def answer(self, question: QuestionLike) -> QAOutcome:
         """Run one question through the loop."""
@@ -291,17 +294,17 @@ class GroundedQA:
         questions = check_questions(questions)
         cands = [self._propose(q) for q in questions]
         reasons = {i: c.abstain_reason for i, c in enumerate(cands) if c.abstained}
-        states: dict[int, EvidenceState] = {}
+        asked = [i for i in range(len(questions)) if i not in reasons]
+        found = self.evidence_batch([questions[i] for i in asked])
+        states = {i: s for i, s in zip(asked, found) if not isinstance(s, str)}
+        reasons.update({i: s for i, s in zip(asked, found) if isinstance(s, str)})
         problems: dict[int, GroundingProblem] = {}
-        for i, (q, c) in enumerate(zip(questions, cands)):
-            if i not in reasons:
-                got = self._prepare(q, c)
-                if got[0] is not None:
-                    states[i] = got[0]
-                if isinstance(got[1], str):
-                    reasons[i] = got[1]
-                else:
-                    problems[i] = got[1]
+        for i in states:
+            got = _problem(questions[i], cands[i], states[i])
+            if isinstance(got, str):
+                reasons[i] = got
+            else:
+                problems[i] = got
         live = list(problems)
         grounded = ground_each(
             [problems[i] for i in live], [states[i] for i in live], **self.ground_kwargs
@@ -325,15 +328,19 @@ class GroundedQA:
             return Candidates.abstain(failure("candidate model", err))
         return checked_candidates(got)
 
-    def _prepare(self, question: QuestionLike, cands: Candidates):
-        """``(evidence, problem)``, or ``(evidence or None, reason)`` when the question cannot
-        be grounded (retrieval fails, or the problem names entities the evidence lacks)."""
-        try:
-            state = self.evidence(question)
-        except QUESTION_ERRORS as err:
-            return None, failure("retrieval", err)
-        try:
-            problem = grounding_problem(question, cands)
-        except QUESTION_ERRORS as err:
-            return state, failure("grounding", err)
-        return state, unknown_entities(problem, state) or problem
+
+def _query(question: QuestionLike) -> Query:
+    """The retrieval query of a question: its own ``query()``, else its text and topic."""
+    if hasattr(question, "query"):
+        return question.query()
+    return Query(question.text, anchor=question.topic)
+
+
+def _problem(question, cands: Candidates, state: EvidenceState) -> GroundingProblem | str:
+    """The question's grounding problem, or why it cannot be grounded in ``state`` (a
+    candidate or topic the evidence lacks)."""
+    try:
+        problem = grounding_problem(question, cands)
+    except QUESTION_ERRORS as err:
+        return failure("grounding", err)
+    return unknown_entities(problem, state) or problem

@@ -170,7 +170,9 @@ class PankRAG:
         k_nodes: nodes kept per step; ``pool``: how many times more are retrieved first.
         k_candidates: candidates asked of the model per anchor.
         beam: answers of a dependency passed on as anchors.
-        ground_kwargs: :func:`grounding.ground`'s parameters (``lam`` and ``kappa`` required).
+        ground_kwargs: the grounding settings: ``config=`` a :class:`~grounding.GroundingConfig`
+            and/or its fields as keywords (``lam`` and ``kappa`` required without a config),
+            and an optional ``realisation``; checked here, once.
 
     Raises:
         TypeError, ValueError: an argument is of the wrong kind or out of range, or a ground

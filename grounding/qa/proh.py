@@ -147,7 +147,9 @@ class PRoH:
         refine: optional ``(question, entity texts) -> [0, 1] scores`` (e.g.
             :class:`~grounding.retrieval.LLMRelevance`) replacing the relevance of the (at most
             ``max_refined``) entities whose embedding relevance reaches ``refine_threshold``.
-        ground_kwargs: :func:`grounding.ground`'s parameters (``lam`` and ``kappa`` required).
+        ground_kwargs: the grounding settings: ``config=`` a :class:`~grounding.GroundingConfig`
+            and/or its fields as keywords (``lam`` and ``kappa`` required without a config),
+            and an optional ``realisation``; checked here, once.
 
     Raises:
         TypeError, ValueError: an argument is of the wrong kind or out of range, or a ground

@@ -20,6 +20,7 @@ import numpy as np
 
 from grounding.evidence import EvidenceState
 from grounding.graph import TypedGraph
+from grounding.retrieval._rank import screen
 
 _CHUNK_CELLS = 1 << 22  # [Q, N] distance cells per chunk of queries (bounds memory)
 
@@ -244,8 +245,10 @@ def retrieve_bounded(pcr: Any, queries: Sequence[Any], k: int) -> list:
     for s in range(0, len(todo), step):
         chunk = todo[s : s + step]
         dist = g.distances_to_nearest([a for _, a in chunk], pcr.max_hops)
+        rows = qv[s : s + len(chunk)]
+        approx = screen(pcr.index.embeddings, rows)  # one product screens the whole chunk
         ranked = [
-            pcr._rank(qv[s + j : s + j + 1], np.flatnonzero(row >= 0), k)[0]
+            pcr._rank(rows[j : j + 1], np.flatnonzero(row >= 0), k, approx[j : j + 1])[0]
             for j, row in enumerate(dist)
         ]
         edges = evidence_edges(g, dist, [a for _, a in chunk], [idx for idx, _ in ranked])

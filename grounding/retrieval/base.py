@@ -25,6 +25,7 @@ from grounding.evidence import EvidenceState
 from grounding.graph import TypedGraph
 from grounding.query import Query
 from grounding.retrieval._batch import compact_evidence_batch, subgraph_evidence_batch
+from grounding.retrieval._rank import top_k
 from grounding.retrieval.text import BM25, EmbeddingCache, Encoder, HashingEncoder
 
 __all__ = [
@@ -197,25 +198,6 @@ def dots(rows: np.ndarray, q: np.ndarray) -> np.ndarray:
     if len(rows) <= _EXACT_ROWS:
         return np.einsum("nd,...d->...n", rows, q)
     return q @ rows.T
-
-
-def top_k(scores: np.ndarray, k: int, among: np.ndarray | None = None):
-    """Indices and scores of the ``k`` best entries (ties: lower index first).
-
-    Example:
-        >>> idx, s = top_k(np.array([0.1, 0.9, 0.9, 0.5]), 2)
-        >>> idx.tolist(), s.tolist()
-        ([1, 2], [0.9, 0.9])
-    """
-    cand = np.arange(len(scores)) if among is None else among
-    s = scores if among is None else scores[among]
-    k = min(k, len(cand))
-    if k < len(cand):  # keep every entry tied with the k-th best, then break ties by index
-        part = np.flatnonzero(-s <= np.partition(-s, k - 1)[k - 1])
-    else:
-        part = np.arange(len(cand))
-    order = part[np.lexsort((cand[part], -s[part]))][:k]
-    return cand[order], s[order]
 
 
 class TextIndex:

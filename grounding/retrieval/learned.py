@@ -32,7 +32,6 @@ from tqdm import tqdm
 
 from grounding.evidence import EvidenceState
 from grounding.graph import TypedGraph
-from grounding.solver.prepare import bucket
 from grounding.io import atomic_write_bytes
 from grounding.query import Query
 from grounding.retrieval._checkpoint import (
@@ -52,6 +51,7 @@ from grounding.retrieval.subgraph import (
     stable_seed,
 )
 from grounding.retrieval.text import Encoder, HashingEncoder
+from grounding.solver.prepare import bucket
 
 __all__ = [
     "TrainConfig",

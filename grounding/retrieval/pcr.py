@@ -25,11 +25,11 @@ from scipy.special import log_softmax
 
 from grounding import _numerics
 from grounding.evidence import EvidenceState
-from grounding.solver.prepare import bucket
 from grounding.posterior import gibbs_log_posterior
 from grounding.problem import GroundingProblem, edge_costs_from_arrays
 from grounding.result import GroundingResult
 from grounding.retrieval._batch import retrieve_bounded
+from grounding.retrieval._rank import screen, top_k_exact
 from grounding.retrieval.ann import ANNIndex
 from grounding.retrieval.base import (
     AnchoredRetriever,
@@ -45,10 +45,10 @@ from grounding.retrieval.base import (
 from grounding.semiring import EdgeIndex, energy_field
 from grounding.semiring.layout import ELL_MIN_EDGES
 from grounding.solver import ground
+from grounding.solver.prepare import bucket
 
 __all__ = ["PCR", "SoftPCR"]
 
-_BLOCK = 256  # block length of the exact top-k pre-selection on long score rows
 _SOFT_BATCH = 256  # queries per path-engine call of SoftPCR.retrieve_batch (bounds [Q, N])
 
 
@@ -107,52 +107,35 @@ class PCR(AnchoredRetriever):
         [(idx, s)] = self._rank(self.index.embed_queries([query.text]), self.candidates(anchors), k)
         return self._result(query, idx, s, anchors, max_hops=self.max_hops)
 
-    def _rank(self, qv: np.ndarray, cand: np.ndarray, k: int) -> list[tuple]:
-        """Top-k node indices and cosines within ``cand`` for each query vector ``[G, dim]``.
-
-        A small candidate set is gathered (``emb[cand] @ q``); a large one goes to the
-        approximate index when there is one (its nodes rescored here; exact search for the
-        rows it leaves short), else to :meth:`_rank_all`. Scores come from
-        :func:`~grounding.retrieval.base.dots` (a fixed summation order on graphs up to 4096
-        nodes).
-        """
+    def _rank(self, qv: np.ndarray, cand: np.ndarray, k: int, approx=None, ann=True) -> list:
+        """Top-k node indices and cosines within ``cand`` for each query vector ``[G, dim]``:
+        exactly the top ``k`` of fixed-order dot products (ties: lower index first), screened
+        by one matrix product over all nodes (``approx``, ``[G, N]``, computed here when not
+        given; see :mod:`grounding.retrieval._rank`). With an approximate index, a large
+        candidate set is searched there instead (its nodes rescored in the fixed order; the
+        exact path for the rows it leaves short)."""
         emb, n = self.index.embeddings, self.graph.n_nodes
-        if 2 * len(cand) < n:
-            sims = dots(emb[cand], qv)  # [G, |C|]
-            return [(cand[i], s) for i, s in (top_k(row, k) for row in sims)]
-        if self.ann is None:
-            return self._rank_all(qv, cand, k)
+        if ann and self.ann is not None and 2 * len(cand) >= n:
+            return self._rank_ann(qv, cand, k)
+        approx = screen(emb, qv) if approx is None else approx
+        norm = self._row_norm_max
+        return [top_k_exact(emb, norm, q, a, cand, k) for q, a in zip(qv, approx)]
+
+    def _rank_ann(self, qv: np.ndarray, cand: np.ndarray, k: int) -> list[tuple]:
+        emb, n = self.index.embeddings, self.graph.n_nodes
         found = [idx for idx, _ in self.ann.search(qv, k, None if len(cand) == n else cand)]
         out = []
         for idx, q in zip(found, qv):  # rescored as the exact path scores them
             top, s = top_k(dots(emb[idx], q), k)
             out.append((idx[top], s))
         short = [i for i, idx in enumerate(found) if len(idx) < min(k, len(cand))]
-        for i, exact in zip(short, self._rank_all(qv[short], cand, k) if short else ()):
+        for i, exact in zip(short, self._rank(qv[short], cand, k, ann=False) if short else ()):
             out[i] = exact
         return out
 
-    def _rank_all(self, qv: np.ndarray, cand: np.ndarray, k: int) -> list[tuple]:
-        """Exact top-k within a large ``cand``: every node is scored (no gather; the rest
-        masked), and long rows are pre-selected by block maxima: only blocks whose maximum
-        reaches the k-th largest block maximum can hold a top-k entry (any entry elsewhere has
-        k strictly larger ones), so this stays exact."""
-        emb, n = self.index.embeddings, self.graph.n_nodes
-        nb = n // _BLOCK
-        if nb < 4 * k:  # short rows: plain selection within cand (never a masked node)
-            among = cand if len(cand) < n else None
-            return [top_k(row, k, among=among) for row in dots(emb, qv)]
-        sims = dots(emb, qv)  # [G, N]
-        if len(cand) < n:
-            sims[:, np.setdiff1d(np.arange(n), cand, assume_unique=True)] = -np.inf
-        bmax = sims[:, : nb * _BLOCK].reshape(len(sims), nb, _BLOCK).max(axis=2)
-        tail = np.arange(nb * _BLOCK, n)
-        out = []
-        for row, bm in zip(sims, bmax):
-            keep = np.flatnonzero(bm >= np.partition(bm, nb - k)[nb - k])
-            cols = (keep[:, None] * _BLOCK + np.arange(_BLOCK)).ravel()
-            out.append(top_k(row, k, among=np.concatenate([cols, tail])))
-        return out
+    @functools.cached_property
+    def _row_norm_max(self) -> float:
+        return float(np.linalg.norm(self.index.embeddings, axis=1).max(initial=0.0))
 
     def retrieve_batch(self, queries: Sequence[Query], k: int = 10) -> list[Retrieval]:
         """Batched PCR, same answers as :meth:`retrieve`. With ``max_hops``: candidates and

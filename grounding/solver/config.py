@@ -141,8 +141,20 @@ class GroundingConfig:
 
     def arrays(self) -> dict[str, jax.Array]:
         """The scalars the compiled program reads, by their names there (defaults filled in:
-        ``eps_s`` and the contradiction penalty default to ``kappa``)."""
-        a = {k: jnp.asarray(v) for k, v in _leaves(self).items()}
+        ``eps_s`` and the contradiction penalty default to ``kappa``). Built once per config
+        and float width (a batch reads them for every question), unless a value is traced."""
+        key = jnp.result_type(float)
+        cached = self.__dict__.get("_arrays")
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        leaves = _leaves(self)
+        out = self._arrays_of({k: jnp.asarray(v) for k, v in leaves.items()})
+        if is_concrete(*leaves.values()):
+            object.__setattr__(self, "_arrays", (key, out))
+        return out
+
+    @staticmethod
+    def _arrays_of(a: dict) -> dict[str, jax.Array]:
         out = dict(
             lam=a["lam"],
             kappa=a["kappa"],

@@ -32,10 +32,14 @@ __all__ = [
 
 
 class ChainGroups(NamedTuple):
-    """Claim chains, grouped by hop count: ``((T, candidate indices), ...)`` (padding slots
-    join the first candidate's group)."""
+    """Claim chains, grouped by hop count: ``groups`` ``((T, candidate indices), ...)`` are
+    grounded chain by chain; ``shared`` ``((T, candidate indices), ...)`` are sets of at least
+    two chains that share every mention but the last and every claimed relation (as the
+    candidates of one question do: one topic, one relation chain, many answers), grounded
+    from one forward pass (padding slots join the first candidate's hop count)."""
 
     groups: tuple[tuple[int, tuple[int, ...]], ...]
+    shared: tuple[tuple[int, tuple[int, ...]], ...] = ()
 
 
 class AnswerFamily(NamedTuple):
@@ -126,8 +130,24 @@ def _candidate_arrays(problem: GroundingProblem, state: EvidenceState, c_pad: in
             counter[i] = any(state.counter_support(h, min_rel) for h in c.named_hops())
         groups[problem.candidates[0].n_hops] += list(range(C, c_pad))
         arrays = dict(mentions=mentions, claimed=claimed)
-        structure = ChainGroups(tuple((t, tuple(ix)) for t, ix in sorted(groups.items())))
+        structure = _chain_groups(groups, mentions, claimed)
     return dict(arrays, counter=counter, schema=schema), structure
+
+
+def _chain_groups(groups: dict[int, list[int]], mentions, claimed) -> ChainGroups:
+    """Each hop count's chains split into those that share a prefix (every mention but the
+    last, every claimed relation) with another chain and the rest."""
+    alone, shared = [], []
+    for t, idx in sorted(groups.items()):
+        by_prefix: dict[bytes, list[int]] = {}
+        for i in idx:
+            key = mentions[i, :t].tobytes() + claimed[i, :t].tobytes()
+            by_prefix.setdefault(key, []).append(i)
+        rest = [i for members in by_prefix.values() if len(members) == 1 for i in members]
+        if rest:
+            alone.append((t, tuple(rest)))
+        shared += [(t, tuple(m)) for m in by_prefix.values() if len(m) > 1]
+    return ChainGroups(tuple(alone), tuple(shared))
 
 
 _EDGE_CACHE: dict[int, tuple[weakref.ref, np.dtype, dict, object]] = {}

@@ -19,13 +19,13 @@ import numpy as np
 from grounding._numerics import logaddexp, logsumexp, neg_scaled, scaled_energy
 from grounding.decision import classify_status, decide_action, status_energy
 from grounding.geometry import get_metric
-from grounding.paths.chains import chain_energy_and_log_mass
+from grounding.paths.chains import chain_energy_and_log_mass, chain_log_mass
 from grounding.paths.costs import step_costs
 from grounding.posterior import gibbs_log_posterior, hard_log_posterior
 from grounding.problem import edge_costs_from_arrays
 from grounding.result import Certificate
 from grounding.semiring.layout import as_graph
-from grounding.semiring.recursion import run
+from grounding.semiring.recursion import exact_hops, run
 from grounding.solver.prepare import ChainGroups, Statics
 
 __all__ = ["compiled", "chain_costs", "CHAIN_CHUNK_ELEMENTS"]
@@ -83,7 +83,41 @@ def _chain_energies(layout, cost, ev, q, structure, tropical, realisation, metri
         else:
             e, lm = jax.lax.map(one, rows, batch_size=chunk)
         raw, log_mass = raw.at[idx].set(e), log_mass.at[idx].set(lm)
+    for t, idx in structure.shared:
+        idx = np.asarray(idx)
+        e, lm = _shared_prefix(layout, cost, ev, q, t, idx, tropical, realisation, metric,
+                               n_nodes)  # fmt: skip
+        raw, log_mass = raw.at[idx].set(e), log_mass.at[idx].set(lm)
     return raw, log_mass
+
+
+def _shared_prefix(layout, cost, ev, q, t, idx, tropical, realisation, metric, n_nodes):
+    """Raw energies and log masses of ``T``-hop chains that share every mention but the last
+    and every claimed relation: the forward messages :math:`m_T(v)` of the shared prefix are
+    computed once (the recursion of Eqs. (11)/(13) with the last node cost left out), and each
+    chain adds its own last node cost, :math:`a_T(v) = m_T(v) - c_T(v)/\tau`: the same
+    arithmetic as grounding each chain alone (:func:`grounding.chain_energy_and_log_mass`)."""
+    rep = idx[0]
+    node, step = chain_costs(
+        q["mentions"][rep, : t + 1], q["claimed"][rep, :t], cost, ev, q, realisation, metric,
+        n_nodes,
+    )  # fmt: skip  # Eqs. (9)-(10) of the shared prefix
+    last = _mention_costs(q["mentions"][idx, t], realisation, metric, n_nodes)  # [M, N]
+    scale = 1.0 if tropical else q["tau"]
+    m = exact_hops(
+        layout,
+        neg_scaled(node[0], scale)[:, None],
+        neg_scaled(step, scale),
+        neg_scaled(node[1:].at[-1].set(0.0), scale),  # the last node cost: per chain, below
+        tropical,
+    )[:, 0]
+    a_t = m + neg_scaled(last, scale)  # [M, N]
+    log_z = jnp.max(a_t, axis=1) if tropical else logsumexp(a_t, axis=1)
+    if tropical:
+        return scaled_energy(1.0, -log_z), log_z  # Eq. (11)
+    zero_node, zero_step = jnp.zeros_like(node), jnp.where(ev["edge_mask"], 0.0, jnp.inf)
+    log_w = chain_log_mass(layout, zero_node, jnp.broadcast_to(zero_step, step.shape), scale, False)
+    return scaled_energy(scale, -(log_z - log_w)), log_z  # Eq. (13)
 
 
 def _answer_energies(layout, cost, ev, q, structure, tropical, n_nodes):

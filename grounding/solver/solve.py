@@ -133,9 +133,9 @@ def ground_batch(
     groups: dict = {}
     for i, (_, q, ev, statics) in enumerate(prepared):
         shapes = tuple((k, np.shape(v)) for k, v in sorted(q.items()))
-        # small graphs of one group are stacked with their edges padded to the group's largest
-        e_shape = np.shape(ev["head"]) if statics.has_layout else None
-        groups.setdefault((statics, shapes, e_shape), []).append(i)
+        # one group per edge bucket too: a question's edges are padded to its own power of two,
+        # never to the largest graph of the batch
+        groups.setdefault((statics, shapes, np.shape(ev["head"])), []).append(i)
     results: list[GroundingResult | None] = [None] * len(problems)
     for (statics, _, _), members in groups.items():
         if not shared and statics.has_layout:  # large graphs have their own ELL layout
