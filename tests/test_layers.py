@@ -183,3 +183,56 @@ def test_mutation_test_modules_do_not_start_jax_at_import():
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "False", out.stdout + out.stderr
+
+
+def test_the_qa_batch_walks_down_the_floors_without_climbing_back():
+    """``GroundedQA.answer_batch`` traced call by call (``sys.setprofile``) on a small graph:
+    no function of the package calls a function of a unit on a higher floor than its own (a
+    callback up the floors would show here), so one batch goes qa -> retrieval -> solver ->
+    core in one direction; and it passes through each of those floors."""
+    import sys
+
+    from grounding.datasets import KGQuestion
+    from grounding.graph import TypedGraph
+    from grounding.qa import Candidates, GroundedQA
+    from grounding.retrieval import PCR, TextIndex
+
+    graph = TypedGraph.from_triples(
+        [("a", "r", "b"), ("b", "s", "c"), ("a", "r", "d"), ("d", "s", "e")],
+        reliability=[0.9, 0.6, 0.5, 0.95],
+        entities=["a", "b", "c", "d", "e", "f"],
+    )
+    pcr = PCR(TextIndex(graph), max_hops=2)
+
+    class Model:
+        def propose(self, question, k):
+            return Candidates.from_scores(["c", "e", "f"], [0.0, -0.5, -1.0], k=k)
+
+    qs = [KGQuestion(f"q{i}", "what does a reach?", "a", ("r", "s"), (), (), "test") for i in "12"]
+    qa = GroundedQA(Model(), pcr, k_nodes=4, lam=2.0, kappa=1.0)
+    qa.answer_batch(qs)  # compile first: tracing runs inside jax, not the walk measured
+    climbs, seen = [], set()
+
+    def unit_of(frame) -> str | None:
+        name = frame.f_globals.get("__name__", "")
+        return _unit(name) if name.startswith("grounding.") else None
+
+    def profile(frame, event, arg):
+        if event != "call" or frame.f_back is None:
+            return
+        callee, caller = unit_of(frame), unit_of(frame.f_back)
+        if callee is None or caller is None:
+            return
+        seen.add(callee)
+        if FLOORS[callee] > FLOORS[caller]:
+            climbs.append(f"{frame.f_back.f_code.co_qualname} ({caller}) -> "
+                          f"{frame.f_code.co_qualname} ({callee})")  # fmt: skip
+
+    sys.setprofile(profile)
+    try:
+        outs = qa.answer_batch(qs)
+    finally:
+        sys.setprofile(None)
+    assert all(o.result is not None for o in outs)
+    assert not climbs, "\n".join(climbs[:10])
+    assert {"grounding.qa", "grounding.retrieval", "grounding.solver", "grounding.graph"} <= seen
