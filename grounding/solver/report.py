@@ -160,6 +160,15 @@ def finish(out, problem, prepared, realisation, config) -> GroundingResult:
                 which, problem, state, q, out, realisation, statics.metric
             )
         paths, triples = supporting_paths(problem, state, out, n_paths, tau, which)
+    return traced_result(out, problem, paths, triples)
+
+
+def traced_result(out: dict, problem: GroundingProblem, paths=None, triples=()) -> GroundingResult:
+    """The result of one question from the program's outputs as they are (cut to the
+    problem's candidates), with a path report when given: what :func:`finish` returns, and
+    alone the result of a question whose settings are traced (``jax.grad``, ``jit``: no
+    host-side checks and no path report)."""
+    C = problem.n_candidates
     hard = out.get("hard")
     return GroundingResult(
         log_prior=out["log_prior"][:C],
@@ -177,30 +186,5 @@ def finish(out, problem, prepared, realisation, config) -> GroundingResult:
         names=problem.names,
         kind=problem.kind,
         triples=triples,
-        answers=problem.answers,
-    )
-
-
-def traced_result(out: dict, problem: GroundingProblem) -> GroundingResult:
-    """The result of one question whose settings are traced (``jax.grad``, ``jit``): the
-    program's outputs as they are, without the host-side checks and path report."""
-    C = problem.n_candidates
-    hard = out.get("hard")
-    return GroundingResult(
-        log_prior=out["log_prior"][:C],
-        raw_energy=out["raw_energy"][:C],
-        status=out["status"][:C],
-        energy=out["energy"][:C],
-        log_posterior=out["log_posterior"][:C],
-        hard_log_posterior=None if hard is None else hard[:C],
-        hard_abstained=out.get("hard_abstained"),
-        best=out["best"],
-        action=out["action"],
-        certificate=out["certificate"],
-        paths=None,
-        question=problem.question,
-        names=problem.names,
-        kind=problem.kind,
-        triples=(),
         answers=problem.answers,
     )
