@@ -44,7 +44,7 @@ from grounding.retrieval.base import (
 )
 from grounding.semiring import EdgeIndex, energy_field
 from grounding.semiring.layout import ELL_MIN_EDGES
-from grounding.solver import ground
+from grounding.solver import GroundingConfig, ground
 from grounding.solver.prepare import bucket
 
 __all__ = ["PCR", "SoftPCR"]
@@ -245,6 +245,10 @@ class SoftPCR(AnchoredRetriever):
         self.lam, self.prior_temperature = float(lam), float(prior_temperature)
         self.hop_cost, self.slack, self.tau = float(hop_cost), float(slack), float(tau)
         self.evidence = EvidenceState(self.graph, provenance={"retriever": self.name})
+        #: the grounding settings, in the solver's terms (the slack is its kappa)
+        self.config = GroundingConfig(
+            lam=self.lam, kappa=self.slack, tau=self.tau, hop_cost=self.hop_cost, n_paths=0
+        )
 
     @property
     def temperature(self) -> float:
@@ -268,10 +272,7 @@ class SoftPCR(AnchoredRetriever):
             max_hops=self.max_hops,
             min_hops=0,  # an anchor supports itself: C(A) contains the anchors
         )
-        return ground(
-            problem, self.evidence, lam=self.lam, kappa=self.slack, tau=self.tau,
-            hop_cost=self.hop_cost, n_paths=0,
-        )  # fmt: skip
+        return ground(problem, self.evidence, self.config)
 
     def _log_prior(self, query: Query) -> np.ndarray:
         return self._log_priors([query])[0]
