@@ -52,6 +52,18 @@ def test_bad_settings_name_themselves(name, value, words):
         g.GroundingConfig(**kw)
 
 
+def test_infinite_settings_are_accepted_where_they_mean_something():
+    """No slack, no mismatch allowed, any support, no margin, no hard constraint, the worst
+    case oscillation: each at +inf is a valid setting (and the arrays are built once)."""
+    inf = float("inf")
+    cfg = g.GroundingConfig(
+        lam=1.0, kappa=inf, eps=inf, mismatch_cost=inf, eps_s=inf, contradiction_penalty=inf,
+        margin_threshold=inf, omega=inf,
+    )  # fmt: skip
+    assert cfg.arrays() is cfg.arrays()  # one build per config (a batch reads it per question)
+    assert all(float(cfg.arrays()[k]) == inf for k in ("kappa", "eps", "eps_s", "kc", "omega"))
+
+
 def test_unknown_or_missing_settings_are_type_errors():
     problem, graph = _problem()
     with pytest.raises(TypeError, match="unknown settings"):
@@ -105,6 +117,9 @@ def test_grad_through_ground_batch_and_jit():
     np.testing.assert_allclose(got, _fd(lambda x: float(loss(x)), 2.0), rtol=1e-5, atol=1e-8)
     jitted = jax.jit(lambda c: g.ground(problem, graph, c).log_posterior)
     np.testing.assert_allclose(jitted(cfg), g.ground(problem, graph, cfg).log_posterior)
+    batched = jax.jit(lambda c: [r.log_posterior for r in g.ground_batch([problem] * 2, graph, c)])
+    for r in batched(cfg):
+        np.testing.assert_allclose(r, g.ground(problem, graph, cfg).log_posterior, rtol=1e-12)
 
 
 def test_fitting_lambda_by_gradient_moves_it_towards_the_evidence():
