@@ -227,3 +227,29 @@ def test_hard_feasible_set_excludes_a_supported_but_contradicted_candidate():
     np.testing.assert_allclose(np.exp(res.hard_log_posterior), [0.0, 0.0, 1.0], **F64)
     res = g.ground(p, state, lam=1.0, kappa=1.0, eps=0.1)
     assert bool(res.hard_abstained)
+
+
+def test_an_anchor_answer_reports_its_empty_walk_first_and_pads_with_minus_one():
+    """An answer that is itself an anchor (min_hops=0) has the empty walk (energy 0, the best)
+    first, then its cycles, best first; unused slots are padded with -1 edges and nodes, and
+    the arrays are as wide as the longest reported walk."""
+    graph = g.TypedGraph.from_triples(
+        [("a", "r", "b"), ("b", "r", "a")], reliability=[0.5, 0.5], entities=["a", "b", "c"]
+    )
+    p = g.GroundingProblem(
+        "q", ["a", "c"], jnp.log(jnp.array([0.5, 0.5])), anchors=("a",), max_hops=2, min_hops=0
+    )
+    r = g.ground(p, graph, lam=1.0, kappa=5.0, n_paths=3, path_candidates=None)
+    paths = r.paths
+    assert paths.length[0].tolist() == [0, 2, -1]  # the empty walk, the cycle a->b->a, none
+    np.testing.assert_allclose(paths.cost[0, :2], [0.0, 2 * np.log(2.0)], rtol=1e-12)
+    assert paths.edges.shape == (2, 3, 2) and paths.nodes.shape == (2, 3, 3)
+    assert (paths.edges[0, 0] == -1).all() and (paths.edges[0, 2] == -1).all()
+    assert (paths.edges[1] == -1).all() and (paths.nodes[1] == -1).all()  # 'c': no walk
+    assert paths.length[1].tolist() == [-1, -1, -1]
+    alone = g.TypedGraph.from_triples(
+        [("b", "r", "c")], reliability=[0.5], entities=["a", "b", "c"]
+    )
+    r = g.ground(p, alone, lam=1.0, kappa=5.0, n_paths=3, path_candidates=None)
+    assert r.paths.length[0].tolist() == [0, -1, -1]  # only the empty walk
+    assert r.paths.edges.shape == (2, 3, 1)  # as wide as one edge at least, no wider
