@@ -134,20 +134,29 @@ def _candidate_arrays(problem: GroundingProblem, state: EvidenceState, c_pad: in
     return dict(arrays, counter=counter, schema=schema), structure
 
 
+#: A prefix is shared through one forward pass when at least this many chains have it, for at
+#: most :data:`MAX_SHARED` prefixes a question (the largest; each is a block of the compiled
+#: program, so their number bounds the program's size); other chains are grounded one by one.
+MIN_SHARED, MAX_SHARED = 4, 8
+
+
 def _chain_groups(groups: dict[int, list[int]], mentions, claimed) -> ChainGroups:
     """Each hop count's chains split into those that share a prefix (every mention but the
-    last, every claimed relation) with another chain and the rest."""
+    last, every claimed relation) with enough others and the rest."""
     alone, shared = [], []
     for t, idx in sorted(groups.items()):
         by_prefix: dict[bytes, list[int]] = {}
         for i in idx:
             key = mentions[i, :t].tobytes() + claimed[i, :t].tobytes()
             by_prefix.setdefault(key, []).append(i)
-        rest = [i for members in by_prefix.values() if len(members) == 1 for i in members]
+        shared += [(t, tuple(m)) for m in by_prefix.values() if len(m) >= MIN_SHARED]
+    shared = sorted(shared, key=lambda g: -len(g[1]))[:MAX_SHARED]
+    taken = {i for _, members in shared for i in members}
+    for t, idx in sorted(groups.items()):
+        rest = tuple(i for i in idx if i not in taken)
         if rest:
-            alone.append((t, tuple(rest)))
-        shared += [(t, tuple(m)) for m in by_prefix.values() if len(m) > 1]
-    return ChainGroups(tuple(alone), tuple(shared))
+            alone.append((t, rest))
+    return ChainGroups(tuple(alone), tuple(sorted(shared)))
 
 
 _EDGE_CACHE: dict[int, tuple[weakref.ref, np.dtype, dict, object]] = {}
