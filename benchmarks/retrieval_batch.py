@@ -5,8 +5,9 @@ Run: ``python benchmarks/retrieval_batch.py [--questions 300] [--hops 2] [--k-no
 [--repeats 3] [--seed 0]``. Last line: ``evidence_ms_per_question_before=<b> after=<a>``.
 
 - before: ``PCR.retrieve`` per question, then its ``.evidence`` (``subgraph_evidence``: a
-  walk back along shortest paths node by node), then ``compact_evidence`` (the QA loop's) of
-  each state to one shared size (the power of two ``compact_evidence_batch`` picks);
+  walk back along shortest paths node by node), then ``compact_evidence`` (the QA loop's,
+  one state per call) of each state to one shared size (the power of two
+  ``compact_evidence_batch`` picks);
 - after: ``PCR.retrieve_batch`` (one breadth-first search per chunk of questions gives the
   candidate sets and the evidence, precomputed), then ``compact_evidence_batch``.
 

@@ -1,6 +1,7 @@
 """Batched retrieval -> evidence equals the per-question path, exactly: distances of many
 anchor sets (NetworkX BFS), PCR.retrieve_batch at a depth limit (PCR.retrieve), the batched
-evidence edge sets (subgraph_evidence) and the compact batch (the QA loop's compact_evidence).
+evidence edge sets (subgraph_evidence) and the compact batch (a state-by-state reference
+compaction written here, the obviously correct way).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from hypothesis import strategies as st
 
 from grounding import EvidenceState, TypedGraph
 from grounding.datasets import kgqa_benchmark
-from grounding.qa.loop import compact_evidence
 from grounding.retrieval import (
     PCR,
     UNREACHABLE,
@@ -28,6 +28,37 @@ from grounding.retrieval import (
     subgraph_evidence_batch,
 )
 from grounding.testing.strategies import seeds, typed_graphs
+
+
+def compact_evidence(state: EvidenceState, keep=(), min_size: int = 64) -> EvidenceState:
+    """Reference compaction of one state: the entities its edges touch and ``keep``, in their
+    original order, then isolated ``<padding i>`` entities (names the graph does not hold) up
+    to the power of two ``>= min_size``; edges renumbered, everything else unchanged."""
+    g = state.graph
+    used = np.zeros(g.n_nodes, bool)
+    used[np.asarray(g.head)] = used[np.asarray(g.tail)] = True
+    for name in keep:
+        used[g.entity_index(name)] = True
+    old = np.flatnonzero(used)
+    size = max(min_size, 1 << max(len(old) - 1, 0).bit_length())
+    names, pad, i = set(g.entities), [], 0
+    while len(pad) < size - len(old):
+        if f"<padding {i}>" not in names:
+            pad.append(f"<padding {i}>")
+        i += 1
+    new = np.full(g.n_nodes, -1, np.int32)
+    new[old] = np.arange(len(old), dtype=np.int32)
+    graph = TypedGraph(
+        head=new[np.asarray(g.head)],
+        relation=g.relation,
+        tail=new[np.asarray(g.tail)],
+        reliability=g.reliability,
+        entities=tuple(g.entities[j] for j in old) + tuple(pad),
+        relations=g.relations,
+        texts=tuple(g.texts[j] for j in old) + ("",) * len(pad) if g.texts else (),
+    )
+    return dataclasses.replace(state, graph=graph)
+
 
 DEPTHS = st.sampled_from([0, 1, 2, 3, None])
 
