@@ -601,13 +601,6 @@ def test_padding_buckets_edge_padding_and_the_bounded_edge_cache():
                 want *= 2
             assert prepare.bucket(n, floor=floor) == want, (n, floor)
     assert prepare.bucket(5) == 8  # default floor 8
-    arrays = dict(head=np.array([1, 2]), reliability=np.array([0.5, 0.25]),
-                  edge_mask=np.array([True, True]))  # fmt: skip
-    assert prepare.pad_edges(arrays, 2) is arrays
-    padded = prepare.pad_edges(arrays, 4)
-    np.testing.assert_array_equal(padded["head"], [1, 2, 0, 0])
-    np.testing.assert_array_equal(padded["reliability"], [0.5, 0.25, 1.0, 1.0])
-    np.testing.assert_array_equal(padded["edge_mask"], [True, True, False, False])
     graphs = [
         g.TypedGraph.from_triples([("a", "r", "b")] * k, np.linspace(0.5, 1.0, k))
         for k in range(1, 11)

@@ -83,14 +83,13 @@ class GroundingConfig:
     tropical: bool = dataclasses.field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        check = _Checker()
-        check.scalar("lam", self.lam)
-        check.scalar("kappa", self.kappa, allow_inf=True, strict=True)
-        check.scalar("tau", self.tau)
+        _check_scalar("lam", self.lam)
+        _check_scalar("kappa", self.kappa, allow_inf=True, strict=True)
+        _check_scalar("tau", self.tau)
         for name in ("alpha", "xi", "hop_cost"):
-            check.scalar(name, getattr(self, name))
-        check.scalar("mismatch_cost", self.mismatch_cost, allow_inf=True)
-        check.scalar("margin_threshold", self.margin_threshold, allow_inf=True)
+            _check_scalar(name, getattr(self, name))
+        _check_scalar("mismatch_cost", self.mismatch_cost, allow_inf=True)
+        _check_scalar("margin_threshold", self.margin_threshold, allow_inf=True)
         for name, kw in (
             ("eps", dict(allow_inf=True)),
             ("eps_s", dict(allow_inf=True)),
@@ -99,7 +98,7 @@ class GroundingConfig:
             ("omega", dict(allow_inf=True)),
         ):
             if getattr(self, name) is not None:
-                check.scalar(name, getattr(self, name), **kw)
+                _check_scalar(name, getattr(self, name), **kw)
         if self.theta is not None and is_concrete(self.theta):
             if not float(np.asarray(self.theta)) <= 1.0:
                 raise ValueError(
@@ -228,17 +227,14 @@ def _leaves(config: GroundingConfig) -> dict:
     return {k: getattr(config, k) for k in _DATA if getattr(config, k) is not None}
 
 
-class _Checker:
-    """Scalar checks of :func:`grounding._checks.check_nonnegative_scalar`, one question's
-    scalars (no batch axis)."""
-
-    @staticmethod
-    def scalar(name: str, x: ArrayLike, **kw) -> None:
-        if isinstance(x, (bool, str, bytes)) or x is None:
-            raise TypeError(f"{name} must be a number, got {x!r:.100}")
-        a = check_nonnegative_scalar(x, name, **kw)
-        if a.ndim:
-            raise ValueError(f"{name} must be a scalar for one question, got shape {a.shape}")
+def _check_scalar(name: str, x: ArrayLike, **kw) -> None:
+    """One question's scalar setting, by :func:`grounding._checks.check_nonnegative_scalar`
+    (no batch axis; ``None``, strings and bools are not numbers)."""
+    if isinstance(x, (bool, str, bytes)) or x is None:
+        raise TypeError(f"{name} must be a number, got {x!r:.100}")
+    a = check_nonnegative_scalar(x, name, **kw)
+    if a.ndim:
+        raise ValueError(f"{name} must be a scalar for one question, got shape {a.shape}")
 
 
 def _count(name: str, x: object) -> int:

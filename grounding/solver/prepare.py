@@ -26,7 +26,6 @@ __all__ = [
     "Prepared",
     "Statics",
     "bucket",
-    "pad_edges",
     "prepare",
 ]
 
@@ -198,15 +197,6 @@ def _build_edge_arrays(graph: TypedGraph, dtype: np.dtype) -> tuple[dict, object
         graph.edge_index() if E >= ELL_MIN_EDGES else None
     )  # None: built from the (possibly traced) padded arrays inside the core
     return arrays, layout
-
-
-def pad_edges(arrays: dict, n_edges: int) -> dict:
-    """Segment-layout edge arrays padded with masked-out edges to ``n_edges``."""
-    pad = n_edges - len(arrays["head"])
-    if pad == 0:
-        return arrays
-    fill = dict(reliability=1.0, edge_mask=False)
-    return {k: np.pad(v, (0, pad), constant_values=fill.get(k, 0)) for k, v in arrays.items()}
 
 
 def prepare(

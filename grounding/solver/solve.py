@@ -14,7 +14,7 @@ from grounding.evidence import EvidenceState
 from grounding.problem import GroundingProblem, Realisation
 from grounding.result import GroundingResult
 from grounding.solver.config import GroundingConfig, make_config
-from grounding.solver.prepare import Prepared, bucket, pad_edges, prepare
+from grounding.solver.prepare import Prepared, bucket, prepare
 from grounding.solver.program import compiled
 from grounding.solver.report import finish, traced_result
 
@@ -98,10 +98,7 @@ def ground(
     config = make_config(config, settings, "ground")
     prepared = prepare(problem, evidence, realisation, config)
     out = compiled(prepared.statics, None)(prepared.ev, prepared.q, realisation)
-    out["log_prior"] = prepared.q["log_prior"]
-    if not is_concrete(*jax.tree_util.tree_leaves(out)):  # traced settings (jax.grad, jit)
-        return traced_result(out, problem)
-    return finish(jax.device_get(out), problem, prepared, realisation, config)
+    return _result(out, problem, prepared, realisation, config)
 
 
 def ground_batch(
@@ -140,25 +137,22 @@ def ground_batch(
     for (statics, _, _), members in groups.items():
         if not shared and statics.has_layout:  # large graphs have their own ELL layout
             for i in members:
-                results[i] = _one(problems[i], prepared[i], realisation, config)
+                p = prepared[i]
+                out = compiled(statics, None)(p.ev, p.q, realisation)
+                results[i] = _result(out, problems[i], p, realisation, config)
             continue
         out = _group(members, prepared, shared, realisation)
-        traced = not is_concrete(*jax.tree_util.tree_leaves(out))
-        out = out if traced else jax.device_get(out)  # one transfer for the whole group
+        if is_concrete(*jax.tree_util.tree_leaves(out)):
+            out = jax.device_get(out)  # one transfer for the whole group
         for j, i in enumerate(members):
-            one = {k: v[j] for k, v in out.items() if k != "certificate"}
-            one["certificate"] = jax.tree_util.tree_map(lambda x, j=j: x[j], out["certificate"])
-            one["log_prior"] = prepared[i].q["log_prior"]
-            results[i] = (
-                traced_result(one, problems[i])
-                if traced
-                else finish(one, problems[i], prepared[i], realisation, config)
-            )
+            one = jax.tree_util.tree_map(lambda x, j=j: x[j], out)
+            results[i] = _result(one, problems[i], prepared[i], realisation, config)
     return results  # type: ignore[return-value]
 
 
-def _one(problem, prepared: Prepared, realisation, config) -> GroundingResult:
-    out = compiled(prepared.statics, None)(prepared.ev, prepared.q, realisation)
+def _result(out: dict, problem, prepared: Prepared, realisation, config) -> GroundingResult:
+    """One question's result from its program outputs: reported on the host, or as they are
+    when a setting is traced (``jax.grad``, ``jit``)."""
     out["log_prior"] = prepared.q["log_prior"]
     if not is_concrete(*jax.tree_util.tree_leaves(out)):
         return traced_result(out, problem)
@@ -173,9 +167,8 @@ def _group(members: list[int], prepared: list[Prepared], shared: bool, realisati
     qs = jax.tree_util.tree_map(_stack, *[prepared[i].q for i in padded])
     if shared:
         ev = prepared[members[0]].ev
-    else:
-        e_max = max(len(prepared[i].ev["head"]) for i in members)
-        ev = jax.tree_util.tree_map(_stack, *[pad_edges(prepared[i].ev, e_max) for i in padded])
+    else:  # one edge bucket per group: the members' edge arrays have one length
+        ev = jax.tree_util.tree_map(_stack, *[prepared[i].ev for i in padded])
     return compiled(prepared[members[0]].statics, not shared)(ev, qs, realisation)
 
 
