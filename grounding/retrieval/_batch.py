@@ -230,14 +230,7 @@ def retrieve_bounded(pcr: Any, queries: Sequence[Any], k: int) -> list:
     ``PCR._rank`` as :meth:`~grounding.retrieval.PCR.retrieve` ranks it (so the same indices
     and scores), and the same distances give each retrieval's evidence, set ahead of its first
     access. Queries without a known anchor take the fallback (evidence built when read)."""
-    out: list = [None] * len(queries)
-    todo = []
-    for i, q in enumerate(queries):
-        anchors, why = pcr.resolve(q)
-        if len(anchors):
-            todo.append((i, anchors))
-        else:
-            out[i] = pcr.fallen(q, k, why)
+    out, todo = pcr.anchored(queries, k)
     if not todo:
         return out
     qv = pcr.index.embed_queries([queries[i].text for i, _ in todo])

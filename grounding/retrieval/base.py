@@ -329,3 +329,17 @@ class AnchoredRetriever(BaseRetriever):
             return self._result(query, empty, np.zeros(0), fallback=f"{why}: returned nothing")
         idx, s = top_k(self.index.cosine(query), k)
         return self._result(query, idx, s, fallback=f"{why}: searched all nodes")
+
+    def anchored(self, queries: Sequence[Query], k: int) -> tuple[list, list]:
+        """A batch split by its anchors: ``(out, todo)``, ``out`` one slot per query holding
+        the fallback result of each query without usable anchors (``None`` elsewhere), and
+        ``todo`` the ``(position, anchor indices)`` of the others, in order."""
+        out: list[Retrieval | None] = [None] * len(queries)
+        todo: list[tuple[int, np.ndarray]] = []
+        for i, q in enumerate(queries):
+            anchors, why = self.resolve(q)
+            if len(anchors):
+                todo.append((i, anchors))
+            else:
+                out[i] = self.fallen(q, k, why)
+        return out, todo

@@ -144,19 +144,15 @@ class PCR(AnchoredRetriever):
         k, queries = check_k(k), check_queries(queries)
         if self.max_hops is not None:
             return retrieve_bounded(self, queries, k)
-        out: list[Retrieval | None] = [None] * len(queries)
+        out, todo = self.anchored(queries, k)
         groups: dict[object, tuple[np.ndarray, list[tuple[int, np.ndarray]]]] = {}
-        for i, q in enumerate(queries):
-            anchors, why = self.resolve(q)
-            if not len(anchors):
-                out[i] = self.fallen(q, k, why)
-                continue
+        for i, anchors in todo:
             cand = self.candidates(anchors)  # one anchor: a memoised array, shared
             key = id(cand) if len(anchors) == 1 else ("q", i)
             groups.setdefault(key, (cand, []))[1].append((i, anchors))
-        todo = [i for _, members in groups.values() for i, _ in members]
-        if todo:
-            qv = dict(zip(todo, self.index.embed_queries([queries[i].text for i in todo])))
+        order = [i for _, members in groups.values() for i, _ in members]
+        if order:
+            qv = dict(zip(order, self.index.embed_queries([queries[i].text for i in order])))
         for cand, members in groups.values():
             ranked = self._rank(np.stack([qv[i] for i, _ in members]), cand, k)
             for (i, anchors), (idx, s) in zip(members, ranked):
@@ -321,14 +317,7 @@ class SoftPCR(AnchoredRetriever):
         :func:`grounding.ground` per query: :meth:`batch_log_posterior`."""
         k = check_k(k)
         queries = check_queries(queries)
-        out: list[Retrieval | None] = [None] * len(queries)
-        todo: list[tuple[int, np.ndarray]] = []
-        for i, q in enumerate(queries):
-            anchors, why = self.resolve(q)
-            if len(anchors):
-                todo.append((i, anchors))
-            else:
-                out[i] = self.fallen(q, k, why)
+        out, todo = self.anchored(queries, k)
         for start in range(0, len(todo), _SOFT_BATCH):
             chunk = todo[start : start + _SOFT_BATCH]
             rows = self.batch_log_posterior([queries[i] for i, _ in chunk], [a for _, a in chunk])
