@@ -33,16 +33,17 @@ apart). ``--repeats`` runs each row that many times and reports the median and t
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
-import tempfile
 import time
 
 import networkx as nx
 import numpy as np
 from scipy.special import logsumexp
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from paths import write_json  # noqa: E402  (the benchmarks directory, just above)
 
 from grounding.datasets import kgqa_benchmark
 from grounding.learn import init_model
@@ -224,14 +225,6 @@ def stages(env, hops: int, k_candidates: int, n: int, k_nodes: int) -> dict:
     for k, v in timings.items():
         print(f"  {k}: {v:.3f} ms/question")
     return timings
-
-
-def write_json(path: str, data: dict) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=directory, suffix=".tmp", delete=False) as f:
-        json.dump(data, f, indent=1)
-    os.replace(f.name, path)
 
 
 def plot(path: str, points: dict, machine: str) -> None:
