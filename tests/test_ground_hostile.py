@@ -253,3 +253,36 @@ def test_an_anchor_answer_reports_its_empty_walk_first_and_pads_with_minus_one()
     r = g.ground(p, alone, lam=1.0, kappa=5.0, n_paths=3, path_candidates=None)
     assert r.paths.length[0].tolist() == [0, -1, -1]  # only the empty walk
     assert r.paths.edges.shape == (2, 3, 1)  # as wide as one edge at least, no wider
+
+
+def test_min_reliability_decides_which_edges_count_as_counter_support():
+    """A functional relation's other object contradicts a claim only through an edge at least
+    ``min_reliability`` reliable: 0.6 counts at 0.5, not at 0.7 (single and batched)."""
+    graph = g.TypedGraph.from_triples([("a", "r", "b")], [0.6], entities=["a", "b", "d"])
+    state = g.EvidenceState(graph, functional=frozenset({"r"}))
+    p = g.GroundingProblem("q", (g.ClaimChain(("a", "d"), ("r",)),), jnp.zeros(1))
+    for m, want in ((0.5, g.EvidenceStatus.CONTRADICTED), (0.7, g.EvidenceStatus.UNSUPPORTED)):
+        for r in (g.ground(p, state, lam=1.0, kappa=1.0, min_reliability=m),
+                  *g.ground_batch([p, p], state, lam=1.0, kappa=1.0, min_reliability=m)):  # fmt: skip
+            assert g.EvidenceStatus(int(r.status[0])) is want
+
+
+def test_ground_batch_reports_walks_under_the_realisation_as_ground_does():
+    """With a realisation, the batched report recomputes each reported chain's costs with it,
+    as ground does: the same walks, energies and weights."""
+    rng = np.random.default_rng(0)
+    graph = g.TypedGraph.from_triples(
+        [("a", "r", "b"), ("b", "s", "c"), ("a", "r", "c"), ("c", "s", "b")],
+        [0.9, 0.8, 0.7, 0.6],
+    )
+    real = g.Realisation(
+        jnp.asarray(rng.normal(size=(3, 4))), g.Translation(jnp.asarray(rng.normal(size=(2, 4))))
+    )
+    chains = tuple(g.ClaimChain(("a", None, t), ("r", "s")) for t in ("b", "c"))
+    p = g.GroundingProblem("q", chains, jnp.log(jnp.array([0.4, 0.6])))
+    kw = dict(lam=1.0, kappa=5.0, tau=0.5, n_paths=2, realisation=real)
+    want = g.ground(p, graph, **kw)
+    for got in g.ground_batch([p, p], graph, **kw):
+        assert got.triples == want.triples
+        np.testing.assert_allclose(got.paths.cost, want.paths.cost, rtol=1e-9)
+        np.testing.assert_allclose(got.paths.weight, want.paths.weight, rtol=1e-9)
