@@ -17,8 +17,11 @@ true but unobserved. For a query, the declared modelling choices are:
   from :math:`h` to :math:`x` over walks of at most ``hops`` observed edges, each edge costing its
   own learned typed residual (+ :math:`\xi(-\log w_e)`): :func:`grounding.ground_batch` with
   :math:`x` an answer candidate anchored at :math:`h` and the learned realisation; missing
-  support costs the finite slack :math:`\kappa` (Eq. (19), :func:`grounding.slack_energy`).
-  Every term is :math:`\ge 0`.
+  support costs the finite slack :math:`\kappa` (Eq. (19)). Every term is :math:`\ge 0`.
+- **Posterior**: :meth:`Problem.log_posterior` is :func:`grounding.ground_batch` on the
+  problems (answers anchored at :math:`h`, :math:`E_{\text{claim}}` as their claim energies):
+  the experiments' posteriors, energies and fits of :math:`\lambda, \kappa` all go through the
+  solver, jitted once per problem set with :math:`\lambda, \kappa` traced.
 - **Hard rules** (path-complete, Prop. 4): ``exact`` keeps :math:`x` iff :math:`(h, r, x)
   \in R` (never, for a held-out query); ``adjacent`` iff some observed edge
   :math:`h \to x` exists (any relation); ``reach2`` iff :math:`x` is within two observed hops.
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
@@ -41,7 +45,6 @@ from grounding import (
     energy_field,
     ground_batch,
     log_normalize,
-    slack_energy,
 )
 from grounding.datasets import KGSplits, load_kg
 from grounding.learn import DEFAULTS, KGEModel, TrainConfig, train
@@ -63,9 +66,35 @@ class Problem:
     reach2: np.ndarray  # bool: x within two observed hops of h
     degree: np.ndarray  # [Q] out-degree of h in R (a coverage proxy known from R alone)
     skipped: int  # queries of the split left out: fewer than k wrong tails exist
+    problems: tuple[GroundingProblem, ...]  # one per query, what the solver grounds
+    evidence: EvidenceState  # R
+    realisation: Realisation  # the main model's
+
+    def grounded(self, lam, kappa, evidence: EvidenceState | None = None) -> tuple:
+        """``([Q, C] log-posterior, [Q, C] energy)`` from :func:`grounding.ground_batch` at
+        ``lam``, ``kappa`` (traceable) on ``evidence`` (default: ``R``)."""
+        if evidence is not None:  # another graph: one host-side call
+            return _stacked(self, lam, kappa, evidence)
+        return self._jitted(lam, kappa)
+
+    def log_posterior(self, lam, kappa) -> jax.Array:
+        """Eq. (7) with the slack-extended energy of Eq. (19), by the solver."""
+        return self.grounded(lam, kappa)[0]
 
     def energy(self, kappa) -> jax.Array:
-        return jnp.asarray(self.claim) + slack_energy(jnp.asarray(self.support), kappa)  # Eq. (19)
+        r""":math:`E_{\text{claim}} + \min(S_R, \kappa)` (Eq. (19)), by the solver."""
+        return self.grounded(0.0, kappa)[1]
+
+    @functools.cached_property
+    def _jitted(self):
+        return jax.jit(lambda lam, kappa: _stacked(self, lam, kappa, self.evidence))
+
+
+def _stacked(p: Problem, lam, kappa, evidence: EvidenceState) -> tuple:
+    results = ground_batch(
+        p.problems, evidence, realisation=p.realisation, lam=lam, kappa=kappa, n_paths=0
+    )
+    return tuple(jnp.stack([getattr(r, k) for r in results]) for k in ("log_posterior", "energy"))
 
 
 @functools.cache
@@ -86,23 +115,33 @@ def realisation(model: KGEModel) -> Realisation:
     return Realisation(model.entity, model.relation_map, model.metric_name)
 
 
+def grounding_problems(
+    names: Sequence[str], heads: np.ndarray, cand: np.ndarray, log_prior: np.ndarray,
+    claim: np.ndarray, hops: int,
+) -> tuple[GroundingProblem, ...]:  # fmt: skip
+    """One problem per query: the candidates ``cand[q]`` as answers anchored at ``heads[q]``
+    (walks of ``1..hops`` edges), their prior and claim energies."""
+    return tuple(
+        GroundingProblem(
+            "",
+            tuple(names[x] for x in row),
+            lp,
+            anchors=(names[h],),
+            max_hops=hops,
+            claim_energy=ce,
+        )  # fmt: skip
+        for h, row, lp, ce in zip(heads, cand, log_prior, claim)
+    )
+
+
 def support_energy(
     graph: TypedGraph, model: KGEModel, heads: np.ndarray, cand: np.ndarray, hops: int
 ) -> np.ndarray:
     """``[Q, C]`` best-path support energies (Eq. (11), walks of ``1..hops`` edges) from
     ``heads[q]`` to each ``cand[q, c]`` in the evidence ``graph`` (its reliabilities enter the
     edge costs, Eq. (8)), by :func:`grounding.ground_batch` (only raw energies are read)."""
-    names = graph.entities
-    problems = [
-        GroundingProblem(
-            "",
-            tuple(names[x] for x in row),
-            np.full(len(row), -np.log(len(row))),
-            anchors=(names[h],),
-            max_hops=hops,
-        )  # fmt: skip
-        for h, row in zip(heads, cand)
-    ]
+    flat = np.full(cand.shape, -np.log(cand.shape[1]))
+    problems = grounding_problems(graph.entities, heads, cand, flat, np.zeros(cand.shape), hops)
     results = ground_batch(
         problems, EvidenceState(graph), realisation=realisation(model), lam=0.0, kappa=1.0,
         n_paths=0,
@@ -155,15 +194,19 @@ def build(
     main_e = np.asarray(main.candidate_energies("tail", jnp.asarray(h), jnp.asarray(r)), np.float64)
     R = kg.graph("train")
     reach = walk_hops(R, h, 2)[rows, cand]
+    claim = main_e[rows, cand]
     return Problem(
         queries=q,
         cand=cand,
         correct=correct,
         log_prior=log_prior,
-        claim=main_e[rows, cand],
+        claim=claim,
         support=support_energy(R, main, h, cand, hops),
         adjacent=reach <= 1,
         reach2=reach <= 2,
         degree=np.bincount(kg.train[:, 0], minlength=n)[h].astype(np.float64),
         skipped=skipped,
+        problems=grounding_problems(R.entities, h, cand, log_prior, claim, hops),
+        evidence=EvidenceState(R),
+        realisation=realisation(main),
     )

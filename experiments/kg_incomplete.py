@@ -61,6 +61,7 @@ from experiments._io import (
     write_json,
 )
 from grounding import (
+    EvidenceState,
     constraint_tradeoff,
     gibbs_log_posterior,
     hard_log_posterior,
@@ -89,13 +90,9 @@ LAMS = np.concatenate([[0.0], np.geomspace(0.05, 200.0, 40)])
 
 
 # ----------------------------------------------------------------------------- posteriors
-def _posterior(log_prior, energy, lam) -> np.ndarray:
-
-    return np.asarray(gibbs_log_posterior(log_prior, energy, lam))
-
-
 def _soft(p: kp.Problem, lam) -> np.ndarray:
-    return _posterior(p.log_prior, p.energy(KAPPA), lam)
+    """The soft posterior at ``lam`` and the sweeps' slack, by the solver."""
+    return np.asarray(p.log_posterior(lam, KAPPA))
 
 
 def _hard(p: kp.Problem, feasible: np.ndarray):
@@ -249,9 +246,7 @@ def stability(kg, p: kp.Problem, main, seed: int, n_rep: int) -> dict:
                 keep = rng.random(len(R)) >= drop
                 w = 1.0 - jitter * rng.random(keep.sum())
                 Rp = dataclasses.replace(R_graph.subgraph(keep), reliability=jnp.asarray(w))
-                S = kp.support_energy(Rp, main, p.queries[:, 0], p.cand, 2)
-                E2 = jnp.asarray(p.claim) + slack_energy(jnp.asarray(S), KAPPA)  # Eq. (19)
-                post2 = _posterior(lp, E2, LAM_SEL)
+                post2, E2 = p.grounded(LAM_SEL, KAPPA, EvidenceState(Rp))
                 omega = np.asarray(oscillation(base, E2, lp))
                 tv = np.asarray(tv_distance(post, post2))
                 points.append(
@@ -342,46 +337,48 @@ def _schedule(params, c):
     return lam, kap
 
 
-def _args(p: kp.Problem, c) -> tuple:
-    return tuple(jnp.asarray(x) for x in (p.log_prior, p.claim, p.support, p.correct, c))
+def _log_post(params, p: kp.Problem, c, aware: bool) -> jax.Array:
+    """The posterior under ``params``. A global fit (one ``lambda, kappa`` for every query) is
+    :func:`grounding.ground_batch` itself, the settings traced. The coverage-aware fit's
+    per-query ``lambda(c_q), kappa(c_q)`` are outside ``ground``'s one setting per call, so
+    Eqs. (19) and (7) are applied per query with the library's own functions to the solver's
+    support energies (``tests/test_kg_problem.py`` checks that the two routes agree)."""
+    if not aware:
+        return p.log_posterior(*_schedule(params, jnp.zeros(())))
+    lam, kap = _schedule(params, jnp.asarray(c))
+    E = jnp.asarray(p.claim) + slack_energy(jnp.asarray(p.support), kap[:, None])  # Eq. (19)
+    return gibbs_log_posterior(jnp.asarray(p.log_prior), E, lam)  # Eq. (7), lambda(c_q)
 
 
-def _log_post(params, lp, claim, support, c):
-
-    lam, kap = _schedule(params, c)
-    E = claim + slack_energy(support, kap[:, None])  # Eq. (19) with kappa_R = kappa(c_R)
-    return gibbs_log_posterior(lp, E, lam)  # Eq. (7), lambda_R = lambda(c_R)
-
-
-def _nll(params, lp, claim, support, correct, c):
-    post = _log_post(params, lp, claim, support, c)
-    return -jnp.mean(jnp.take_along_axis(post, correct[:, None], axis=1))
+def _nll(post: jax.Array, correct: np.ndarray) -> jax.Array:
+    return -jnp.mean(jnp.take_along_axis(post, jnp.asarray(correct)[:, None], axis=1))
 
 
 def _fit(p: kp.Problem, c, aware: bool, steps: int) -> dict:
-    args = _args(p, c)
     slope = 0.5 if aware else 0.0  # global fits keep a1 = b1 = 0: no dependence on c
     params = {k: jnp.array(v) for k, v in dict(a0=0.5, a1=slope, b0=0.5, b1=slope).items()}
     trainable = ("a0", "a1", "b0", "b1") if aware else ("a0", "b0")
     opt = optax.adam(0.05)
     state = opt.init(params)
 
+    def loss(params):
+        return _nll(_log_post(params, p, c, aware), p.correct)
+
     @jax.jit
     def step(params, state):
-        loss, g = jax.value_and_grad(_nll)(params, *args)
+        loss_, g = jax.value_and_grad(loss)(params)
         g = {k: v if k in trainable else jnp.zeros_like(v) for k, v in g.items()}
         upd, state = opt.update(g, state)
-        return optax.apply_updates(params, upd), state, loss
+        return optax.apply_updates(params, upd), state, loss_
 
     for _ in range(steps):
         params, state, _ = step(params, state)
     return {k: float(v) for k, v in params.items()}
 
 
-def _evaluate(params, p: kp.Problem, c) -> dict:
-    lp, claim, support, correct, c = _args(p, c)
-    post = _log_post({k: jnp.asarray(v) for k, v in params.items()}, lp, claim, support, c)
-    nll = -float(jnp.mean(jnp.take_along_axis(post, correct[:, None], axis=1)))
+def _evaluate(params, p: kp.Problem, c, aware: bool) -> dict:
+    post = _log_post({k: jnp.asarray(v) for k, v in params.items()}, p, c, aware)
+    nll = float(_nll(post, p.correct))
     return dict(nll=nll, acc=float(np.mean(_map_correct(np.asarray(post), p.correct))))
 
 
@@ -393,7 +390,7 @@ def calibration(pv: kp.Problem, pt: kp.Problem, steps: int) -> dict:
     for lam in (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0):
         for kap in (0.25, 0.5, 1.0, 2.0, 4.0):
             prm = {"a0": inv(lam), "a1": 0.0, "b0": inv(kap), "b1": 0.0}
-            grid.append((_evaluate(prm, pv, cv)["nll"], lam, kap, prm))
+            grid.append((_evaluate(prm, pv, cv, False)["nll"], lam, kap, prm))
     _, lam_f, kap_f, best = min(grid, key=lambda g: g[0])
     fits = {
         "fixed_grid": best,
@@ -401,7 +398,11 @@ def calibration(pv: kp.Problem, pt: kp.Problem, steps: int) -> dict:
         "coverage_aware": _fit(pv, cv, True, steps),
     }
     out = {
-        name: dict(params=prm, valid=_evaluate(prm, pv, cv), test=_evaluate(prm, pt, ct))
+        name: dict(
+            params=prm,
+            valid=_evaluate(prm, pv, cv, name == "coverage_aware"),
+            test=_evaluate(prm, pt, ct, name == "coverage_aware"),
+        )
         for name, prm in fits.items()
     }
     out["fixed_grid"].update(lam=lam_f, kappa=kap_f)

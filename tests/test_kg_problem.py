@@ -40,3 +40,30 @@ def test_build_candidates_prior_and_support_energies_on_nations():
     np.testing.assert_array_equal(p.reach2, np.isfinite(best)[p.queries[:, [0]], p.cand])
     E = np.asarray(p.energy(0.5))
     np.testing.assert_allclose(E, p.claim + np.minimum(p.support, 0.5))
+
+
+def test_posterior_by_the_solver_equals_eqs_19_and_7_and_fits_through_it():
+    """``Problem.log_posterior`` is ``ground_batch``; it equals Eq. (7) on
+    ``E_claim + min(S_R, kappa)`` (Eq. (19)) — the per-query composition the coverage-aware fit
+    uses — and ``jax.grad`` through it matches finite differences."""
+    import jax
+
+    from grounding import gibbs_log_posterior, slack_energy
+
+    kg = load_kg("nations")
+    cfg = TrainConfig(dim=8, epochs=2, eval_every=2, batch_size=512)
+    main = train(kg, "transe", cfg, progress=False).model
+    weak = train(kg, "transe", dataclasses.replace(cfg, seed=3), progress=False).model
+    p = kp.build(kg, "valid", main, weak, n_queries=12, k=5, hops=2, seed=1)
+    for lam, kappa in ((0.0, 1.0), (3.0, 0.3), (0.7, 5.0)):
+        E = jnp.asarray(p.claim) + slack_energy(jnp.asarray(p.support), kappa)
+        np.testing.assert_allclose(p.energy(kappa), E, rtol=1e-5, atol=1e-6)
+        want = gibbs_log_posterior(jnp.asarray(p.log_prior), E, lam)
+        np.testing.assert_allclose(p.log_posterior(lam, kappa), want, rtol=1e-5, atol=1e-5)
+
+    def nll(lam):
+        return -jnp.mean(p.log_posterior(lam, 0.8)[jnp.arange(12), p.correct])
+
+    h = 1e-3
+    fd = (nll(2.0 + h) - nll(2.0 - h)) / (2 * h)
+    np.testing.assert_allclose(jax.grad(nll)(2.0), fd, rtol=1e-2, atol=1e-4)
