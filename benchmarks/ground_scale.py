@@ -4,7 +4,7 @@ Two families, each configuration in its own child process (so its peak RSS is it
 
 - ``answer C``: a random directed graph of ``max(C, 1000)`` entities with 3 out-edges per
   entity (5 relation types, reliabilities U(0.5, 1), seed 0), ``max(N // 100, 10)`` anchors,
-  ``max_hops=3``, the first ``C`` entities as answer candidates with a random normalised
+  ``max_hops=3``, the first ``C`` entities as answer candidates with a random normalized
   prior (a third to all of them are reached by a walk);
 - ``chain C``: ``C`` random 2-hop claim chains (named entities and relations) over a random
   graph of 1000 entities and 10 000 edges (10 relation types, 3 relations declared

@@ -27,9 +27,9 @@ Differences between the two implementations (checked against the PyKEEN 1.11.1 s
   uniformly over the n - 1 entities other than the true one. Neither filters false negatives.
 - Batches: both reshuffle each epoch and take ceil(m / B) steps; ours wraps the last batch
   to full size (static shapes for ``lax.scan``), PyKEEN's last batch is smaller.
-- TransE: same L_p distance and entities renormalised to the unit sphere after every step
+- TransE: same L_p distance and entities renormalized to the unit sphere after every step
   (and at init) in both. Relation init: ours U(+-sqrt(6 / (n + d))) per coordinate (norm
-  ~ sqrt(2d / (n + d))), PyKEEN U(+-sqrt(6 / d)) then rows normalised to norm 1.
+  ~ sqrt(2d / (n + d))), PyKEEN U(+-sqrt(6 / d)) then rows normalized to norm 1.
 - RotatE: ours has ``dim`` real coordinates = dim/2 complex ones, relation angles
   U[-pi, pi) and the distance sum_i |z_i| (sum of complex moduli, as in the RotatE paper).
   PyKEEN's ``embedding_dim`` counts complex coordinates (we pass dim // 2); its relations are
@@ -40,8 +40,8 @@ Differences between the two implementations (checked against the PyKEEN 1.11.1 s
   sqrt(6 / (n + d)), PyKEEN sqrt(6 / fan_out)).
 - Losses: "margin" is the same mean hinge over the B x K pairs (``MarginRankingLoss``);
   "softplus" with self-adversarial weights is ``NSSALoss`` (detached softmax weights in both),
-  which PyKEEN scales by 0.5, harmless under Adam. Optimiser: Adam(lr), default betas/eps,
-  no regulariser in either.
+  which PyKEEN scales by 0.5, harmless under Adam. Optimizer: Adam(lr), default betas/eps,
+  no regularizer in either.
 - Evaluation: both filtered on train + valid + test, realistic (expected) ranks, pooled over
   head and tail queries.
 - Execution: ours is one jit-compiled ``lax.scan`` per epoch on XLA:CPU (its own thread

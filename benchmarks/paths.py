@@ -98,8 +98,8 @@ def make_graph(name: str, n_nodes: int, n_edges: int):
 
 
 def node_order(name: str, head, tail, n_nodes: int) -> np.ndarray:
-    """A relabelling ``new_id[old_id]`` of the nodes: as given, reverse Cuthill-McKee of the
-    symmetrised graph, or by descending in-degree."""
+    """A relabeling ``new_id[old_id]`` of the nodes: as given, reverse Cuthill-McKee of the
+    symmetrized graph, or by descending in-degree."""
     if name == "given":
         return np.arange(n_nodes, dtype=np.int32)
     if name == "rcm":

@@ -23,7 +23,7 @@ Query vectors are computed beforehand and shared: query encoding is excluded on 
 Index builds (our CSR + strongly connected component condensation; the NetworkX graph) are
 reported apart, not in throughput. Ours: ``PCR.retrieve_batch`` over batches of ``--batch``
 (latency = batch wall time / batch size, p50 over batches and ``--repeats`` passes) and
-``PCR.retrieve`` one query at a time. The memoised reachable sets are part of our method,
+``PCR.retrieve`` one query at a time. The memoized reachable sets are part of our method,
 built lazily on the first query of each strongly connected component: the first (cold) batch
 is timed apart, an untimed pass warms up, then passes are timed. The reference runs (after one
 untimed query) on a seeded subset of ``--reference-queries`` (0: all) at unlimited depth on
@@ -355,10 +355,10 @@ def show_sweep(title: str, build: float, rows: list, n_q: int) -> None:
 def control(a, graph: TypedGraph, p: dict, rng) -> None:
     """The ANN sweep on clustered unit vectors (1,000 Gaussian clusters, queries drawn from
     the same mixture) on the same graph and anchors: not the specified data, a control."""
-    n, centres = graph.n_nodes, unit(rng, 1000, a.dim)
+    n, centers = graph.n_nodes, unit(rng, 1000, a.dim)
 
     def mixture(count: int) -> np.ndarray:
-        x = centres[rng.integers(0, len(centres), count)] + unit(rng, count, a.dim)
+        x = centers[rng.integers(0, len(centers), count)] + unit(rng, count, a.dim)
         x /= np.linalg.norm(x, axis=1, keepdims=True)
         return x
 

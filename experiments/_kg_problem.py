@@ -2,21 +2,21 @@ r"""Grounding problems built from a real split knowledge graph (shared by ``kg_i
 
 The split *is* incomplete evidence: :math:`R` = the training graph, :math:`G^*` = train +
 valid + test, and each held-out triple :math:`(h, r, t)` is a query whose true answer is
-true but unobserved. For a query, the declared modelling choices are:
+true but unobserved. For a query, the declared modeling choices are:
 
 - **Candidates** :math:`\Gamma(q)`: the true tail plus the ``K`` wrong tails (not in
   :math:`G^*` for ``(h, r)``) ranked highest by the prior, each the one-hop trajectory
-  :math:`h \xrightarrow{r} x`; shuffled, so ties cannot favour the true answer. Queries with
+  :math:`h \xrightarrow{r} x`; shuffled, so ties cannot favor the true answer. Queries with
   fewer than ``K`` wrong tails (possible on Nations' 14 entities) are left out and counted.
 - **Prior** :math:`p_\theta(\cdot\mid q)`: a *stand-in* for an LLM, not an LLM: a deliberately
   weak 8-dimensional TransE trained briefly on :math:`R`,
-  :math:`p_\theta(x) \propto e^{-E_{\text{weak}}(h, r, x)}` renormalised on :math:`\Gamma(q)`.
+  :math:`p_\theta(x) \propto e^{-E_{\text{weak}}(h, r, x)}` renormalized on :math:`\Gamma(q)`.
 - **Energy** :math:`E_R(x) = E_{\text{claim}}(x) + \min(S_R(x), \kappa)`:
   :math:`E_{\text{claim}}` is the claim's typed residual, Eq. (8), under relation maps
   *learned from R* (the main model); :math:`S_R(x)` is the best-path support energy, Eq. (11),
   from :math:`h` to :math:`x` over walks of at most ``hops`` observed edges, each edge costing its
   own learned typed residual (+ :math:`\xi(-\log w_e)`): :func:`grounding.ground_batch` with
-  :math:`x` an answer candidate anchored at :math:`h` and the learned realisation; missing
+  :math:`x` an answer candidate anchored at :math:`h` and the learned realization; missing
   support costs the finite slack :math:`\kappa` (Eq. (19)). Every term is :math:`\ge 0`.
 - **Posterior**: :meth:`Problem.log_posterior` is :func:`grounding.ground_batch` on the
   problems (answers anchored at :math:`h`, :math:`E_{\text{claim}}` as their claim energies):
@@ -40,7 +40,7 @@ import numpy as np
 from grounding import (
     EvidenceState,
     GroundingProblem,
-    Realisation,
+    Realization,
     TypedGraph,
     energy_field,
     ground_batch,
@@ -68,7 +68,7 @@ class Problem:
     skipped: int  # queries of the split left out: fewer than k wrong tails exist
     problems: tuple[GroundingProblem, ...]  # one per query, what the solver grounds
     evidence: EvidenceState  # R
-    realisation: Realisation  # the main model's
+    realization: Realization  # the main model's
 
     def grounded(self, lam, kappa, evidence: EvidenceState | None = None) -> tuple:
         """``([Q, C] log-posterior, [Q, C] energy)`` from :func:`grounding.ground_batch` at
@@ -92,7 +92,7 @@ class Problem:
 
 def _stacked(p: Problem, lam, kappa, evidence: EvidenceState) -> tuple:
     results = ground_batch(
-        p.problems, evidence, realisation=p.realisation, lam=lam, kappa=kappa, n_paths=0
+        p.problems, evidence, realization=p.realization, lam=lam, kappa=kappa, n_paths=0
     )
     return tuple(jnp.stack([getattr(r, k) for r in results]) for k in ("log_posterior", "energy"))
 
@@ -110,9 +110,9 @@ def models(name: str, full: bool) -> tuple[KGEModel, KGEModel]:
     return main, weak
 
 
-def realisation(model: KGEModel) -> Realisation:
-    """The learned realisation: entity embeddings, relation maps and metric of ``model``."""
-    return Realisation(model.entity, model.relation_map, model.metric_name)
+def realization(model: KGEModel) -> Realization:
+    """The learned realization: entity embeddings, relation maps and metric of ``model``."""
+    return Realization(model.entity, model.relation_map, model.metric_name)
 
 
 def grounding_problems(
@@ -143,7 +143,7 @@ def support_energy(
     flat = np.full(cand.shape, -np.log(cand.shape[1]))
     problems = grounding_problems(graph.entities, heads, cand, flat, np.zeros(cand.shape), hops)
     results = ground_batch(
-        problems, EvidenceState(graph), realisation=realisation(model), lam=0.0, kappa=1.0,
+        problems, EvidenceState(graph), realization=realization(model), lam=0.0, kappa=1.0,
         n_paths=0,
     )  # fmt: skip
     return np.stack([np.asarray(r.raw_energy, np.float64) for r in results])
@@ -208,5 +208,5 @@ def build(
         skipped=skipped,
         problems=grounding_problems(R.entities, h, cand, log_prior, claim, hops),
         evidence=EvidenceState(R),
-        realisation=realisation(main),
+        realization=realization(main),
     )

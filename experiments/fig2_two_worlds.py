@@ -5,7 +5,7 @@ Two latent worlds, :math:`W_1` (the Giants' most recent title is the 2014 World 
 championship edge is not retrieved). Any hard rule decides identically in both worlds, so the
 hard rule that rejects the unsupported 2014 trajectory is wrong in :math:`W_1`
 (:func:`grounding.worlds.hard_rule_requirements`). The finite-slack soft posterior keeps the
-trajectory with positive mass in both worlds, labelled *unsupported* (not true), so the
+trajectory with positive mass in both worlds, labeled *unsupported* (not true), so the
 decision layer routes it to renewed retrieval.
 
 Outputs: ``fig2_two_worlds.png``, ``fig2_two_worlds.csv`` (mass of the 2014 trajectory per
@@ -296,7 +296,7 @@ def plot(res: dict):
     w1 = res["worlds"]["W1"]
     ax.set_title(
         "same $R$ ⇒ same decision in both worlds:\nhard rule rejects it (wrong in $W_1$); "
-        f"finite slack keeps it, labelled {w1['status'][0].lower()} → "
+        f"finite slack keeps it, labeled {w1['status'][0].lower()} → "
         f"{w1['action_at_lambda_1'].lower()}",
     )
     for k in range(2):

@@ -86,7 +86,7 @@ def settings(full: bool) -> list[Setting]:
 @functools.lru_cache(maxsize=4)
 def build(setting: Setting, seed: int = 0):
     """Benchmark, trained answerer (temperature fitted on validation) and retrievers.
-    Memoised: later experiments of the same run (PankRAG) reuse the trained answerer."""
+    Memoized: later experiments of the same run (PankRAG) reuse the trained answerer."""
     bench = kgqa_benchmark(setting.name, questions_per_hop=setting.questions_per_hop, seed=seed)
     shared = 4096 if setting.name == "codex-m" else 0  # CoDEx-M: batch negatives (speed)
     cfg = OneVsAllConfig(
@@ -136,7 +136,7 @@ def arrays(outcomes) -> dict[str, np.ndarray]:
 
 
 def fit_lambda(outcomes, steps: int = 300, lr: float = 0.05) -> float:
-    """Maximise the validation log-probability of the gold answers among the candidates under
+    """Maximize the validation log-probability of the gold answers among the candidates under
     the grounded posterior (Eq. (7) on the energies ``ground`` computed) by Adam on log lambda."""
     a = arrays(outcomes)
     has_gold = a["gold"].any(axis=1)
@@ -406,7 +406,7 @@ def figure(reports: list[dict], example: Example):
     ax.legend()
     graph, result, answers = example
     ax = gplot.posterior_bars(result, axes["post"], max_candidates=8, labels=answers)
-    ax.set_xlabel("candidate answer (label colour: evidence status)")
+    ax.set_xlabel("candidate answer (label color: evidence status)")
     ax.set_title(
         textwrap.fill(f"One {main['dataset']} 2-hop test question: {result.question}", 90)
         + f"\nAxiom 8 decision: {result.decision.name.lower()}; grounded top candidate: "

@@ -13,7 +13,7 @@ recall@K for K in (50, 100, 200, 400) as SubgraphRAG's evaluation defines them, 
 mean and s.d. over seeds (full runs: three seeds for SubgraphRAG, gated and ungated, one for
 the other ablations; 300 training questions, 8 epochs, 50 test questions per hop). Path-constrained retrieval (hard and soft, depth 2 like the
 candidate subgraphs) ranks nodes; its facts are ranked by the worse rank of their two
-endpoints (topic first). Also: the oversmoothing diagnostic (normalised Dirichlet energy of
+endpoints (topic first). Also: the oversmoothing diagnostic (normalized Dirichlet energy of
 the entity states per layer, structural vs semantic vs ungated, L = 4), transfer (trained on
 one graph, tested on the other), downstream grounding (each retriever's top-100 facts as the
 evidence state of :func:`grounding.ground` with the trained answerer's prior; Hits@1 and
@@ -165,7 +165,7 @@ def pcr_rankings(retrievers, facts, tgt, questions, k_nodes=400):
 
 
 def oversmoothing(models: dict, queries) -> dict:
-    """Normalised Dirichlet energy per layer, mean over questions, per gate."""
+    """Normalized Dirichlet energy per layer, mean over questions, per gate."""
     out = {}
     for gate, model in models.items():
         qs = model.embed(queries)
@@ -206,7 +206,7 @@ def figure(recall: dict, smooth: dict):
     for gate, e in smooth.items():
         ax.plot(range(len(e)), e, marker="o", label=gate)
         ax.set_xticks(range(len(e)))
-    ax.set(xlabel="layer", ylabel="normalised Dirichlet energy", yscale="log",
+    ax.set(xlabel="layer", ylabel="normalized Dirichlet energy", yscale="log",
            title="Oversmoothing: entity states per layer (L = 4)")  # fmt: skip
     ax.legend(fontsize=8)
     fig.suptitle(

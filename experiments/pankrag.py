@@ -15,9 +15,9 @@ agreement), without the reranker, with embedding agreement, without the DAG (the
 question as one step), global (community) retrieval only, and the one-loop PCR and soft-PCR
 systems. Local-only equals PankRAG on this benchmark: every templated step is specific. Hits@1
 is the top answer of the grounded posterior; each system is compared with PankRAG question by
-question (sign test). Systems after the first reuse the answerer's memoised proposals, so
+question (sign test). Systems after the first reuse the answerer's memoized proposals, so
 their milliseconds per question are not comparable with the first's: speed is PankRAG's first
-run and a second run with compiled programs and no memoised proposals. Error propagation: on 2- and 3-hop test
+run and a second run with compiled programs and no memoized proposals. Error propagation: on 2- and 3-hop test
 questions the first step's answers get a wrong entity (its most probable non-gold answer)
 holding half of the probability; final Hits@1 with and without the reranker.
 
@@ -281,7 +281,7 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
         )
     for s in SYSTEMS[1:]:  # PankRAG against each other system, question by question
         kg[s]["against_pankrag"] = paired(per_question["pankrag"], per_question[s])
-    # speed: PankRAG again with compiled programs but no memoised model proposals
+    # speed: PankRAG again with compiled programs but no memoized model proposals
     answerer.cache_clear()
     _, seconds = run_system("pankrag", test, parts)
     speed = dict(

@@ -1,6 +1,6 @@
 r"""Prop. 13 (Appendix C): the constraint-strength trade-off on the Gibbs family.
 
-:math:`P_\lambda` minimises :math:`F + \lambda G` with :math:`F(P) = \mathrm{KL}(P\|P_0)` and
+:math:`P_\lambda` minimizes :math:`F + \lambda G` with :math:`F(P) = \mathrm{KL}(P\|P_0)` and
 :math:`G(P) = \mathbb E_P[E_R]` (Thm. 2), so :math:`F(\lambda)` is non-decreasing and
 :math:`G(\lambda)` non-increasing in :math:`\lambda` (:func:`grounding.constraint_tradeoff`).
 Shown for the Lou Seal candidates with finite slack (in the observed state :math:`R`, and with

@@ -4,7 +4,7 @@ Measured the way the PCR paper measures (arXiv:2511.18313): structural consisten
 Relevance@10, graph-distance penalty, recall@10 and latency for PCR, soft PCR and the three
 baselines (vector, BM25, hybrid 0.7/0.3), per domain on the released PathRAG-6 data; the
 depth ablation ``d_max in {1, 2, 3, 5, unlimited}``; anchor sensitivity (correct /
-neighbouring / random anchor); the same table on our seeded reconstruction of the protocol;
+neighboring / random anchor); the same table on our seeded reconstruction of the protocol;
 and, on the UMLS knowledge graph with held-out test triples as queries, how often hard PCR
 cannot return a relevant node that soft PCR keeps (and how soft PCR tends to hard PCR as the
 penalty grows, Prop. 6).
@@ -140,18 +140,18 @@ def depth_ablation(benches: dict, indexes: dict) -> dict:
 
 
 def anchor_sensitivity(benches: dict, indexes: dict, seed: int = SEED) -> dict:
-    """PCR with the given anchor, a graph neighbour of it, and a uniformly random node."""
+    """PCR with the given anchor, a graph neighbor of it, and a uniformly random node."""
 
     rng = np.random.default_rng(seed)
     out = {}
-    for mode in ("correct", "neighbour", "random"):
+    for mode in ("correct", "neighbor", "random"):
         rows_all = []
         for name, bench in benches.items():
             g = bench.graph
             qs = []
             for q in bench.queries:
                 a = g.entity_index(q.anchor)
-                if mode == "neighbour":
+                if mode == "neighbor":
                     nb = np.unique(np.concatenate([g.tail[g.head == a], g.head[g.tail == a]]))
                     nb = nb[nb != a]
                     a = int(rng.choice(nb)) if len(nb) else a

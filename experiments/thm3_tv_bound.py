@@ -173,7 +173,7 @@ def run(full: bool = False) -> dict:
 
 
 def _binned_max(x: np.ndarray, y: np.ndarray, edges: np.ndarray):
-    """Per log-spaced bin of ``x``: the bin's geometric centre and the largest ``y`` in it."""
+    """Per log-spaced bin of ``x``: the bin's geometric center and the largest ``y`` in it."""
     k = np.digitize(x, edges) - 1
     keep = [j for j in range(len(edges) - 1) if np.any(k == j)]
     return np.sqrt(edges[:-1] * edges[1:])[keep], np.array([np.max(y[k == j]) for j in keep])
@@ -210,8 +210,8 @@ def plot(res: dict):
     edges = np.geomspace(x.min(), x.max() * (1 + 1e-9), 25)
     for bound, col, color, marker in (("sharp", 5, "#212529", "o"), ("paper", 4, "#c92a2a", "s")):
         ratio = data[:, 2] / data[:, col]
-        centre, top = _binned_max(x, ratio, edges)
-        ax.plot(centre, top, marker=marker, ms=4, color=color,
+        center, top = _binned_max(x, ratio, edges)
+        ax.plot(center, top, marker=marker, ms=4, color=color,
                 label=f"TV / {bound} bound (max {ratio.max():.4f})")  # fmt: skip
     ax.plot(at["lam_omega"], at["tv"] / at["sharp_bound"], "o", mfc="none", color="#e8590c",
             ms=6, label="attaining instance / sharp bound")  # fmt: skip

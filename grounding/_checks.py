@@ -1,7 +1,7 @@
 """Input validation shared by the public API.
 
 Shape and dtype checks always run (shapes are static under ``jit``). Value checks
-(NaN, ranges, normalisation, empty feasible sets) run only when the argument is a
+(NaN, ranges, normalization, empty feasible sets) run only when the argument is a
 concrete array; inside ``jit``/``vmap``/``grad`` the values are tracers and cannot be
 inspected without a host round trip, so there the functions document what they return
 on the degenerate case instead of raising.
@@ -70,7 +70,7 @@ def as_float_array(x: ArrayLike, name: str, *, min_ndim: int = 0) -> jax.Array:
 
 
 def normalization_tolerance(dtype: np.dtype) -> float:
-    """Tolerance on ``|log sum p|`` for a prior to count as normalised: ``sqrt(eps(dtype))``.
+    """Tolerance on ``|log sum p|`` for a prior to count as normalized: ``sqrt(eps(dtype))``.
 
     ``3.5e-4`` in float32 and ``1.5e-8`` in float64.
     """
@@ -105,7 +105,7 @@ def check_log_prob(
         if bad.any():
             worst = float(np.max(np.where(np.isfinite(total), np.abs(total), np.inf)))
             raise ValueError(
-                f"{name} does not normalise: |logsumexp| = {worst:.3g} > {tol:.2g} "
+                f"{name} does not normalize: |logsumexp| = {worst:.3g} > {tol:.2g} "
                 "(pass log-probabilities that sum to one along the last axis)"
             )
     return arr

@@ -21,7 +21,7 @@ __all__ = [
     "neg_scaled",
     "safe_norm",
     "xlogy",
-    "normalize_log",
+    "masked_log_normalize",
 ]
 
 
@@ -110,8 +110,8 @@ def xlogy(x: ArrayLike, log_y: ArrayLike) -> jax.Array:
     return jnp.where(zero, 0.0, x * jnp.where(zero, 0.0, log_y))
 
 
-def normalize_log(log_w: ArrayLike, axis: int = -1) -> jax.Array:
-    """Normalise log-weights along ``axis``; an all ``-inf`` slice stays all ``-inf``."""
+def masked_log_normalize(log_w: ArrayLike, axis: int = -1) -> jax.Array:
+    """Normalize log-weights along ``axis``; an all ``-inf`` slice stays all ``-inf``."""
     log_w = jnp.asarray(log_w)
     lse = jnp.expand_dims(logsumexp(log_w, axis=axis), axis)
     finite = jnp.isfinite(lse)

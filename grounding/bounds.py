@@ -97,13 +97,13 @@ def tv_bound_sharp(lam: ArrayLike, omega: ArrayLike) -> jax.Array:
     Proof. Write :math:`f = e^{-\lambda\Delta E}` and :math:`Q = P^{R'}_\lambda`; then
     :math:`P^R_\lambda = Q\,f / \mathbb E_Q f`, and :math:`f` takes values in
     :math:`[c, c\,b]` with :math:`b = e^{\lambda\omega}`. TV is a convex function of the law of
-    :math:`f` under :math:`Q` on the segment, so it is maximised by two-point laws: :math:`f = c`
+    :math:`f` under :math:`Q` on the segment, so it is maximized by two-point laws: :math:`f = c`
     with :math:`Q`-mass :math:`p` and :math:`f = cb` with mass :math:`1-p`. Then
 
     .. math::
         \mathrm{TV} = \frac{p(1-p)(b-1)}{p + (1-p)b},
 
-    maximised at :math:`p = \sqrt b/(1+\sqrt b)` with value
+    maximized at :math:`p = \sqrt b/(1+\sqrt b)` with value
     :math:`(\sqrt b - 1)/(\sqrt b + 1) = \tanh(\lambda\omega/4)`. The paper's step
     :math:`L\in[e^{-\lambda\omega}, e^{\lambda\omega}]` ignores that :math:`\max L/\min L \le e^{\lambda\omega}`
     (the ratio of the extremes, not each extreme, is bounded), which doubles the argument.
@@ -178,7 +178,7 @@ def concentration_tv_bound(log_prior: ArrayLike, energy: ArrayLike, lam: ArrayLi
     Proof. On :math:`M_R` the posterior is proportional to the limit and below it, so TV equals
     the posterior mass outside :math:`M_R`, which is :math:`r/(1+r)` with
     :math:`r = \sum_{\rho\notin M_R}P_0(\rho)e^{-\lambda\Delta_\rho}/P_0(M_R) \le u`.
-    Equality when every non-minimiser has :math:`\Delta_\rho = g`.
+    Equality when every non-minimizer has :math:`\Delta_\rho = g`.
     """
     lp = check_log_prob(log_prior, "log_prior")
     e = check_energy(energy)

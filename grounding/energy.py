@@ -1,5 +1,5 @@
 r"""Evidence energies: path energy (10), best path (11), support regions (Def. 3, Eq. (12)),
-entropic aggregation (13) with its variational form and optimiser (Prop. 2), slack (19),
+entropic aggregation (13) with its variational form and optimizer (Prop. 2), slack (19),
 and the projection-style objectives of Appendix D (Eqs. (28)-(30), Prop. 1).
 
 Path arrays put paths (or path-assignment pairs) on the last axis; ``+inf`` marks an
@@ -23,7 +23,7 @@ from grounding._checks import (
     check_same_shape,
     is_concrete,
 )
-from grounding._numerics import logsumexp, normalize_log, scaled_energy
+from grounding._numerics import logsumexp, masked_log_normalize, scaled_energy
 from grounding.posterior import expected_energy, kl_divergence
 
 __all__ = [
@@ -112,7 +112,7 @@ def aggregate_paths(
 
     Args:
         path_energies: ``[..., P]`` energies :math:`e_\gamma(X_\rho)` in :math:`\mathbb R\cup\{+\infty\}`.
-        log_path_prior: ``[..., P]`` normalised :math:`\log\omega_\gamma` (``-inf`` allowed).
+        log_path_prior: ``[..., P]`` normalized :math:`\log\omega_\gamma` (``-inf`` allowed).
         tau: path temperature :math:`\tau \ge 0`.
 
     Returns:
@@ -148,7 +148,7 @@ def aggregate_paths(
 def path_posterior(
     path_energies: ArrayLike, log_path_prior: ArrayLike, tau: ArrayLike
 ) -> jax.Array:
-    r"""The unique optimiser :math:`\nu^*` of Prop. 2, in log-space:
+    r"""The unique optimizer :math:`\nu^*` of Prop. 2, in log-space:
 
     .. math::
         \nu^*(\gamma) = \frac{\omega_\gamma e^{-e_\gamma/\tau}}{\sum_{\gamma'}\omega_{\gamma'} e^{-e_{\gamma'}/\tau}}.
@@ -158,9 +158,9 @@ def path_posterior(
     """
     e, lw, tau = _check_paths(path_energies, log_path_prior, tau)
     positive, _, logits, e_pos = _tempered(e, lw, tau)
-    soft = normalize_log(logits)  # Prop. 2
+    soft = masked_log_normalize(logits)  # Prop. 2
     at_min = e_pos == jnp.min(e_pos, axis=-1, keepdims=True)
-    hard = normalize_log(jnp.where(at_min & jnp.isfinite(e_pos), lw, -jnp.inf))
+    hard = masked_log_normalize(jnp.where(at_min & jnp.isfinite(e_pos), lw, -jnp.inf))
     return jnp.where(positive, soft, hard)
 
 
@@ -180,7 +180,7 @@ def variational_path_objective(
 def aggregation_bounds(
     path_energies: ArrayLike, log_path_prior: ArrayLike, tau: ArrayLike
 ) -> tuple[jax.Array, jax.Array]:
-    r"""Two-sided bounds on Eq. (13) for a normalised path prior :math:`\omega`:
+    r"""Two-sided bounds on Eq. (13) for a normalized path prior :math:`\omega`:
 
     .. math::
         \min_{\gamma:\omega_\gamma>0} e_\gamma \;\le\; E^{\mathrm{path}}_R \;\le\;
@@ -264,7 +264,7 @@ def projection(
         \mathrm{Proj}_{C_R(q;\epsilon)}(X^0) \in \arg\min_{X\in C_R(q;\epsilon)} d_{\mathcal A}(X, X^0)^2.
 
     A finite region is compact, so the projection exists when it is nonempty; it need not be
-    unique (the first minimiser is returned).
+    unique (the first minimizer is returned).
 
     Args:
         x0: the trajectory to project (any array shape accepted by ``distance``).

@@ -4,21 +4,21 @@ r"""The paper's running example, ready to ground: Lou Seal (Sec. 5.4, Thm. 1, Fi
 data (:mod:`grounding.datasets.lou_seal`): the observed evidence state :math:`R = W_1` minus
 the championship edge, the alternative world
 :math:`W_2 = R + (\text{giants}, \text{most\_recent\_world\_series\_win}, 2012)`, a TransE
-realisation, the five candidate claim chains with a declared *stand-in* prior as a
+realization, the five candidate claim chains with a declared *stand-in* prior as a
 :class:`~grounding.GroundingProblem`, and their grounding against :math:`R` by
 :func:`grounding.ground` (Eqs. (8)-(11), statuses of Sec. 3.3, slack (19), Axiom 4).
 
-Modelling choices (documented, not derived from the paper):
+Modeling choices (documented, not derived from the paper):
 
-- **Embeddings.** :math:`\eta` and the translations :math:`t_r` minimise
+- **Embeddings.** :math:`\eta` and the translations :math:`t_r` minimize
   :math:`\sum_{(u,r,v)\in W_1}\|\eta_u + t_r - \eta_v\|^2 + \mu\|\eta - \eta^0\|^2` (linear least
   squares, :func:`grounding.learn.fit_translation_embeddings`) with a seeded Gaussian anchor
   :math:`\eta^0` (seed 0, ``d = 8``, ``mu = 0.1``). The ridge term keeps entities apart where
   TransE would collapse them (two teams in one league force equal team vectors). The
-  realisation is fitted on the latent graph, as a pretrained KG embedding of the full
+  realization is fitted on the latent graph, as a pretrained KG embedding of the full
   knowledge base would be; the grounding operators only ever see the observed edges.
 - **Mentions.** :math:`\psi_t(\rho)` is the embedding of the entity the trajectory names
-  (perfect entity linking). A drifted or reversed chain is penalised because its mentions do
+  (perfect entity linking). A drifted or reversed chain is penalized because its mentions do
   not align with the observed walk (entity cost, Eq. (9)).
 - **Statuses.** A chain is contradicted if any hop has counter-support, supported if its
   chain energy is at most ``eps_s``, else unsupported; its energy is
@@ -46,7 +46,7 @@ from grounding.evidence import EvidenceState
 from grounding.geometry import Translation
 from grounding.graph import Triple, TypedGraph
 from grounding.learn.fit import fit_translation_embeddings
-from grounding.problem import ClaimChain, GroundingProblem, Realisation
+from grounding.problem import ClaimChain, GroundingProblem, Realization
 from grounding.result import GroundingResult
 from grounding.solver import ground
 from grounding.worlds import HidingObservation, two_world_witness
@@ -82,7 +82,7 @@ class LouSealExample:
         claim: the hidden answer-bearing triple.
         alternative_tail: where :math:`W_2` puts the championship instead.
         problem: the question, :data:`CANDIDATES` and the stand-in log prior.
-        realisation: the TransE realisation (``embeddings``, ``relation_map``).
+        realization: the TransE realization (``embeddings``, ``relation_map``).
         prior_note: what the prior is (a stand-in).
         kappa, eps_s, alpha, xi: slack, support tolerance, residual and reliability scales.
         grounded_R: the grounding against :math:`R` at ``lam = 1``.
@@ -96,7 +96,7 @@ class LouSealExample:
     claim: Triple
     alternative_tail: str
     problem: GroundingProblem
-    realisation: Realisation
+    realization: Realization
     prior_note: str
     kappa: float
     eps_s: float
@@ -114,11 +114,11 @@ class LouSealExample:
 
     @property
     def embeddings(self) -> jax.Array:
-        return self.realisation.embeddings
+        return self.realization.embeddings
 
     @property
     def relation_map(self) -> Translation:
-        return self.realisation.relation_map  # type: ignore[return-value]
+        return self.realization.relation_map  # type: ignore[return-value]
 
     @property
     def names(self) -> list[str]:
@@ -130,10 +130,10 @@ class LouSealExample:
 
     def ground(self, state: EvidenceState, lam: float = 1.0, **kw) -> GroundingResult:
         """:func:`grounding.ground` of the candidates against an evidence state over the same
-        vocabulary, with the example's slack, tolerances and realisation (``kw`` overrides)."""
+        vocabulary, with the example's slack, tolerances and realization (``kw`` overrides)."""
         params = dict(
             lam=lam, kappa=self.kappa, eps_s=self.eps_s, alpha=self.alpha, xi=self.xi,
-            realisation=self.realisation,
+            realization=self.realization,
         )  # fmt: skip
         return ground(self.problem, state, **{**params, **kw})
 
@@ -173,13 +173,13 @@ def lou_seal_example(
     observed = w1.subgraph(~w1.edge_mask([claim]))
     _, w2, observe = two_world_witness(observed, claim, alternative_tail)
     eta, t = fit_translation_embeddings(w1, dim=dim, mu=mu, seed=seed)
-    realisation = Realisation(jnp.asarray(eta), Translation(jnp.asarray(t)))
+    realization = Realization(jnp.asarray(eta), Translation(jnp.asarray(t)))
     log_prior = jnp.log(jnp.asarray([STAND_IN_PRIOR[c.name] for c in CANDIDATES]))
     problem = GroundingProblem(QUESTION, CANDIDATES, log_prior)
     evidence = lou_seal_evidence(observed)
     grounded = ground(
         problem, evidence, lam=1.0, kappa=kappa, eps_s=eps_s, alpha=alpha, xi=xi,
-        realisation=realisation,
+        realization=realization,
     )  # fmt: skip
     return LouSealExample(
         world_1=w1,
@@ -190,7 +190,7 @@ def lou_seal_example(
         claim=claim,
         alternative_tail=alternative_tail,
         problem=problem,
-        realisation=realisation,
+        realization=realization,
         prior_note="hand-set stand-in for an LLM prior p_theta(rho|q); not produced by a model",
         kappa=kappa,
         eps_s=eps_s,

@@ -1,8 +1,8 @@
 r"""KG-induced relational geometry (Sec. 5.1): metrics, relation maps, residuals.
 
-A geometric realisation is an entity map :math:`\eta: \mathcal V_R \to \mathcal M`
+A geometric realization is an entity map :math:`\eta: \mathcal V_R \to \mathcal M`
 (an array ``[n_entities, d]``) and relation maps :math:`T_r`. The relation maps here are the
-package's one family (used by the energies, the typed regulariser of Eq. (24) and the learned
+package's one family (used by the energies, the typed regularizer of Eq. (24) and the learned
 KG embeddings alike): :class:`Translation` (TransE), :class:`Linear`, :class:`Rotation`
 (RotatE) and :class:`Identity`, pytrees of their parameters, built directly or by the
 validating constructors :func:`translation_map`, :func:`linear_map`, :func:`rotation_map`,

@@ -56,7 +56,7 @@ def _frozen(x: Any) -> Any:
 
 
 def _edges_of(csr: tuple[np.ndarray, np.ndarray], nodes) -> tuple[np.ndarray, np.ndarray]:
-    """The edges of ``nodes`` in a memoised ``(order, indptr)`` CSR, and their owners."""
+    """The edges of ``nodes`` in a memoized ``(order, indptr)`` CSR, and their owners."""
     order, indptr = csr
     nodes = np.asarray(nodes, np.int64)
     owner = np.repeat(np.arange(len(nodes)), indptr[nodes + 1] - indptr[nodes])
@@ -309,7 +309,7 @@ class TypedGraph:
     ) -> np.ndarray:
         """Sorted node indices reachable from any of ``anchors`` (indices, themselves
         included) within ``max_hops`` edges (``None``: any number); see
-        :class:`grounding.semiring.Reachability`, memoised per graph."""
+        :class:`grounding.semiring.Reachability`, memoized per graph."""
         return self._reach.reachable(anchors, max_hops)
 
     @functools.cached_property
@@ -319,7 +319,7 @@ class TypedGraph:
         return order, indptr
 
     def in_edges(self, node: int) -> np.ndarray:
-        """Indices of the edges into ``node``, in edge order (memoised CSR of the tails)."""
+        """Indices of the edges into ``node``, in edge order (memoized CSR of the tails)."""
         order, indptr = self._in_csr
         return order[indptr[node] : indptr[node + 1]]
 
@@ -330,7 +330,7 @@ class TypedGraph:
         return order, indptr
 
     def edges_from(self, nodes: Sequence[int] | np.ndarray) -> np.ndarray:
-        """Sorted indices of the edges leaving any of ``nodes`` (memoised CSR of the heads;
+        """Sorted indices of the edges leaving any of ``nodes`` (memoized CSR of the heads;
         the cost is their out-degree, not the graph's size)."""
         order, indptr = self._out_csr
         nodes = np.unique(np.asarray(nodes, np.int64))

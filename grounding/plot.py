@@ -55,7 +55,7 @@ STYLE = {
     "axes.spines.right": False,
 }
 
-#: One colour per evidence status (Sec. 3.3), used wherever a status is drawn.
+#: One color per evidence status (Sec. 3.3), used wherever a status is drawn.
 STATUS_COLORS = {
     EvidenceStatus.SUPPORTED: "#2b8a3e",
     EvidenceStatus.CONTRADICTED: "#c92a2a",
@@ -82,7 +82,7 @@ def posterior_bars(result: GroundingResult, ax=None, *, max_candidates: int = 12
                    labels: Sequence[str] | None = None):  # fmt: skip
     """Prior, soft posterior (Eq. (7)) and, when computed, hard posterior (Eq. (6)) of each
     candidate as grouped bars; each candidate's label (``labels``, one per candidate, default
-    its name) carries its evidence status, coloured as :data:`STATUS_COLORS`. Shows the
+    its name) carries its evidence status, colored as :data:`STATUS_COLORS`. Shows the
     ``max_candidates`` (a positive int) of largest soft posterior."""
     if (
         isinstance(max_candidates, bool)
@@ -220,7 +220,7 @@ _OTHER_GRAPH = "graph is not the one the result was grounded on"
 def evidence_paths(graph: TypedGraph, result: GroundingResult, ax=None, *,
                    candidate: int | str | None = None, seed: int = 0):  # fmt: skip
     r"""The evidence subgraph spanned by one candidate's reported supporting walks (default:
-    the posterior's best; ``candidate``: an index or a name), edges labelled with their
+    the posterior's best; ``candidate``: an index or a name), edges labeled with their
     relation, and each walk's edges drawn with width proportional to its :math:`\nu^*`
     weight (Prop. 2; the weight is in the legend). Needs ``ground(..., n_paths >= 1)`` and
     the ``graph`` grounded on (another graph is a ValueError: its edges would be wrong)."""
@@ -290,9 +290,9 @@ def _floats(values) -> list:
 
 def figure_data(fig) -> list[dict]:
     """Every panel's drawn numbers, read back from the artists: per axes its title, axis
-    labels and scales, and one entry per labelled or unlabelled series: ``line`` (``x``,
+    labels and scales, and one entry per labeled or unlabeled series: ``line`` (``x``,
     ``y``; ``x_axes_fraction`` when x is in axes coordinates, as for ``axhline``),
-    ``scatter`` (``x``, ``y``) and ``bar`` (``x`` centres, ``height``, the tick labels).
+    ``scatter`` (``x``, ``y``) and ``bar`` (``x`` centers, ``height``, the tick labels).
     Panels drawn with the axis off (graph drawings) are listed with their title only.
 
     This is what the experiments write to ``<figure>.panels.json``: the numbers behind each

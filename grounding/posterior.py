@@ -24,7 +24,7 @@ from grounding._checks import (
     check_same_shape,
     is_concrete,
 )
-from grounding._numerics import logsumexp, normalize_log, scaled_energy
+from grounding._numerics import logsumexp, masked_log_normalize, scaled_energy
 
 __all__ = [
     "gibbs_log_posterior",
@@ -55,7 +55,7 @@ def _strength(lam: ArrayLike, batch_shape: tuple[int, ...]) -> jax.Array:
 
 
 def log_partition(log_prior: ArrayLike, energy: ArrayLike, lam: ArrayLike) -> jax.Array:
-    r"""Log normaliser :math:`\log Z_R(\lambda) = \log \sum_\rho p_\theta(\rho) e^{-\lambda E_R(\rho)}`.
+    r"""Log normalizer :math:`\log Z_R(\lambda) = \log \sum_\rho p_\theta(\rho) e^{-\lambda E_R(\rho)}`.
 
     Eq. (7) / (17) of the paper. ``-inf`` when no candidate has both positive prior mass
     and finite energy.
@@ -82,16 +82,16 @@ def gibbs_log_posterior(log_prior: ArrayLike, energy: ArrayLike, lam: ArrayLike)
     At ``lambda = 0`` the posterior equals the prior on finite-energy candidates.
 
     Args:
-        log_prior: ``[..., n]`` normalised log prior :math:`\log p_\theta(\cdot\mid q)` (Eq. (1)).
+        log_prior: ``[..., n]`` normalized log prior :math:`\log p_\theta(\cdot\mid q)` (Eq. (1)).
         energy: ``[..., n]`` energies in :math:`\mathbb{R}\cup\{+\infty\}` (Def. 2).
         lam: grounding strength :math:`\lambda \ge 0`: a scalar, or one value per problem
             (shape ``[...]``); for a grid of values use ``jax.vmap``.
 
     Returns:
-        ``[..., n]`` normalised log posterior.
+        ``[..., n]`` normalized log posterior.
 
     Raises:
-        ValueError: NaN inputs, a prior that does not normalise, negative ``lam``, an empty
+        ValueError: NaN inputs, a prior that does not normalize, negative ``lam``, an empty
             candidate axis, or (eagerly) no candidate with positive prior mass and finite
             energy. Under ``jit`` that last case returns an all ``-inf`` row instead.
 
@@ -118,7 +118,7 @@ def gibbs_log_posterior(log_prior: ArrayLike, energy: ArrayLike, lam: ArrayLike)
             "gibbs_log_posterior: Z_R(lambda) = 0 (no candidate has positive prior mass and "
             "finite energy); use slack_energy to keep unsupported candidates"
         )
-    return normalize_log(logits)  # Eq. (7): divide by Z_R(lambda)
+    return masked_log_normalize(logits)  # Eq. (7): divide by Z_R(lambda)
 
 
 def hard_feasible(energy: ArrayLike, eps: ArrayLike) -> jax.Array:
@@ -135,7 +135,7 @@ def hard_log_posterior(log_prior: ArrayLike, energy: ArrayLike, eps: ArrayLike) 
         p_H^R(\rho) = \frac{p_\theta(\rho)\,\mathbf 1\{E_R(\rho)\le\epsilon\}}{p_\theta(F_R)}.
 
     Args:
-        log_prior: ``[..., n]`` normalised log prior.
+        log_prior: ``[..., n]`` normalized log prior.
         energy: ``[..., n]`` energies in :math:`\mathbb{R}\cup\{+\infty\}`.
         eps: tolerance :math:`\epsilon` (scalar or ``[...]``).
 
@@ -162,7 +162,7 @@ def hard_log_posterior(log_prior: ArrayLike, energy: ArrayLike, eps: ArrayLike) 
             "hard_log_posterior: the feasible set F_R has zero prior mass, so Eq. (6) is "
             "undefined (abstain, retrieve more evidence, or use the soft posterior)"
         )
-    return normalize_log(logits)  # Eq. (6): divide by p_theta(F_R)
+    return masked_log_normalize(logits)  # Eq. (6): divide by p_theta(F_R)
 
 
 def kl_divergence(log_p: ArrayLike, log_q: ArrayLike) -> jax.Array:
@@ -201,7 +201,7 @@ def kl_objective(
 ) -> jax.Array:
     r"""The objective of Eq. (16): :math:`\mathrm{KL}(P\|P_0) + \lambda\,\mathbb E_P[E_R]`.
 
-    Thm. 2 says :func:`gibbs_log_posterior` is its unique minimiser over :math:`P \ll P_0`.
+    Thm. 2 says :func:`gibbs_log_posterior` is its unique minimizer over :math:`P \ll P_0`.
     """
     return kl_divergence(log_p, log_prior) + lam * expected_energy(log_p, energy)  # Eq. (16)
 
@@ -257,8 +257,8 @@ def tv_distance(log_p: ArrayLike, log_q: ArrayLike) -> jax.Array:
 
 
 def log_normalize(log_weights: ArrayLike) -> jax.Array:
-    r"""Normalise log-weights over the last axis: :math:`\log w_i - \log\sum_j w_j` (a log-prior
-    from logits, Eq. (1)). An all ``-inf`` row is an error eagerly (it has no normalisation).
+    r"""Normalize log-weights over the last axis: :math:`\log w_i - \log\sum_j w_j` (a log-prior
+    from logits, Eq. (1)). An all ``-inf`` row is an error eagerly (it has no normalization).
 
     Example:
         >>> import jax.numpy as jnp
@@ -272,6 +272,6 @@ def log_normalize(log_weights: ArrayLike) -> jax.Array:
             raise ValueError("log_weights contains NaN or +inf")
         if (a == -np.inf).all(axis=-1).any():
             raise ValueError(
-                "log_weights has a row with no mass (all -inf): it cannot be normalised"
+                "log_weights has a row with no mass (all -inf): it cannot be normalized"
             )
-    return normalize_log(lw)
+    return masked_log_normalize(lw)

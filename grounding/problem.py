@@ -7,10 +7,10 @@ becomes costs.
 - An *answer* candidate (a plain entity name): grounded by every walk of
   ``min_hops..max_hops`` edges from any of the question's anchors (topic entities) to it.
 - :class:`GroundingProblem`: the question, its candidates :math:`\Gamma(q)` and the model's
-  normalised log-prior over them (Eq. (1)), plus optional per-candidate claim energies.
-- :class:`Realisation`: the geometric realisation of Sec. 5.1 (entity map :math:`\eta`,
+  normalized log-prior over them (Eq. (1)), plus optional per-candidate claim energies.
+- :class:`Realization`: the geometric realization of Sec. 5.1 (entity map :math:`\eta`,
   relation maps :math:`T_r`, metric :math:`d_{\mathcal M}`), or none: the *evidence-only*
-  realisation, in which a mention costs 0 at its own entity and ``+inf`` elsewhere (exact
+  realization, in which a mention costs 0 at its own entity and ``+inf`` elsewhere (exact
   entity linking) and every retrieved triple is geometrically consistent, so its residual
   (Eq. (8)) is its reliability cost alone.
 - :func:`edge_cost`: Eqs. (8)-(10) per edge:
@@ -37,7 +37,7 @@ from grounding._checks import (
 from grounding.geometry import Identity, Metric, RelationMap, typed_residual
 from grounding.graph import Triple, TypedGraph
 
-__all__ = ["ClaimChain", "GroundingProblem", "Realisation", "edge_cost"]
+__all__ = ["ClaimChain", "GroundingProblem", "Realization", "edge_cost"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,7 +135,7 @@ class GroundingProblem:
         question: the question text.
         candidates: all :class:`ClaimChain` s, or all answer entity names (``str``, distinct:
             a repeated answer is an error; :meth:`merged` sums the prior mass of repeats).
-        log_prior: ``[C]`` normalised :math:`\log p_\theta(\rho\mid q)` (Eq. (1)); ``-inf``
+        log_prior: ``[C]`` normalized :math:`\log p_\theta(\rho\mid q)` (Eq. (1)); ``-inf``
             allowed (a zero prior cannot be repaired by grounding).
         anchors: the question's topic entities (answer candidates are grounded from them).
         max_hops: longest walk from an anchor for answer candidates (``None``: any length,
@@ -144,7 +144,7 @@ class GroundingProblem:
             the answer needs an edge) or ``0`` (an anchor supports itself by the empty walk).
         claim_energy: optional ``[C]`` energies of the candidates' own claims that the graph
             does not provide, e.g. the typed residual (Eq. (8)) of an asserted triple under
-            a learned realisation; added to the slack path energy (``>= 0``, finite).
+            a learned realization; added to the slack path energy (``>= 0``, finite).
 
     Example:
         >>> import jax.numpy as jnp
@@ -284,8 +284,8 @@ class GroundingProblem:
     meta_fields=["metric"],
 )
 @dataclasses.dataclass(frozen=True)
-class Realisation:
-    r"""A geometric realisation (Sec. 5.1): entity map :math:`\eta` and relation maps
+class Realization:
+    r"""A geometric realization (Sec. 5.1): entity map :math:`\eta` and relation maps
     :math:`T_r` with the metric :math:`d_{\mathcal M}` (a pytree of arrays).
 
     Attributes:
@@ -315,7 +315,7 @@ class Realisation:
 
 def edge_cost(
     graph: TypedGraph,
-    realisation: Realisation | None = None,
+    realization: Realization | None = None,
     *,
     alpha: ArrayLike = 1.0,
     xi: ArrayLike = 1.0,
@@ -326,14 +326,14 @@ def edge_cost(
     .. math::
         c(e) = c_0 + \alpha\,\big[d_{\mathcal M}(T_r\eta(u), \eta(v)) + \xi\,(-\log w_e)\big],
 
-    where the geometric term is 0 without a realisation (every retrieved triple consistent),
+    where the geometric term is 0 without a realization (every retrieved triple consistent),
     so the default is :math:`-\log w_e`: a certain edge costs nothing and an edge of
     reliability :math:`w` costs :math:`\log(1/w)`. :math:`c_0` (``hop_cost``) is an optional
     per-hop length penalty (the PCR paper's ``0.1`` per hop), not part of Eq. (10).
 
     Args:
         graph: the evidence graph.
-        realisation: optional :class:`Realisation` (rows of ``embeddings`` = graph entities).
+        realization: optional :class:`Realization` (rows of ``embeddings`` = graph entities).
         alpha: :math:`\alpha \ge 0` (Eq. (10)).
         xi: :math:`\xi \ge 0` (Eq. (8)).
         hop_cost: :math:`c_0 \ge 0`.
@@ -349,41 +349,41 @@ def edge_cost(
     alpha = check_nonnegative_scalar(alpha, "alpha")
     xi = check_nonnegative_scalar(xi, "xi")
     hop_cost = check_nonnegative_scalar(hop_cost, "hop_cost")
-    check_realisation(realisation, graph.n_nodes)
+    check_realization(realization, graph.n_nodes)
     return edge_costs_from_arrays(
-        graph.head, graph.relation, graph.tail, graph.reliability, realisation, alpha, xi, hop_cost
+        graph.head, graph.relation, graph.tail, graph.reliability, realization, alpha, xi, hop_cost
     )
 
 
-def check_realisation(realisation: Realisation | None, n_nodes: int) -> None:
-    """``realisation`` is ``None`` or a :class:`Realisation` with one row per entity."""
-    if realisation is None:
+def check_realization(realization: Realization | None, n_nodes: int) -> None:
+    """``realization`` is ``None`` or a :class:`Realization` with one row per entity."""
+    if realization is None:
         return
-    if not isinstance(realisation, Realisation):
+    if not isinstance(realization, Realization):
         raise TypeError(
-            f"realisation must be a Realisation or None, got {type(realisation).__name__}"
+            f"realization must be a Realization or None, got {type(realization).__name__}"
         )
-    if realisation.embeddings.shape[0] != n_nodes:
+    if realization.embeddings.shape[0] != n_nodes:
         raise ValueError(
-            f"realisation.embeddings has {realisation.embeddings.shape[0]} rows but the "
+            f"realization.embeddings has {realization.embeddings.shape[0]} rows but the "
             f"evidence graph has {n_nodes} entities"
         )
 
 
-def edge_costs_from_arrays(head, relation, tail, reliability, realisation, alpha, xi, hop_cost):
+def edge_costs_from_arrays(head, relation, tail, reliability, realization, alpha, xi, hop_cost):
     """:func:`edge_cost` on edge arrays (no checks; ``jit``/``vmap``-able)."""
     w = jnp.asarray(reliability)
-    if realisation is None:
+    if realization is None:
         res = xi * -jnp.log(w)  # Eq. (8), geometric term 0
     else:
-        emb = realisation.embeddings
+        emb = realization.embeddings
         res = typed_residual(  # Eq. (8)
             emb[head],
             emb[tail],
             relation,
-            realisation.relation_map,
+            realization.relation_map,
             w.astype(emb.dtype),
             xi,
-            realisation.metric,
+            realization.metric,
         )
     return hop_cost + alpha * res  # Eq. (10), per edge

@@ -12,7 +12,7 @@ A surviving mutant is classified as
 - ``equivalent``: listed, with the reason, in ``scripts/mutation_equivalents.toml``;
 - ``unobservable``: listed under ``[unobservable]`` there: the mutant differs from the original
   only in what ``mutmut``'s own trampoline frames hide (a warning's ``stacklevel``); a named
-  test checks the behaviour outside mutation runs. Not counted, and reported beside the score;
+  test checks the behavior outside mutation runs. Not counted, and reported beside the score;
 - ``survived``: a test gap. The score is killed / (generated - label - equivalent - unobservable).
 
 A module listed in ``scripts/mutation_sample.toml`` is scored on its uniform random sample of

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-#: The question-answering experiments: they share one trained answerer (memoised in-process),
+#: The question-answering experiments: they share one trained answerer (memoized in-process),
 #: so one test file runs them together.
 QA = ("grounded_qa", "pankrag", "learned_retrievers")
 
@@ -32,7 +32,7 @@ def quick_runs(names, tmp_path_factory, smoke: bool = False) -> dict:
 def shared_tests(names) -> tuple:
     """For a test file running ``names`` together: its module-scoped ``runs`` fixture (the
     default suite at :func:`smoke_scale`, ``-m slow`` at quick mode's own), its ``results``
-    fixture, and the output and panel checks parametrised over ``names``."""
+    fixture, and the output and panel checks parametrized over ``names``."""
 
     @pytest.fixture(scope="module", params=["smoke", pytest.param("quick", marks=pytest.mark.slow)])
     def runs(request, tmp_path_factory):
@@ -47,11 +47,11 @@ def shared_tests(names) -> tuple:
         check_outputs(runs, name)
 
     @pytest.mark.parametrize("name", names)
-    def test_every_panel_is_labelled_and_its_numbers_are_written(runs, name):
+    def test_every_panel_is_labeled_and_its_numbers_are_written(runs, name):
         check_panels(runs, name)
 
     return (runs, results, test_outputs_exist_and_are_complete,
-            test_every_panel_is_labelled_and_its_numbers_are_written)  # fmt: skip
+            test_every_panel_is_labeled_and_its_numbers_are_written)  # fmt: skip
 
 
 def smoke_scale(patch: pytest.MonkeyPatch) -> None:

@@ -2,13 +2,13 @@
 
 Profiles (select with ``HYPOTHESIS_PROFILE=<name>``; ``ci`` when ``CI`` is set, else ``dev``):
 
-- ``dev``: 50 examples per property, randomised, with a deadline, for quick local runs.
-- ``ci``: 50 examples per property, derandomised (reproducible), no deadline. Most of a
+- ``dev``: 50 examples per property, randomized, with a deadline, for quick local runs.
+- ``ci``: 50 examples per property, derandomized (reproducible), no deadline. Most of a
   property's time is compiling its first shapes, so this keeps the default suite within its
   time budget on 2 cores; the core's mutation scores (``docs/theory.md``) are measured at 20.
 - ``ci-100``: ``ci`` with 100 examples per property.
 - ``thorough``: 1000 examples, for the ``slow`` exhaustive runs.
-- ``mutation``: 20 examples, derandomised, for mutation testing (``scripts/mutation.sh``),
+- ``mutation``: 20 examples, derandomized, for mutation testing (``scripts/mutation.sh``),
   where each mutant reruns the tests that reach it and a verdict must be reproducible.
 """
 

@@ -267,7 +267,7 @@ def test_sinkhorn_under_jit_with_traced_marginals_and_its_gradient_in_them():
 
 
 def test_marginals_are_read_in_the_working_precision():
-    """float32 weights normalised in float32 are accepted by a float64 cost (and by the
+    """float32 weights normalized in float32 are accepted by a float64 cost (and by the
     exact LP); float64 weights a float32 rounding off are not; the plan keeps the cost's
     dtype whatever the marginals' dtype."""
     c = np.random.default_rng(0).uniform(size=(7, 3))

@@ -103,7 +103,7 @@ def test_thm3_oscillation_with_an_infinite_energy_on_the_support_is_infinite():
 
 @given(seeds, lambdas(max_value=50.0, zero=False))
 def test_prop5_rate_is_attained_and_ignores_zero_prior_candidates(seed, lam):
-    """Every non-minimiser at the same gap: TV(P_lambda, P0(.|M_R)) equals u/(1+u) exactly.
+    """Every non-minimizer at the same gap: TV(P_lambda, P0(.|M_R)) equals u/(1+u) exactly.
     Zero-prior candidates with lower energy than every supported one are not in M_R."""
     rng = np.random.default_rng(seed)
     n = int(rng.integers(3, 7))
@@ -254,7 +254,7 @@ def test_prop9_isotonic_fit_by_hand():
     np.testing.assert_allclose(cal.predict([0.0, 1.0, 2.5, 3.0, 9.0]), [0.5, 0.5, 0.5, 1.0, 1.0])
     cal = g.IsotonicCalibrator().fit([1.0, 2.0, 3.0], [1, 0, 0])  # one block: all violate
     np.testing.assert_allclose(cal.values_, [1 / 3])
-    cal = g.IsotonicCalibrator().fit([1.0, 2.0, 3.0], [0, 0, 1])  # equal neighbours pool
+    cal = g.IsotonicCalibrator().fit([1.0, 2.0, 3.0], [0, 0, 1])  # equal neighbors pool
     np.testing.assert_allclose(cal.predict([1.0, 2.0, 3.0]), [0.0, 0.0, 1.0])
     cal = g.IsotonicCalibrator().fit([1.0, 2.0, 3.0, 4.0], [0, 1, 1, 0])  # 1 1 0 pools to 2/3
     np.testing.assert_allclose(cal.predict([1.0, 2.0, 3.0, 4.0]), [0.0, 2 / 3, 2 / 3, 2 / 3])
@@ -310,7 +310,7 @@ def test_eq10_path_energy_batches_and_needs_a_term_axis():
 
 def test_eqs28_29_objectives_term_by_term():
     """Eq. (29): d^2/2 + lam E + mu Omega; Eq. (28): L + lam E + beta dist^2 + mu Omega, each
-    at values where every term differs from its neighbours (d = 3: d^2 != d^3 != 2d)."""
+    at values where every term differs from its neighbors (d = 3: d^2 != d^3 != 2d)."""
     assert float(g.revision_objective(3.0, 2.0, 4.0, 0.5, 0.25)) == 4.5 + 1.0 + 1.0
     assert float(g.revision_objective(3.0, np.inf, 4.0, 0.0, 0.25)) == np.inf  # lam * inf
     assert float(g.unified_objective(1.0, 2.0, 3.0, 4.0, 0.5, 0.25, 0.125)) == 1 + 1 + 2.25 + 0.5

@@ -191,7 +191,7 @@ def test_prop2_variational_form_and_gradient(pe, tau, seed):
     np.testing.assert_allclose(np.asarray(grad), np.exp(np.asarray(nu)), rtol=1e-8, atol=1e-12)
 
 
-def test_prop2_symbolic_normaliser_substitution():
+def test_prop2_symbolic_normalizer_substitution():
     """E_nu[e] + tau KL(nu||omega) = tau KL(nu||nu*) - tau log Z, for two paths, symbolically."""
     n1, w1, e1, e2, tau = sp.symbols("nu1 omega1 e1 e2 tau", positive=True)
     nu, w, e = [n1, 1 - n1], [w1, 1 - w1], [e1, e2]
@@ -387,7 +387,7 @@ def test_thm1_no_observation_measurable_hard_rule_meets_both(data):
     assert not (keeps and rejects)
 
 
-def test_thm1_randomised_rules_fail_almost_surely_in_one_world():
+def test_thm1_randomized_rules_fail_almost_surely_in_one_world():
     graph = g.TypedGraph.from_triples([("lou", "mascot", "giants"), ("x", "won", "y")])
     claim = ("giants", "won", "y")
     w1, w2, obs = worlds.two_world_witness(graph.add_triples([]), claim, "x")
@@ -530,8 +530,8 @@ def test_thm3_sharp_bound_attained_paper_bound_not(lam_omega):
 
 @settings(max_examples=20)
 @given(st.floats(0.05, 8.0), seeds)
-def test_thm3_numerical_maximisation_finds_the_sharp_constant(lam_omega, seed):
-    """Maximise TV over priors and energy differences with osc = omega (random restarts)."""
+def test_thm3_numerical_maximization_finds_the_sharp_constant(lam_omega, seed):
+    """Maximize TV over priors and energy differences with osc = omega (random restarts)."""
     rng = np.random.default_rng(seed)
     best = 0.0
     for _ in range(300):

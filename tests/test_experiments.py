@@ -22,7 +22,7 @@ NAMES = tuple(n for n in EXPERIMENTS if n not in QA)
     runs,
     results,
     test_outputs_exist_and_are_complete,
-    test_every_panel_is_labelled_and_its_numbers_are_written,
+    test_every_panel_is_labeled_and_its_numbers_are_written,
 ) = shared_tests(NAMES)
 
 

@@ -86,7 +86,7 @@ def oracle_answers(graph, problem, tau, cost):
 
 def chain_walk_energies(graph, chain, cost):
     """Eq. (10) of a claim chain on every T-hop walk (``+inf`` where a mention or a claimed
-    relation does not match: evidence-only realisation, typed claims)."""
+    relation does not match: evidence-only realization, typed claims)."""
     tail, rel = np.asarray(graph.tail), np.asarray(graph.relation)
     out = []
     for w, s in _walks(graph, chain.n_hops):
@@ -240,8 +240,8 @@ def test_answers_at_positive_tau_equal_the_oracle_on_a_cyclic_graph():
         )
 
 
-def test_chain_statuses_contradiction_and_schema_with_a_realisation():
-    """Eqs. (8)-(11) under a TransE realisation equal the enumeration oracle
+def test_chain_statuses_contradiction_and_schema_with_a_realization():
+    """Eqs. (8)-(11) under a TransE realization equal the enumeration oracle
     (:func:`grounding.chain_path_energies`); counter-evidence gives CONTRADICTED and energy
     kappa + kappa_c (Axiom 4); an unknown relation gives OUT_OF_SCHEMA, raw +inf, energy kappa."""
     rng = np.random.default_rng(0)
@@ -252,7 +252,7 @@ def test_chain_statuses_contradiction_and_schema_with_a_realisation():
         graph, negative=frozenset({("b", "s", "a")}), functional=frozenset({"r"})
     )
     emb = rng.normal(size=(3, 4))
-    real = g.Realisation(jnp.asarray(emb), g.Translation(jnp.asarray(rng.normal(size=(2, 4)))))
+    real = g.Realization(jnp.asarray(emb), g.Translation(jnp.asarray(rng.normal(size=(2, 4)))))
     chains = (
         g.ClaimChain(("a", "b", "c"), ("r", "s"), "ok"),
         g.ClaimChain(("a", "b", "a"), ("r", "s"), "negative"),  # (b, s, a) is a declared negative
@@ -260,7 +260,7 @@ def test_chain_statuses_contradiction_and_schema_with_a_realisation():
         g.ClaimChain(("a", "b", "c"), ("r", "won"), "schema"),  # "won" is not in the schema
     )
     problem = g.GroundingProblem("q", chains, jnp.log(jnp.full(4, 0.25)))
-    res = g.ground(problem, state, lam=1.0, kappa=2.0, contradiction_penalty=3.0, realisation=real)
+    res = g.ground(problem, state, lam=1.0, kappa=2.0, contradiction_penalty=3.0, realization=real)
     for i, c in enumerate(chains[:3]):
         psi = emb[[graph.entity_index(x) for x in c.entities if x is not None]]
         if len(psi) < c.n_hops + 1:  # a wildcard mention: its cost is 0 for every node
@@ -311,7 +311,7 @@ def test_mixed_hop_chains_equal_their_separate_problems():
 @given(grounding_problems(), taus, st.integers(1, 4))
 def test_supporting_paths_are_the_best_walks_with_their_nu_star(gp, tau, k):
     """The reported walks are the k lowest-energy walks of the family (Eq. (10)) and their
-    weights are nu* of Prop. 2 among all of them (tau = 0: uniform over the minimisers)."""
+    weights are nu* of Prop. 2 among all of them (tau = 0: uniform over the minimizers)."""
     graph, problem = gp
     res = g.ground(problem, graph, lam=1.0, kappa=1.0, tau=tau, n_paths=k)
     cost = _edge_cost(graph)
@@ -581,13 +581,13 @@ def test_claim_chain_stores_tuples_and_names_wildcards():
     assert g.ClaimChain(("a", "b"), ("r",), name="mine").name == "mine"
 
 
-def test_realisation_stores_a_float_array_of_one_row_per_entity():
-    real = g.Realisation([[0, 1], [1, 0]])
+def test_realization_stores_a_float_array_of_one_row_per_entity():
+    real = g.Realization([[0, 1], [1, 0]])
     assert isinstance(real.embeddings, jax.Array)
     assert jnp.issubdtype(real.embeddings.dtype, jnp.floating)
     for bad in (np.zeros(3), np.zeros((2, 2, 2))):
         with pytest.raises(ValueError, match=r"^embeddings must be \[n_entities, d\]"):
-            g.Realisation(bad)
+            g.Realization(bad)
 
 
 def test_padding_buckets_edge_padding_and_the_bounded_edge_cache():
@@ -613,7 +613,7 @@ def test_padding_buckets_edge_padding_and_the_bounded_edge_cache():
         np.testing.assert_array_equal(ev["reliability"][:E], np.asarray(graph.reliability))
         np.testing.assert_array_equal(ev["reliability"][E:], 1.0)
         np.testing.assert_array_equal(ev["edge_mask"], np.arange(len(ev["head"])) < E)
-        assert prepare._edge_arrays(graph)[0] is ev  # memoised
+        assert prepare._edge_arrays(graph)[0] is ev  # memoized
     assert len(prepare._EDGE_CACHE) == 8 and id(graphs[0]) not in prepare._EDGE_CACHE
     assert id(graphs[-1]) in prepare._EDGE_CACHE
     for bad in (-1, True, 1.0):
@@ -622,11 +622,11 @@ def test_padding_buckets_edge_padding_and_the_bounded_edge_cache():
     assert g.GroundingConfig(lam=1.0, kappa=1.0, n_paths=np.int64(2)).n_paths == 2
 
 
-def test_edge_cost_uses_the_realisations_metric():
+def test_edge_cost_uses_the_realizations_metric():
     """Eq. (8) with d_M = Manhattan: the residual is the L1 distance of T_r eta(u) to eta(v)."""
     graph = g.TypedGraph.from_triples([("a", "r", "b"), ("b", "r", "a")], [1.0, 0.5])
     emb = np.array([[0.0, 0.0], [1.0, 2.0]])
-    real = g.Realisation(jnp.asarray(emb), metric="manhattan")
+    real = g.Realization(jnp.asarray(emb), metric="manhattan")
     np.testing.assert_allclose(g.edge_cost(graph, real), [3.0, 3.0 + np.log(2)], **F64)
 
 
@@ -642,7 +642,7 @@ def test_edge_cost_is_eqs_8_to_10():
         **F64,
     )
     emb, t = rng.normal(size=(2, 3)), rng.normal(size=(2, 3))
-    real = g.Realisation(jnp.asarray(emb), g.Translation(jnp.asarray(t)))
+    real = g.Realization(jnp.asarray(emb), g.Translation(jnp.asarray(t)))
     h, r, tl = (np.asarray(a) for a in (graph.head, graph.relation, graph.tail))
     geo = np.linalg.norm(emb[h] + t[r] - emb[tl], axis=1)  # d(T_r eta(u), eta(v)), Eq. (8)
     want = 0.2 + 0.5 * (geo + 1.5 * -np.log(np.asarray(graph.reliability)))
@@ -689,13 +689,13 @@ def _p3():
         (lambda: g.ground(_p3(), "graph", lam=1.0, kappa=1.0), TypeError, "EvidenceState"),
         (
             lambda: g.ground(
-                _p3(), _g3(), lam=1.0, kappa=1.0, realisation=g.Realisation(jnp.zeros((2, 2)))
+                _p3(), _g3(), lam=1.0, kappa=1.0, realization=g.Realization(jnp.zeros((2, 2)))
             ),
             ValueError,
             "2 rows",
         ),
         (
-            lambda: g.edge_cost(_g3(), g.Realisation(jnp.zeros((2, 2)))),
+            lambda: g.edge_cost(_g3(), g.Realization(jnp.zeros((2, 2)))),
             ValueError,
             "2 rows",
         ),
@@ -729,7 +729,7 @@ def _p3():
         (
             lambda: g.GroundingProblem("q", ("b", "c"), jnp.log(jnp.array([0.5, 0.6]))),
             ValueError,
-            "normalise",
+            "normalize",
         ),
         (lambda: g.GroundingProblem("q", (), jnp.zeros(0)), ValueError, "empty"),
         (lambda: g.GroundingProblem("q", ("b",), jnp.zeros(1)), ValueError, "anchors"),

@@ -211,7 +211,7 @@ def test_hard_feasible_set_excludes_a_supported_but_contradicted_candidate():
     """F_R = {E_R <= eps} (Eq. (5)) on the total energy without slack: a candidate with a
     supporting walk (raw energy 0) and reliable counter-support is contradicted, its energy
     is +inf (Axiom 4: above absence, which costs +inf without slack), so it leaves F_R at any
-    finite eps; the soft posterior penalises it by kappa_c. Claim energies count too."""
+    finite eps; the soft posterior penalizes it by kappa_c. Claim energies count too."""
     graph = g.TypedGraph.from_triples([("a", "r", "b"), ("a", "r", "c"), ("a", "s", "d")])
     state = g.EvidenceState(graph, negative=frozenset({("a", "r", "b")}))
     chains = tuple(g.ClaimChain(("a", x), (r,)) for x, r in [("b", "r"), ("c", "r"), ("d", "s")])
@@ -267,20 +267,20 @@ def test_min_reliability_decides_which_edges_count_as_counter_support():
             assert g.EvidenceStatus(int(r.status[0])) is want
 
 
-def test_ground_batch_reports_walks_under_the_realisation_as_ground_does():
-    """With a realisation, the batched report recomputes each reported chain's costs with it,
+def test_ground_batch_reports_walks_under_the_realization_as_ground_does():
+    """With a realization, the batched report recomputes each reported chain's costs with it,
     as ground does: the same walks, energies and weights."""
     rng = np.random.default_rng(0)
     graph = g.TypedGraph.from_triples(
         [("a", "r", "b"), ("b", "s", "c"), ("a", "r", "c"), ("c", "s", "b")],
         [0.9, 0.8, 0.7, 0.6],
     )
-    real = g.Realisation(
+    real = g.Realization(
         jnp.asarray(rng.normal(size=(3, 4))), g.Translation(jnp.asarray(rng.normal(size=(2, 4))))
     )
     chains = tuple(g.ClaimChain(("a", None, t), ("r", "s")) for t in ("b", "c"))
     p = g.GroundingProblem("q", chains, jnp.log(jnp.array([0.4, 0.6])))
-    kw = dict(lam=1.0, kappa=5.0, tau=0.5, n_paths=2, realisation=real)
+    kw = dict(lam=1.0, kappa=5.0, tau=0.5, n_paths=2, realization=real)
     want = g.ground(p, graph, **kw)
     for got in g.ground_batch([p, p], graph, **kw):
         assert got.triples == want.triples

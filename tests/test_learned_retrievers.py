@@ -68,10 +68,10 @@ def test_dde_equals_hand_computed_propagation():
     topic = np.array([1, 0, 0, 0, 0], bool)
     x = dde(head, tail, topic)
     x0 = np.array([[0, 1], [1, 0], [1, 0], [1, 0], [1, 0]], float)
-    # forward round 1: node 1 averages its in-neighbours {0, 4}; 2, 3 take node 1; 0, 4 have none
+    # forward round 1: node 1 averages its in-neighbors {0, 4}; 2, 3 take node 1; 0, 4 have none
     f1 = np.array([[0, 0], [0.5, 0.5], [1, 0], [1, 0], [0, 0]])
     f2 = np.array([[0, 0], [0, 0], [0.5, 0.5], [0.5, 0.5], [0, 0]])
-    # reverse round 1: node 0 <- out-neighbour 1; node 1 <- mean(2, 3); node 4 <- 1
+    # reverse round 1: node 0 <- out-neighbor 1; node 1 <- mean(2, 3); node 4 <- 1
     r1 = np.array([[1, 0], [1, 0], [0, 0], [0, 0], [1, 0]])
     r2 = np.array([[1, 0], [0, 0], [0, 0], [0, 0], [1, 0]])
     np.testing.assert_allclose(x, np.concatenate([x0, f1, f2, r1, r2], axis=1))
@@ -219,7 +219,7 @@ def test_gates_change_the_scores_and_padding_is_neutral():
         make_batch([small, big], q, ent, n_rows=1)
 
 
-def test_dirichlet_energy_matches_the_core_regulariser():
+def test_dirichlet_energy_matches_the_core_regularizer():
     from grounding.geometry import identity_map
     from grounding.regularize import typed_residual_regularizer
 

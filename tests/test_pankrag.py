@@ -25,7 +25,7 @@ from grounding.retrieval import (
     FlatPlanner,
     HeuristicPlanner,
     LLMPlanner,
-    LLMSummariser,
+    LLMSummarizer,
     Plan,
     PlanError,
     Query,
@@ -307,7 +307,7 @@ def test_communities_split_two_cliques_and_respect_the_size_limit():
     assert {len(c.members) for c in Communities.build(g, max_cluster_size=3).at(leaf=True)} == {5}
     assert "red fruit" in next(c.summary for c in leaves if 0 in c.members)
     assert "relations: r" in leaves[0].summary
-    custom = Communities.build(g, summarise=lambda texts, rels: f"{len(texts)} members")
+    custom = Communities.build(g, summarize=lambda texts, rels: f"{len(texts)} members")
     assert {c.summary for c in custom.at(leaf=True)} == {"5 members"}
     with pytest.raises(ValueError, match="no edge"):
         Communities.build(TypedGraph.from_triples([("a", "r", "a")]))
@@ -444,7 +444,7 @@ def _chain_world():
     return g, model, q
 
 
-def test_execution_grounds_each_step_and_marginalises_over_anchors():
+def test_execution_grounds_each_step_and_marginalizes_over_anchors():
     g, model, q = _chain_world()
     system = PankRAG(
         TemplatePlanner({"r1": "r1", "r2": "r2"}), model, TextIndex(g), lam=50.0, kappa=1.0
@@ -514,9 +514,9 @@ def test_a_step_without_a_usable_anchor_says_why():
         assert out.answer is None and why in out.reason and out.final.retrieval is None
 
 
-def test_reranker_keeps_the_neighbours_of_the_likelier_dependency():
-    """Step 2's pool holds the neighbours of both resolved answers; with k_nodes = 1 the
-    reranker (alpha = 0: agreement only) keeps the neighbour of the likelier answer."""
+def test_reranker_keeps_the_neighbors_of_the_likelier_dependency():
+    """Step 2's pool holds the neighbors of both resolved answers; with k_nodes = 1 the
+    reranker (alpha = 0: agreement only) keeps the neighbor of the likelier answer."""
     g, model, q = _chain_world()
     planner = TemplatePlanner({"r1": "r1", "r2": "r2"})
     kw = dict(k_nodes=1, pool=10, lam=1.0, kappa=1.0)
@@ -571,10 +571,10 @@ def test_musique_ships_with_its_gold_decompositions(tmp_path):
         load_musique(bad)
 
 
-def test_llm_summariser_against_the_stub(server):
+def test_llm_summarizer_against_the_stub(server):
     server.reply([_choice("  Red fruit, all of them.  ", None)])
-    summarise = LLMSummariser(Endpoint(server.url, "stub", retries=0), max_members=2)
-    comm = Communities.build(_two_cliques(), seed=1, summarise=summarise)
+    summarize = LLMSummarizer(Endpoint(server.url, "stub", retries=0), max_members=2)
+    comm = Communities.build(_two_cliques(), seed=1, summarize=summarize)
     assert {c.summary for c in comm.communities} == {"Red fruit, all of them."}
     _, body = server.requests[0]
     prompt = body["messages"][0]["content"]
@@ -582,4 +582,4 @@ def test_llm_summariser_against_the_stub(server):
     assert "Relations among them: r" in prompt
     server.script = [(503, b"busy")]
     with pytest.raises(EndpointError, match="HTTP 503"):
-        Communities.build(_two_cliques(), summarise=summarise)
+        Communities.build(_two_cliques(), summarize=summarize)

@@ -1,4 +1,4 @@
-"""``grounding.plot``: structural checks (what is drawn, labelled and coloured), not pixels."""
+"""``grounding.plot``: structural checks (what is drawn, labeled and colored), not pixels."""
 
 from __future__ import annotations
 

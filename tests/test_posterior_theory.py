@@ -29,7 +29,7 @@ def _p(logp):
 
 # ----------------------------------------------------------------------------- Eq. (1)
 @given(prior_energy(zeros=True, allow_inf=False), lambdas())
-def test_eq1_prior_normalised_and_zero_prior_stays_zero(pe, lam):
+def test_eq1_prior_normalized_and_zero_prior_stays_zero(pe, lam):
     log_prior, e = pe
     assert abs(float(g._numerics.logsumexp(jnp.asarray(log_prior)))) < 1e-12
     post = g.gibbs_log_posterior(log_prior, e, lam)
@@ -90,7 +90,7 @@ def test_eq7_gibbs_is_prior_times_exp_minus_lambda_energy(pe, lam):
 @given(prior_energy(zeros=True, allow_inf=True), lambdas(), st.floats(-50, 50))
 @example((np.log([0.5, 0.5]), np.array([0.0, 1.0])), 1e6, 0.0)
 @example((np.log([0.5, 0.5]), np.array([0.0, 1.0])), 1e-6, 0.0)
-def test_eq7_gibbs_normalised_prior_at_zero_shift_invariant(pe, lam, shift):
+def test_eq7_gibbs_normalized_prior_at_zero_shift_invariant(pe, lam, shift):
     log_prior, e = pe
     ok = np.isfinite(e) & np.isfinite(log_prior)
     event(f"Z_R > 0: {ok.any()}")
@@ -129,7 +129,7 @@ def test_eq18_kl_decomposition_identity(pe, other, lam):
 
 
 @given(prior_energy(n_min=2, zeros=True), lambdas(max_value=1e3), seeds)
-def test_thm2_gibbs_is_unique_minimiser(pe, lam, seed):
+def test_thm2_gibbs_is_unique_minimizer(pe, lam, seed):
     log_prior, e = pe
     post = g.gibbs_log_posterior(log_prior, e, lam)
     best = float(g.kl_objective(post, log_prior, e, lam))
@@ -230,7 +230,7 @@ def test_prop5_concentration_with_explicit_rate(pe, lam):
 
 def test_prop5_rate_is_attained_with_equal_gaps():
     lp = np.log([0.2, 0.3, 0.5])
-    e = np.array([0.0, 1.0, 1.0])  # every non-minimiser at the same gap
+    e = np.array([0.0, 1.0, 1.0])  # every non-minimizer at the same gap
     for lam in [0.1, 1.0, 5.0]:
         post = g.gibbs_log_posterior(lp, e, lam)
         limit = np.log([1.0, 1e-300, 1e-300])
@@ -324,7 +324,7 @@ def test_prop13_tradeoff_on_gibbs_family(pe, lams):
 
 @given(seeds, st.floats(0, 5), st.floats(0, 5))
 def test_prop13_generic_finite_instance(seed, l1, l2):
-    """Any finite family {(F, G)}: minimisers of F + lambda G trade F against G."""
+    """Any finite family {(F, G)}: minimizers of F + lambda G trade F against G."""
     rng = np.random.default_rng(seed)
     f, gv = rng.normal(size=30), rng.exponential(size=30)
     lo, hi = sorted((l1, l2))

@@ -97,8 +97,8 @@ def test_wd50k_ships_and_bad_lines_name_file_and_line(tmp_path):
     assert d.train.entities == d.test.entities and d.train.n_entities == 18791
     assert len(d.train.relations) == 278 and sum("(" in t for t in d.train.texts) == 4716
     assert all(len(d.train.statement(h)[3]) >= 1 for h in range(0, d.train.n_edges, 97))  # n-ary
-    labelled = sum(lab != rel for lab, rel in zip(d.train.relation_labels, d.train.relations))
-    assert labelled == 53  # CoDEx's labels where it knows the property
+    labeled = sum(lab != rel for lab, rel in zip(d.train.relation_labels, d.train.relations))
+    assert labeled == 53  # CoDEx's labels where it knows the property
     bad = tmp_path / "s.txt"
     bad.write_text("Q1,P1,Q2,P3\n")
     with pytest.raises(ValueError, match=r"s.txt, line 1: odd number of qualifier fields"):

@@ -352,13 +352,13 @@ def test_free_text_questions_are_grounded_as_answer_candidates(umls_loop):
     np.testing.assert_allclose(o.result.log_posterior, ref.log_posterior, atol=1e-12)
 
 
-def test_soft_pcr_prior_normalises_on_a_large_graph():
-    """Regression: the semantic prior of soft PCR over CoDEx-M's 17,050 nodes was normalised
+def test_soft_pcr_prior_normalizes_on_a_large_graph():
+    """Regression: the semantic prior of soft PCR over CoDEx-M's 17,050 nodes was normalized
     in float32 and missed by 4.5e-4, which ``ground`` rejects; it is now float64."""
     from grounding.retrieval import SoftPCR
 
     bench = kgqa_benchmark("codex-m", questions_per_hop=500)
-    q = bench.split("test", 2)[7]  # its float32 normalisation missed by 1.8e-3
+    q = bench.split("test", 2)[7]  # its float32 normalization missed by 1.8e-3
     soft = SoftPCR(TextIndex(bench.graph), max_hops=2)
     r = soft.retrieve(q.query(), 50)
     assert len(r.index) == 50 and np.all(np.isfinite(r.scores))

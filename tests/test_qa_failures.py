@@ -139,7 +139,7 @@ def test_grounded_qa_grounding_failure_is_retried_question_by_question():
         (dict(theta=2.0), ValueError, "theta"),
         (dict(n_paths=-1), ValueError, "n_paths"),
         (dict(min_reliability=NAN), ValueError, "min_reliability"),
-        (dict(realisation="euclidean"), TypeError, "realisation"),
+        (dict(realization="euclidean"), TypeError, "realization"),
         (dict(k_candidates=True), ValueError, "k_candidates"),
         (dict(k_nodes=2.5), ValueError, "k_nodes"),
         (dict(negative="t r1 b1"), TypeError, "negative"),

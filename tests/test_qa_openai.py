@@ -12,7 +12,7 @@ from _stub import _choice, _completion
 
 from grounding.datasets import KGQuestion
 from grounding.llm import Endpoint
-from grounding.qa import CandidateModelError, OpenAICompatibleModel, normalise_answer
+from grounding.qa import CandidateModelError, OpenAICompatibleModel, normalize_answer
 
 ENTITIES = ("amino_acid", "lipid", "Q42")
 TEXTS = ("Amino acid", "Lipid", "Douglas Adams")
@@ -38,7 +38,7 @@ def test_answers_map_to_entities_with_sequence_log_probabilities(server):
         ]
     )
     out = _model(server, n_samples=4).propose(QUESTION, k=5)
-    # by hand: amino_acid = log(e^-0.3 + e^-0.5), lipid = -2.0, then normalised
+    # by hand: amino_acid = log(e^-0.3 + e^-0.5), lipid = -2.0, then normalized
     a, b = math.log(math.exp(-0.3) + math.exp(-0.5)), -2.0
     z = math.log(math.exp(a) + math.exp(b))
     assert out.entities == ("amino_acid", "lipid")
@@ -183,6 +183,6 @@ def test_bad_arguments(kw, name):
         OpenAICompatibleModel("http://x/v1", ENTITIES)
 
 
-def test_normalise_answer():
-    assert normalise_answer("  'Amino_Acid.'  ") == "amino acid"
-    assert normalise_answer("A\tB\n C") == "a b c"
+def test_normalize_answer():
+    assert normalize_answer("  'Amino_Acid.'  ") == "amino acid"
+    assert normalize_answer("A\tB\n C") == "a b c"

@@ -26,7 +26,7 @@ DOC_BLOCKS = [
     for page in USER_DOCS[1:]
     for i, code in enumerate(re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S))
 ]
-#: Words about how the work was organised, which user documentation must not use.
+#: Words about how the work was organized, which user documentation must not use.
 PROCESS_WORDS = re.compile(
     r"\bgoals?\b|\breview|\bissues?\b|literature helper|\bseed 0\d\d|shared/|\bsession",
     flags=re.I,

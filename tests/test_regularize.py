@@ -1,4 +1,4 @@
-"""Sec. 9 and App. G: Laplacian energy (Eq. 23), typed residual regulariser (Eq. 24),
+"""Sec. 9 and App. G: Laplacian energy (Eq. 23), typed residual regularizer (Eq. 24),
 reversal residual (Eq. 25), Prop. 10, the Sec. 9.2 counterexample and Prop. 16.
 
 Oracles are plain numpy loops over edges / node pairs and sympy expansions.
@@ -251,7 +251,7 @@ def test_sec92_oversmoothing_counterexample():
     untyped_at_typed = float(np.sum((typed[1] - typed[0]) ** 2))  # ||h_p - h_a||^2
     close(untyped_at_typed, float(r @ r))
     assert untyped_at_typed > 0
-    # and the collapsed untyped solution is penalised by the typed energy by 1/2 ||r||^2
+    # and the collapsed untyped solution is penalized by the typed energy by 1/2 ||r||^2
     close(typed_residual_regularizer(anchored, head, rel, tail, w, T), 0.5 * float(r @ r))
 
 

@@ -285,7 +285,7 @@ def test_soft_pcr_energy_is_the_papers_distance_penalty_and_tau_limit():
         e = SoftPCR(index, hop_cost=0.1, max_hops=3, tau=tau).energy(0)
         want = np.minimum(np.array([0.0, 0.1, 0.2, np.inf]) + tau * np.log(3.0), 1.0)
         np.testing.assert_allclose(e, want, **F64)
-        assert np.all(e >= exact)  # a normalised path prior never lowers the best walk (Eq. (13))
+        assert np.all(e >= exact)  # a normalized path prior never lowers the best walk (Eq. (13))
 
 
 def _same_answers(single, batch):
@@ -584,7 +584,7 @@ def test_more_bad_input_is_rejected_clearly(tmp_path):
         g.distances([-1])
     r = g.reachable(0)
     with pytest.raises(ValueError, match="read-only"):
-        r[0] = 3  # the memoised set is shared: it cannot be corrupted by a caller
+        r[0] = 3  # the memoized set is shared: it cannot be corrupted by a caller
     assert relevance_at_k([1], [1, 1], 2) == 1.0  # duplicates count once, as in the paper
 
     class NaNEncoder(TableEncoder):

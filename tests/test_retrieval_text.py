@@ -76,7 +76,7 @@ def test_hashing_encoder_deterministic_and_stable():
     np.testing.assert_array_equal(HashingEncoder().encode(texts), HashingEncoder().encode(texts))
     # A single 1-letter token "a" has exactly two features: the word (namespaced by \x01) and
     # the 3-gram " a " (no 4- or 5-grams exist in the 3-char padded token). Both have tf 1, so
-    # the vector is +-1 at their crc32 buckets (with the sign from bit 31), normalised by sqrt(2).
+    # the vector is +-1 at their crc32 buckets (with the sign from bit 31), normalized by sqrt(2).
     x = HashingEncoder(dim=1 << 20).encode(["a"])[0]
     expected = np.zeros(1 << 20)
     for feat in (b"\x01a", b" a "):
@@ -94,7 +94,7 @@ def test_hashing_encoder_similarity_is_sensible():
     assert _cos(x[0], x[0]) == pytest.approx(1.0, abs=1e-6)
     assert _cos(x[0], x[1]) > _cos(x[0], x[2]) + 0.2
     assert _cos(x[0], x[3]) > _cos(x[0], x[2])
-    # case and underscore-vs-space differences vanish in tokenisation
+    # case and underscore-vs-space differences vanish in tokenization
     y = enc.encode(["Amino_Acid", "amino acid"])
     np.testing.assert_array_equal(y[0], y[1])
 

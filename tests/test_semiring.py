@@ -2,7 +2,7 @@
 
 The dynamic program must equal explicit walk enumeration (exactly ``k`` and up to ``K``
 hops, log and min-plus semirings, with step priors and per-source costs), scipy's shortest
-paths when the hop limit does not bind, the enumerated optimiser ``nu*`` of Prop. 2 (its
+paths when the hop limit does not bind, the enumerated optimizer ``nu*`` of Prop. 2 (its
 gradient), NetworkX's breadth-first distances, and itself under sharding. Unreachable
 nodes are ``+inf``, never NaN. Walk enumeration here is an independent few-line recursion.
 """

@@ -211,7 +211,7 @@ BAD = [
     (
         lambda: g.gibbs_log_posterior(np.log([0.5, 0.6]), [0.0, 1.0], 1.0),
         ValueError,
-        "log_prior.*normalise",
+        "log_prior.*normalize",
     ),
     (
         lambda: g.gibbs_log_posterior([np.nan, 0.0], [0.0, 1.0], 1.0),

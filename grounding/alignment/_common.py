@@ -51,8 +51,8 @@ def check_marginal(w: ArrayLike | None, size: int, name: str, dtype) -> jax.Arra
     if arr.shape != (size,):
         raise ValueError(f"{name} must have shape ({size},), got {arr.shape}")
     if is_concrete(arr):
-        # normalised in the coarser of the given and the working precision: weights
-        # normalised in float32 are accepted by a float64 computation
+        # normalized in the coarser of the given and the working precision: weights
+        # normalized in float32 are accepted by a float64 computation
         v = np.asarray(arr, np.float64)
         tol = max(normalization_tolerance(arr.dtype), normalization_tolerance(np.dtype(dtype)))
         if (v < 0).any() or abs(v.sum() - 1.0) > tol:

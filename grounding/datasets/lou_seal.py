@@ -81,7 +81,7 @@ CLAIMS: tuple[tuple[str, tuple[str, ...], tuple[str, ...], str], ...] = (
 )
 
 #: Declared stand-in for the LLM prior :math:`p_\theta(\rho\mid q)` over :data:`CLAIMS`.
-#: Hand-set numbers, NOT the output of any language model: it favours the generic answer, as
+#: Hand-set numbers, NOT the output of any language model: it favors the generic answer, as
 #: the paper's discussion of Eq. (20) supposes ("the model prior strongly favors a generic but
 #: unsupported answer").
 STAND_IN_PRIOR: dict[str, float] = {

@@ -1,8 +1,8 @@
-"""Learned realisations: KG embeddings (:mod:`~grounding.learn.kge`), filtered ranking
+"""Learned realizations: KG embeddings (:mod:`~grounding.learn.kge`), filtered ranking
 (:mod:`~grounding.learn.linkpred`) and closed-form fits (:mod:`~grounding.learn.fit`).
 
 Every learned model exposes its relation maps as :mod:`grounding.geometry` maps, so it plugs
-into the core wherever a realisation is taken.
+into the core wherever a realization is taken.
 """
 
 from grounding.learn import fit as _fit

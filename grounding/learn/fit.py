@@ -1,6 +1,6 @@
-r"""Closed-form realisations: a ridge-anchored TransE fit by linear least squares.
+r"""Closed-form realizations: a ridge-anchored TransE fit by linear least squares.
 
-Used where a small, exactly reproducible realisation is wanted (the Lou Seal running example);
+Used where a small, exactly reproducible realization is wanted (the Lou Seal running example);
 :mod:`grounding.learn.kge` trains the gradient-based models.
 """
 
@@ -16,9 +16,9 @@ __all__ = ["fit_translation_embeddings"]
 def fit_translation_embeddings(
     graph: TypedGraph, dim: int = 8, mu: float = 0.1, seed: int = 0
 ) -> tuple[np.ndarray, np.ndarray]:
-    r"""Ridge-anchored TransE realisation by linear least squares (numpy, deterministic).
+    r"""Ridge-anchored TransE realization by linear least squares (numpy, deterministic).
 
-    Minimises :math:`\sum_e w_e^{0}\|\eta_{h_e} + t_{r_e} - \eta_{t_e}\|^2 + \mu\|\eta - \eta^0\|^2`
+    Minimizes :math:`\sum_e w_e^{0}\|\eta_{h_e} + t_{r_e} - \eta_{t_e}\|^2 + \mu\|\eta - \eta^0\|^2`
     (unit weights) with :math:`\eta^0 \sim N(0, I)` drawn from ``seed``; the problem separates
     over the ``dim`` coordinates, which share one design matrix.
 

@@ -1,4 +1,4 @@
-r"""Learning the geometric realisation (Sec. 5.1, 9): entity embeddings and relation maps.
+r"""Learning the geometric realization (Sec. 5.1, 9): entity embeddings and relation maps.
 
 A :class:`KGEModel` is an entity map :math:`\eta` (``[n, d]``) with relation maps :math:`T_r`
 of one family, the relation maps of :mod:`grounding.geometry`:
@@ -10,10 +10,10 @@ of one family, the relation maps of :mod:`grounding.geometry`:
 - ``"linear"``: :math:`T_r x = W_r x`.
 
 The energy of a triple is its typed residual, Eq. (8) with :math:`w_e = 1`:
-:math:`E(u, r, v) = d_{\mathcal M}(T_r \eta_u, \eta_v)`. Fitting minimises the typed residual
-regulariser over the observed edges, Eq. (24)'s
+:math:`E(u, r, v) = d_{\mathcal M}(T_r \eta_u, \eta_v)`. Fitting minimizes the typed residual
+regularizer over the observed edges, Eq. (24)'s
 :math:`\sum_{(u,r,v)\in\mathcal E_R} \|\eta_v - T_r\eta_u\|`, *contrasted* with corrupted
-triples (negative sampling): Eq. (24) alone is minimised by the collapse
+triples (negative sampling): Eq. (24) alone is minimized by the collapse
 :math:`\eta \equiv` const, :math:`T_r = I`, which is why every embedding method adds
 negatives. Two losses, with margin :math:`\gamma` and :math:`K` negatives per positive:
 
@@ -91,7 +91,7 @@ class KGEModel:
     @property
     def relation_map(self) -> RelationMap:
         """The learned maps :math:`T_r` as a :mod:`grounding.geometry` map (usable wherever the
-        core takes relation maps: Eq. (8) residuals, Eq. (24), grounding realisations)."""
+        core takes relation maps: Eq. (8) residuals, Eq. (24), grounding realizations)."""
         return _MAP_CLASS[self.kind](self.relation)
 
     def geometry_map(self) -> RelationMap:
@@ -134,7 +134,7 @@ def _candidates(model: KGEModel, side: str, anchor, r):
 def init_model(
     kind: str, n_entities: int, n_relations: int, dim: int, seed: int = 0, p: int = 2
 ) -> KGEModel:
-    """Random initial model: Xavier-uniform entities (unit-normalised for transe), translations
+    """Random initial model: Xavier-uniform entities (unit-normalized for transe), translations
     likewise, angles uniform in :math:`[-\\pi, \\pi)`, linear maps :math:`I + ` small noise."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")

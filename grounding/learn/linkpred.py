@@ -129,7 +129,7 @@ def rank_metrics(ranks: dict[str, Ranks], ks: tuple[int, ...] = (1, 3, 10)) -> d
     """MRR, Hits@k and mean rank of the realistic ranks, pooled over both directions."""
     rank = np.concatenate([ranks[s].realistic for s in ("tail", "head")])
     if rank.size == 0:
-        raise ValueError("no ranks to summarise (empty query set)")
+        raise ValueError("no ranks to summarize (empty query set)")
     metrics = {"mrr": float(np.mean(1.0 / rank)), "mean_rank": float(np.mean(rank))}
     metrics.update({f"hits{k}": float(np.mean(rank <= k)) for k in ks})
     return metrics

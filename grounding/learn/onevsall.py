@@ -17,7 +17,7 @@ Scores (higher is better; the energy of Eq. (8) is their negative):
   al., ICML 2016): a bilinear compatibility used as an energy, Eq. (8)'s bilinear reading
   (:class:`grounding.geometry.BilinearEnergy` with block-diagonal :math:`W_r`).
 
-Regularisation: the weighted N3 penalty of Lacroix et al. on the embeddings a batch touches.
+Regularization: the weighted N3 penalty of Lacroix et al. on the embeddings a batch touches.
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def one_vs_all_loss(model: ReciprocalModel, batch, candidates, cfg: OneVsAllConf
     the N3 penalty of the touched embeddings. With ``key`` and ``cfg.dropout > 0`` the
     query's anchor and relation embeddings are dropped out (inverted dropout)."""
     anchor, rows, target = batch[:, 0], batch[:, 1], batch[:, 2]
-    penalised = model
+    penalized = model
     if key is not None and cfg.dropout:
         model = _dropout(model, anchor, rows, key, cfg.dropout)
     if candidates is None:
@@ -116,7 +116,7 @@ def one_vs_all_loss(model: ReciprocalModel, batch, candidates, cfg: OneVsAllConf
         nll = (1 - cfg.label_smoothing) * nll - cfg.label_smoothing * jnp.mean(logp, axis=-1)
     loss = jnp.mean(nll)
     if cfg.n3:
-        m = penalised
+        m = penalized
         touched = (m.entity[anchor], m.relation[rows], m.entity[target])
         loss = loss + cfg.n3 * sum(jnp.mean(jnp.sum(jnp.abs(x) ** 3, -1)) for x in touched)
     return loss

@@ -1,5 +1,5 @@
 """Language models over HTTP: one OpenAI-compatible endpoint that every client of the package
-(candidate model, planner, relevance refiner, community summariser) talks through.
+(candidate model, planner, relevance refiner, community summarizer) talks through.
 
 See :class:`Endpoint` for what a request guarantees against a misbehaving server.
 """

@@ -104,8 +104,8 @@ def chain_energy_from_costs(
 
 
 def chain_energy_and_log_mass(layout, node_cost, step_cost, tau, tropical, edge_exists=None):
-    """:func:`chain_energy_from_costs` and the unnormalised log mass
-    :func:`chain_log_mass` it is computed from (the normaliser of :math:`\nu^*`, Prop. 2)."""
+    """:func:`chain_energy_from_costs` and the unnormalized log mass
+    :func:`chain_log_mass` it is computed from (the normalizer of :math:`\nu^*`, Prop. 2)."""
     scale = 1.0 if tropical else tau
     log_z = chain_log_mass(layout, node_cost, step_cost, scale, tropical)
     if tropical:

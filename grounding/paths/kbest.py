@@ -220,7 +220,7 @@ def top_paths(
         >>> [e.tolist() for e in tp.edges], tp.cost.tolist()
         ([[0, 1], [2]], [2.0, 3.0])
 
-    Prop. 2 (the optimiser :math:`\nu^*`) and Eq. (11) (its ``tau -> 0`` limit) of the paper.
+    Prop. 2 (the optimizer :math:`\nu^*`) and Eq. (11) (its ``tau -> 0`` limit) of the paper.
     """
     h, t = (np.asarray(a, np.int64) for a in check_edges(head, tail, n_nodes))
     max_hops = check_positive_int(max_hops, "max_hops")

@@ -11,7 +11,7 @@ import numpy as np
 
 from grounding.graph import Triple
 from grounding.llm import EndpointError
-from grounding.problem import Realisation
+from grounding.problem import Realization
 from grounding.qa.candidates import CandidateModelError, Candidates
 from grounding.solver.config import make_config
 
@@ -33,20 +33,20 @@ def check_ground_kwargs(
 ) -> dict[str, Any]:
     """The grounding settings of a QA system, checked once when it is built: a
     :class:`~grounding.GroundingConfig` (``config``) and/or its settings (``defaults`` fill
-    settings not given when no config is), and an optional ``realisation``. Returns the
-    keywords of :func:`grounding.ground`: ``config`` (and ``realisation``). A ``TypeError``
+    settings not given when no config is), and an optional ``realization``. Returns the
+    keywords of :func:`grounding.ground`: ``config`` (and ``realization``). A ``TypeError``
     names unknown settings or a missing ``lam``/``kappa``; a ``ValueError`` or ``TypeError``
     names a bad value."""
-    settings = {k: v for k, v in kwargs.items() if k not in ("config", "realisation")}
+    settings = {k: v for k, v in kwargs.items() if k not in ("config", "realization")}
     config = kwargs.get("config")
     if config is None:
         settings = {**(defaults or {}), **settings}
     out: dict[str, Any] = {"config": make_config(config, settings, owner)}
-    realisation = kwargs.get("realisation")
-    if realisation is not None and not isinstance(realisation, Realisation):
-        raise TypeError(f"realisation must be a Realisation or None, got {realisation!r:.100}")
-    if realisation is not None:
-        out["realisation"] = realisation
+    realization = kwargs.get("realization")
+    if realization is not None and not isinstance(realization, Realization):
+        raise TypeError(f"realization must be a Realization or None, got {realization!r:.100}")
+    if realization is not None:
+        out["realization"] = realization
     return out
 
 

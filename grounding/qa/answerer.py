@@ -8,7 +8,7 @@ scores every entity by :math:`-d_{\mathcal M}(x, \eta(e))/T`. It never looks at 
 graph, only at embeddings trained on the evidence :math:`R`: parametric knowledge that can be
 right about facts the graph does not state, and wrong about facts it does. The topic itself is
 never proposed (questions never answer with their topic). Its top-``k`` entities and their
-renormalised log-softmax scores are the candidate set :math:`\Gamma(q)` and the prior
+renormalized log-softmax scores are the candidate set :math:`\Gamma(q)` and the prior
 :math:`p_\theta` of Eq. (1).
 """
 
@@ -27,7 +27,7 @@ from grounding.qa.candidates import Candidates, QuestionLike
 
 __all__ = ["KGEAnswerer", "INVERSE_SUFFIX"]
 
-_MEMO = 65536  # memoised proposals kept (a few kB each)
+_MEMO = 65536  # memoized proposals kept (a few kB each)
 
 #: How a relation read backwards is named (``"P27^-1"``), as in :mod:`grounding.datasets.kgqa`.
 INVERSE_SUFFIX = "^-1"
@@ -85,7 +85,7 @@ class KGEAnswerer:
             params = jnp.concatenate([model.relation, -model.relation])
         self._map = Rotation(params) if model.kind == "rotate" else Translation(params)
         self._params = params
-        self._proposed: dict[tuple, Candidates] = {}  # propose() is deterministic: memoised
+        self._proposed: dict[tuple, Candidates] = {}  # propose() is deterministic: memoized
 
     def _ids(self, topic: str, chain: Sequence[str]) -> tuple[int, list[int]]:
         if topic not in self._e_ix:
@@ -124,7 +124,7 @@ class KGEAnswerer:
         return s
 
     def propose(self, question: QuestionLike, k: int) -> Candidates:
-        """The top-``k`` entities with their renormalised log-softmax scores (memoised by
+        """The top-``k`` entities with their renormalized log-softmax scores (memoized by
         topic, chain, ``k``, temperature and JAX's precision: plans re-ask the same steps).
 
         Raises:
@@ -148,7 +148,7 @@ class KGEAnswerer:
         return self._proposed[key]
 
     def cache_clear(self) -> None:
-        """Forget the memoised proposals (e.g. before timing a cold run)."""
+        """Forget the memoized proposals (e.g. before timing a cold run)."""
         self._proposed.clear()
 
     def _propose(self, question: QuestionLike, k: int) -> Candidates:
@@ -162,7 +162,7 @@ class KGEAnswerer:
     def fit_temperature(
         self, questions: Sequence[QuestionLike], answers: Sequence[Sequence[str]]
     ) -> float:
-        """Set :math:`T` to maximise the mean log-probability of the gold answer sets of the
+        """Set :math:`T` to maximize the mean log-probability of the gold answer sets of the
         given (validation) questions under the full softmax (a grid of 61 values, log-spaced
         in :math:`[10^{-3}, 10^{3}]`); returns it. Only questions with a usable gold answer
         (an entity of the vocabulary other than the topic) count.

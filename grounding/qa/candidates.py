@@ -1,7 +1,7 @@
 r"""The model side of the loop: a question's candidate answers and the model's prior over them.
 
 A :class:`CandidateModel` plays the LLM of the paper: given a question it proposes a finite
-candidate set :math:`\Gamma(q)` of graph entities with a normalised log-prior
+candidate set :math:`\Gamma(q)` of graph entities with a normalized log-prior
 :math:`\log p_\theta(\rho\mid q)` (Eq. (1)). Grounding (:func:`grounding.ground`) then
 re-weights that prior by the evidence. A model that cannot propose anything returns an
 explicit abstention (:meth:`Candidates.abstain`) with its reason; it never returns an empty
@@ -36,7 +36,7 @@ class QuestionLike(Protocol):
 
 @dataclasses.dataclass(frozen=True)
 class Candidates:
-    """Candidate answers with a normalised log-prior, or an abstention.
+    """Candidate answers with a normalized log-prior, or an abstention.
 
     Attributes:
         entities: distinct candidate entity names, most probable first.
@@ -73,7 +73,7 @@ class Candidates:
         if np.isnan(lp).any() or np.isposinf(lp).any():
             raise ValueError("log_prior must not be NaN or +inf")
         if abs(logsumexp(lp)) > 1e-6:
-            raise ValueError(f"log_prior must be normalised, logsumexp = {logsumexp(lp):.3g}")
+            raise ValueError(f"log_prior must be normalized, logsumexp = {logsumexp(lp):.3g}")
 
     @property
     def abstained(self) -> bool:
@@ -95,8 +95,8 @@ class Candidates:
         k: int | None = None,
         dropped: Sequence[str] = (),
     ) -> Candidates:
-        """Normalise unnormalised log-weights into a prior (repeated entities merge by
-        log-sum-exp), keep the ``k`` most probable, renormalise; ties keep first-seen order.
+        """Normalize unnormalized log-weights into a prior (repeated entities merge by
+        log-sum-exp), keep the ``k`` most probable, renormalize; ties keep first-seen order.
 
         Example:
             >>> c = Candidates.from_scores(["a", "b", "a"], [0.0, 0.0, 0.0])

@@ -206,7 +206,7 @@ class GroundedQA:
         ground_kwargs: the grounding settings: ``config=`` a :class:`~grounding.GroundingConfig`
             and/or its fields as keywords (``lam`` and ``kappa`` required without a config;
             ``eps`` then defaults to 0, so the hard posterior is computed too), and an optional
-            ``realisation``; checked here, once.
+            ``realization``; checked here, once.
 
     Raises:
         TypeError, ValueError: an argument is of the wrong kind or out of range, or a ground

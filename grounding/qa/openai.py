@@ -13,14 +13,14 @@ Weights: a completion's log-weight is the sum of its tokens' log-probabilities
 (``choices[i].logprobs.content[j].logprob``, the sequence log-probability). A completion that
 recurs verbatim is counted once (its probability is already its weight; summing repeats
 would square the distribution), and distinct completions naming the same entity merge by
-log-sum-exp in :meth:`~grounding.qa.Candidates.from_scores`, which normalises them into the
+log-sum-exp in :meth:`~grounding.qa.Candidates.from_scores`, which normalizes them into the
 prior :math:`p_\theta` of Eq. (1). When some completion comes without (valid)
 log-probabilities, every sample of the question counts once, repeats included: the prior is
 then the answers' sample frequency.
 
-Matching rule (:func:`normalise_answer`): Unicode case folding, ``_`` read as a space, runs of
+Matching rule (:func:`normalize_answer`): Unicode case folding, ``_`` read as a space, runs of
 white space collapsed, surrounding quotes and white space and a final period removed; exact
-comparison with the normalised entity names first, then with the normalised ``texts``. A
+comparison with the normalized entity names first, then with the normalized ``texts``. A
 form shared by several entities goes to the first of them in vocabulary order (names before
 texts). Answers that name no entity are kept in ``Candidates.dropped``; when none maps, the
 model abstains with that reason.
@@ -45,7 +45,7 @@ from collections.abc import Sequence
 from grounding.llm import Endpoint, EndpointError, HTTPStatusError
 from grounding.qa.candidates import CandidateModelError, Candidates, QuestionLike
 
-__all__ = ["OpenAICompatibleModel", "normalise_answer"]
+__all__ = ["OpenAICompatibleModel", "normalize_answer"]
 
 SYSTEM_PROMPT = (
     "You answer questions about a knowledge graph. Reply with one entity name only: no "
@@ -53,11 +53,11 @@ SYSTEM_PROMPT = (
 )
 
 
-def normalise_answer(text: str) -> str:
+def normalize_answer(text: str) -> str:
     """The matching form of an answer or entity name (see the module docstring).
 
     Example:
-        >>> normalise_answer('  "Amino_Acid,  Peptide or Protein." ')
+        >>> normalize_answer('  "Amino_Acid,  Peptide or Protein." ')
         'amino acid, peptide or protein'
     """
     x = text.casefold().replace("_", " ")
@@ -115,7 +115,7 @@ class OpenAICompatibleModel:
         self._lookup: dict[str, str] = {}
         for names in (entities, texts or ()):
             for e, t in zip(entities, names):
-                self._lookup.setdefault(normalise_answer(t), e)
+                self._lookup.setdefault(normalize_answer(t), e)
 
     def messages(self, question: QuestionLike) -> list[dict]:
         """The chat messages sent for a question: the system prompt, then the question and
@@ -129,10 +129,10 @@ class OpenAICompatibleModel:
 
     def resolve(self, answer: str) -> str | None:
         """The entity an answer names, or ``None``."""
-        return self._lookup.get(normalise_answer(answer))
+        return self._lookup.get(normalize_answer(answer))
 
     def propose(self, question: QuestionLike, k: int) -> Candidates:
-        """Sample answers, map them to entities and normalise their weights.
+        """Sample answers, map them to entities and normalize their weights.
 
         Raises:
             CandidateModelError: the endpoint timed out, could not be reached, answered an

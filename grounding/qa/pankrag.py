@@ -8,7 +8,7 @@ runs the plan's levels (:meth:`~grounding.retrieval.Plan.levels`; steps of one l
 parallel and are grounded in one batch). For each step:
 
 1. **Anchors**: the entities the step names, and the answers of the steps it depends on:
-   each dependency's ``beam`` most probable answers, with their probabilities renormalised
+   each dependency's ``beam`` most probable answers, with their probabilities renormalized
    (several dependencies share the mass equally). Its text gets each slot filled with the
    dependency's top answer.
 2. **Retrieval**: *local* (a *specific* step) = path-constrained retrieval from the anchors
@@ -172,7 +172,7 @@ class PankRAG:
         beam: answers of a dependency passed on as anchors.
         ground_kwargs: the grounding settings: ``config=`` a :class:`~grounding.GroundingConfig`
             and/or its fields as keywords (``lam`` and ``kappa`` required without a config),
-            and an optional ``realisation``; checked here, once.
+            and an optional ``realization``; checked here, once.
 
     Raises:
         TypeError, ValueError: an argument is of the wrong kind or out of range, or a ground

@@ -9,7 +9,7 @@ implementation, offline (no LLM), with the choices below stated where the paper 
    similar to the question).
 2. **Plan context** (:func:`grounding.retrieval.plan_context`): a ``plan_depth``-hop sketch
    around the anchors; planners that accept a context (the LLM planner) get its text; the
-   beam search favours its hyperedges (``context_bonus``).
+   beam search favors its hyperedges (``context_bonus``).
 3. **Plans**: up to ``n_plans`` distinct plans from the planner (a templated planner gives
    one), each reduced to its Hasse diagram (:meth:`~grounding.retrieval.Plan.transitive_reduction`).
 4. **State search** (``search="dfs"`` or ``"bfs"``): a state is a plan, the number of levels
@@ -149,7 +149,7 @@ class PRoH:
             ``max_refined``) entities whose embedding relevance reaches ``refine_threshold``.
         ground_kwargs: the grounding settings: ``config=`` a :class:`~grounding.GroundingConfig`
             and/or its fields as keywords (``lam`` and ``kappa`` required without a config),
-            and an optional ``realisation``; checked here, once.
+            and an optional ``realization``; checked here, once.
 
     Raises:
         TypeError, ValueError: an argument is of the wrong kind or out of range, or a ground

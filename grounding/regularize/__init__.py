@@ -1,9 +1,9 @@
-r"""Relation-aware regularisation (Sec. 9, App. G): Laplacian energy vs the typed residual.
+r"""Relation-aware regularization (Sec. 9, App. G): Laplacian energy vs the typed residual.
 
 Node representations are a matrix ``H`` of shape ``[n, d]``. The classical energy
 :math:`\mathrm{Tr}(H^\top L H)` (Eq. (23)) rewards adjacent rows for being *equal*
 (:mod:`grounding.regularize.smoothing`, with its spectral form, Prop. 16); the typed residual
-regulariser :math:`\Omega_R(H)` (Eq. (24)) rewards ``h_v`` for matching the
+regularizer :math:`\Omega_R(H)` (Eq. (24)) rewards ``h_v`` for matching the
 relation-conditioned prediction :math:`T_r(h_u)` (:mod:`grounding.regularize.typed`, with the
 reversal residual of Eq. (25) and the fits of Sec. 9.2). Prop. 10: the two coincide for
 identity maps when every undirected edge is stored as both ordered arcs (stored once: a

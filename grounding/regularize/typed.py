@@ -1,4 +1,4 @@
-r"""The typed residual regulariser (Eq. (24)), reversal residuals (Eq. (25)) and the fits of
+r"""The typed residual regularizer (Eq. (24)), reversal residuals (Eq. (25)) and the fits of
 Sec. 9.2 (typed vs untyped: the oversmoothing counterexample).
 
 :math:`\Omega_R(H)` rewards ``h_v`` for matching the relation-conditioned prediction
@@ -74,7 +74,7 @@ def typed_residual_regularizer(
     weight: ArrayLike,
     relation_map,
 ) -> jax.Array:
-    r"""Typed residual regulariser (Eq. (24)):
+    r"""Typed residual regularizer (Eq. (24)):
     :math:`\Omega_R(H) = \tfrac12 \sum_{(u,r,v) \in \mathcal E_R} w_{urv} \|h_v - T_r(h_u)\|_2^2`.
 
     Every stored arc counts once: an undirected edge stored as both arcs gives
@@ -207,9 +207,9 @@ def fit_typed(
     steps: int = 1000,
     lr: float = 0.1,
 ) -> jax.Array:
-    r"""Minimise :math:`\Omega_R(H)` (Eq. (24)) from ``H0`` by gradient descent (:func:`minimize`).
+    r"""Minimize :math:`\Omega_R(H)` (Eq. (24)) from ``H0`` by gradient descent (:func:`minimize`).
 
-    On AUTHOR -WRITES-> PAPER with a translation map the minimiser keeps the roles apart:
+    On AUTHOR -WRITES-> PAPER with a translation map the minimizer keeps the roles apart:
     :math:`h_p = h_a + r_{\mathrm{WRITES}}` (Sec. 9.2).
 
     Args:
@@ -248,9 +248,9 @@ def fit_untyped(
     steps: int = 1000,
     lr: float = 0.1,
 ) -> jax.Array:
-    r"""Minimise the untyped energy :math:`\tfrac12 \sum w \|h_v - h_u\|^2` (Sec. 9.2).
+    r"""Minimize the untyped energy :math:`\tfrac12 \sum w \|h_v - h_u\|^2` (Sec. 9.2).
 
-    This is Eq. (24) with :func:`identity_map`. On AUTHOR -WRITES-> PAPER the minimiser
+    This is Eq. (24) with :func:`identity_map`. On AUTHOR -WRITES-> PAPER the minimizer
     collapses :math:`h_p = h_a` (at the midpoint when free, onto :math:`h_a` when the
     author is fixed): the oversmoothing failure.
 

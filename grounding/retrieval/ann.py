@@ -6,7 +6,7 @@ node vectors into ``nlist`` cells; a query scans only the ``nprobe`` cells whose
 the largest inner product with it. The vectors are stored uncompressed, so every returned score
 is an exact cosine; what is approximate is *which* vectors get scanned, and recall@k is the
 share of the exact top-k that falls in the scanned cells. On clustered vectors (text
-embeddings) a few cells hold a query's neighbours; on isotropic random vectors they are spread
+embeddings) a few cells hold a query's neighbors; on isotropic random vectors they are spread
 over all cells and recall is about the scanned share ``nprobe / nlist`` (no partition helps
 there: ``benchmarks/retrieval.py --million`` measures both the recall and the time).
 

@@ -291,7 +291,7 @@ class BaseRetriever:
 class AnchoredRetriever(BaseRetriever):
     """A retriever that needs the query's anchors, with a fallback policy for a query whose
     anchors are missing or unknown: ``"global"`` (search all nodes by cosine, the PCR paper's
-    behaviour), ``"empty"`` (return nothing) or ``"error"`` (raise). What happened is
+    behavior), ``"empty"`` (return nothing) or ``"error"`` (raise). What happened is
     reported in :attr:`Retrieval.fallback`. Unknown anchors among known ones are dropped."""
 
     def __init__(self, index: TextIndex, max_hops: int | None, fallback: Fallback):

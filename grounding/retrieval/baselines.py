@@ -2,7 +2,7 @@ r"""The PCR paper's baselines over all nodes (no graph constraint).
 
 - :class:`VectorRetriever`: cosine top-k;
 - :class:`BM25Retriever`: Okapi BM25 (:math:`k_1 = 1.5, b = 0.75`);
-- :class:`HybridRetriever`: ``0.7`` vector ``+ 0.3`` BM25, each min-max normalised over its
+- :class:`HybridRetriever`: ``0.7`` vector ``+ 0.3`` BM25, each min-max normalized over its
   own top ``2k``, as in the PCR paper's code.
 """
 
@@ -38,7 +38,7 @@ class BM25Retriever(BaseRetriever):
 
 class HybridRetriever(BaseRetriever):
     """``alpha * vector + (1 - alpha) * BM25``, as the PCR paper's code computes it: each
-    method's top ``2k`` list is min-max normalised on its own; a node absent from one list
+    method's top ``2k`` list is min-max normalized on its own; a node absent from one list
     scores 0 there."""
 
     name = "hybrid"

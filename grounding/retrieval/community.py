@@ -6,8 +6,8 @@ settings of PankRAG's public code) on the undirected graph whose edge weights co
 triples between two entities. Level 0 is the first Leiden partition; a community larger than
 the maximum size is split again into communities of the next level, down to *leaf*
 communities. Each community gets an extractive summary (its best-connected members' texts
-and its most frequent relation labels), or one from any ``summarise`` function (e.g.
-:class:`LLMSummariser`, an OpenAI-compatible endpoint).
+and its most frequent relation labels), or one from any ``summarize`` function (e.g.
+:class:`LLMSummarizer`, an OpenAI-compatible endpoint).
 
 :class:`CommunityRetriever` is global retrieval: it ranks communities (every level, or one)
 by the cosine of the query with their summaries and returns the members of the best ones.
@@ -26,7 +26,7 @@ from grounding.graph import TypedGraph
 from grounding.llm import Endpoint
 from grounding.retrieval.base import BaseRetriever, Query, Retrieval, TextIndex, check_k, dots
 
-__all__ = ["Community", "Communities", "CommunityRetriever", "LLMSummariser"]
+__all__ = ["Community", "Communities", "CommunityRetriever", "LLMSummarizer"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -73,7 +73,7 @@ class Communities:
         seed: int = 0xDEADBEEF,
         relation_labels: Mapping[str, str] | None = None,
         summary_members: int = 5,
-        summarise: Callable[[Sequence[str], Sequence[str]], str] | None = None,
+        summarize: Callable[[Sequence[str], Sequence[str]], str] | None = None,
     ) -> Communities:
         """Hierarchical Leiden communities with summaries.
 
@@ -83,7 +83,7 @@ class Communities:
             seed: Leiden's random seed (results are deterministic given it).
             relation_labels: readable relation names for summaries (default: the names).
             summary_members: members named in an extractive summary.
-            summarise: ``(member texts by degree, relation labels by count) -> summary``
+            summarize: ``(member texts by degree, relation labels by count) -> summary``
                 (default: extractive, ``"<members>; relations: <labels>"``).
 
         Raises:
@@ -114,7 +114,7 @@ class Communities:
         labels = dict(relation_labels or {})
         degree = np.bincount(np.concatenate([head, tail]), minlength=graph.n_nodes)
         texts, rel = graph.node_texts, np.asarray(graph.relation)
-        summarise = summarise or _extractive(summary_members)
+        summarize = summarize or _extractive(summary_members)
         out = []
         for cid in sorted(members):
             m = np.unique(np.asarray(members[cid], np.int64))
@@ -122,7 +122,7 @@ class Communities:
             edges_in = leaving[np.isin(tail[leaving], m, assume_unique=False)]
             names = [graph.relations[r] for r, _ in Counter(rel[edges_in].tolist()).most_common()]
             by_degree = m[np.argsort(-degree[m], kind="stable")]
-            summary = summarise([texts[i] for i in by_degree], [labels.get(r, r) for r in names])
+            summary = summarize([texts[i] for i in by_degree], [labels.get(r, r) for r in names])
             level, parent = meta[cid]
             out.append(Community(cid, level, parent, m, cid in leaf, summary))
         return cls(graph, out)
@@ -148,7 +148,7 @@ class Communities:
 
 
 def _extractive(n: int) -> Callable[[Sequence[str], Sequence[str]], str]:
-    def summarise(member_texts: Sequence[str], relation_labels: Sequence[str]) -> str:
+    def summarize(member_texts: Sequence[str], relation_labels: Sequence[str]) -> str:
         text = ", ".join(member_texts[:n])
         if len(member_texts) > n:
             text += f" and {len(member_texts) - n} more"
@@ -156,18 +156,18 @@ def _extractive(n: int) -> Callable[[Sequence[str], Sequence[str]], str]:
             text += "; relations: " + ", ".join(relation_labels[:3])
         return text
 
-    return summarise
+    return summarize
 
 
-class LLMSummariser:
-    """A community summariser on any OpenAI-compatible chat endpoint (pass as
-    ``Communities.build(..., summarise=LLMSummariser(Endpoint(url, model)))``).
+class LLMSummarizer:
+    """A community summarizer on any OpenAI-compatible chat endpoint (pass as
+    ``Communities.build(..., summarize=LLMSummarizer(Endpoint(url, model)))``).
 
     Raises :class:`grounding.llm.EndpointError` when the endpoint fails or sends no choice.
     """
 
     PROMPT = (
-        "Summarise in one sentence what this group of knowledge-graph entities has in common."
+        "Summarize in one sentence what this group of knowledge-graph entities has in common."
         "\nEntities: {members}\nRelations among them: {relations}\nSummary:"
     )
 

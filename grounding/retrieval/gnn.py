@@ -327,7 +327,7 @@ def gate_values(
 
 
 def dirichlet_energy(z: jax.Array, head: jax.Array, tail: jax.Array, mask: jax.Array) -> jax.Array:
-    r"""Normalised Dirichlet energy of one question's states (Eq. (23)'s pairwise form over the
+    r"""Normalized Dirichlet energy of one question's states (Eq. (23)'s pairwise form over the
     facts): :math:`\sum_{(u,v)} \|z_u - z_v\|^2 / \sum_v \|z_v\|^2`; 0 means every fact joins
     two equal states (oversmoothed)."""
     diff = jnp.sum((z[head] - z[tail]) ** 2, -1) * mask

@@ -3,7 +3,7 @@ r"""Learned triple retrievers: training, retrieval, checkpoints.
 :class:`TripleRetriever` is SubgraphRAG (``GNNConfig(gate="none")``, no anchors) or the
 structurally gated GNN retriever (anchors + ``gate="structural"``) or any ablation between
 them. For a query it (1) picks ``n_anchors`` anchor facts by cosine between the question and
-each fact's text embedding (the normalised sum of its head, relation and tail embeddings),
+each fact's text embedding (the normalized sum of its head, relation and tail embeddings),
 (2) collects the candidate facts (:meth:`FactGraph.candidates`: ``hops`` from the topic,
 ``anchor_hops`` from the anchors), (3) scores them (:mod:`grounding.retrieval.gnn`) and
 returns the top ``k`` as a :class:`~grounding.retrieval.Retrieval` whose evidence state holds
@@ -62,7 +62,7 @@ __all__ = [
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    """Training schedule (SubgraphRAG's optimiser, loss and stopping rule).
+    """Training schedule (SubgraphRAG's optimizer, loss and stopping rule).
 
     Attributes:
         epochs: maximum epochs.
@@ -70,7 +70,7 @@ class TrainConfig:
         patience: epochs without a better validation recall@``eval_k`` before stopping.
         batch_size: questions per step.
         eval_k: the ``K`` of the stopping criterion.
-        seed: initialisation and shuffling.
+        seed: initialization and shuffling.
     """
 
     epochs: int = 50
@@ -118,7 +118,7 @@ class TripleRetriever:
         n_anchors: anchor facts per question (0: anchors off).
         hops, anchor_hops, max_facts: the candidate subgraph (:meth:`FactGraph.candidates`).
         name: the retriever's name (default from the configuration).
-        seed: parameter initialisation.
+        seed: parameter initialization.
         facts: the graph's :class:`FactGraph`, to share one between retrievers of a graph.
     """
 

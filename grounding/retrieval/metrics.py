@@ -149,7 +149,7 @@ def summarize_retrieval(rows: Sequence[dict]) -> dict:
         {'retriever': 'pcr', 'n_queries': 2, 'n_fallback': 1, 'n': 1.5, 'recall@10': 0.75}
     """
     if not rows:
-        raise ValueError("no rows to summarise")
+        raise ValueError("no rows to summarize")
     names = sorted({r["retriever"] for r in rows})
     out = {"retriever": names[0] if len(names) == 1 else names, "n_queries": len(rows)}
     out["n_fallback"] = sum(bool(r.get("fallback")) for r in rows)

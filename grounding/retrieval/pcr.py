@@ -147,7 +147,7 @@ class PCR(AnchoredRetriever):
         out, todo = self.anchored(queries, k)
         groups: dict[object, tuple[np.ndarray, list[tuple[int, np.ndarray]]]] = {}
         for i, anchors in todo:
-            cand = self.candidates(anchors)  # one anchor: a memoised array, shared
+            cand = self.candidates(anchors)  # one anchor: a memoized array, shared
             key = id(cand) if len(anchors) == 1 else ("q", i)
             groups.setdefault(key, (cand, []))[1].append((i, anchors))
         order = [i for _, members in groups.values() for i, _ in members]
@@ -277,7 +277,7 @@ class SoftPCR(AnchoredRetriever):
         """``[Q, N]`` semantic stand-in priors, Eq. (1): a softmax of cosine / ``T`` (one
         query-embedding call and one similarity product for the batch)."""
         qv = self.index.embed_queries([q.text for q in queries])
-        # float64: a float32 sum over many nodes misses normalisation by ~1e-4 (17k nodes)
+        # float64: a float32 sum over many nodes misses normalization by ~1e-4 (17k nodes)
         logits = np.asarray(dots(self.index.embeddings, qv), np.float64) / self.prior_temperature
         return log_softmax(logits, axis=1)  # cosines are finite: so is every logit
 
@@ -400,7 +400,7 @@ class SoftPCR(AnchoredRetriever):
 
     def _edge_cost(self) -> jnp.ndarray:
         """``[E]`` edge costs of Eq. (10) as :func:`grounding.ground` builds them
-        (``alpha = xi = 1``, no realisation): ``hop_cost - log(reliability)``."""
+        (``alpha = xi = 1``, no realization): ``hop_cost - log(reliability)``."""
         g = self.graph
         return edge_costs_from_arrays(
             g.head, g.relation, g.tail, g.reliability, None, 1.0, 1.0, self.hop_cost

@@ -160,7 +160,7 @@ class HeuristicPlanner:
     - an ``of``-phrase, ``the <head> of <Name or #k>`` -> ``What is the <head> of <...>?``;
     - a possessive, ``<Name or #k>'s <head>`` -> ``What is the <head> of <...>?``;
 
-    where ``<head>`` is one to three lower-case words and ``<Name>`` a capitalised name. It
+    where ``<head>`` is one to three lower-case words and ``<Name>`` a capitalized name. It
     stops when nothing matches, when a cut would leave no question around the slot, or at
     ``max_steps``. Every step is *specific* unless it starts with one of ``abstract_cues``.
     Parallel steps appear when a later cut does not contain an earlier slot.

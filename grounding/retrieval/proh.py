@@ -214,7 +214,7 @@ def beam_search(
     for _ in range(max_depth - 1):
         grown = []
         for p in beam:
-            shared = ewo(inc, p.edges[-1], None)  # |h ∩ h'|: who is a neighbour
+            shared = ewo(inc, p.edges[-1], None)  # |h ∩ h'|: who is a neighbor
             over = shared if rho is None else ewo(inc, p.edges[-1], rho)
             nxt = np.flatnonzero(shared > 0)
             nxt = nxt[~np.isin(nxt, p.edges)]

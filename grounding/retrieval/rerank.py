@@ -7,9 +7,9 @@ For retrieved item :math:`i` of a sub-question with resolved dependencies:
     s_i = \alpha\,R_i + \beta\,M_i, \qquad \beta = 1 - \alpha,
 
 with the definitions this package chose (the paper names :math:`R_i` "retrieval quality" and
-:math:`M_i` a cosine similarity to the resolved answers, without normalisation):
+:math:`M_i` a cosine similarity to the resolved answers, without normalization):
 
-- :math:`R_i\in[0,1]`: the retriever's own score, min-max normalised over the retrieved
+- :math:`R_i\in[0,1]`: the retriever's own score, min-max normalized over the retrieved
   pool (:func:`~grounding.retrieval.text.minmax`; 0 for every item when all scores are
   equal, so the agreement alone orders them);
 - :math:`M_i\in[0,1]`: agreement with the resolved dependency answers :math:`d` weighted by

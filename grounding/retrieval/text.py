@@ -113,7 +113,7 @@ class HashingEncoder:
 
     Each token contributes itself and the character n-grams (``ngram_range``) of
     ``" " + token + " "``. A feature's stable crc32 picks its bucket and its sign; its weight
-    is ``1 + log(tf)`` times the bucket's idf (if fitted); rows are L2-normalised.
+    is ``1 + log(tf)`` times the bucket's idf (if fitted); rows are L2-normalized.
 
     Attributes:
         dim: number of hash buckets (> 0).
@@ -357,9 +357,9 @@ class BM25:
     """Okapi BM25 over a corpus, as a sparse ``[n_docs, vocab]`` matrix of term weights.
 
     Args:
-        corpus: the documents (tokenised with :func:`tokenize`; token-less ones score 0).
+        corpus: the documents (tokenized with :func:`tokenize`; token-less ones score 0).
         k1: term-frequency saturation (>= 0).
-        b: length normalisation, in ``[0, 1]``.
+        b: length normalization, in ``[0, 1]``.
 
     Example:
         >>> bm = BM25(["red cell", "red red cloud", "blue sky"])

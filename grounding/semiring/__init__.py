@@ -16,10 +16,10 @@ and for :math:`\tau = 0` the min-plus (Viterbi) recursion of Eq. (11) with
 :math:`a_t(v) = \max_e [a_{t-1}(u) - c(e)]` over edges of non-zero prior weight. The work is
 ``O(K |E|)`` per source instead of the ``O(deg^K)`` of enumeration, every step is
 differentiable, and the gradient of :math:`E(s, v)` with respect to the edge costs is the
-expected edge usage under the optimiser :math:`\nu^*` of Prop. 2 (:func:`edge_usage`).
+expected edge usage under the optimizer :math:`\nu^*` of Prop. 2 (:func:`edge_usage`).
 
 The recursion runs over *walks* (nodes may repeat). Simple paths — the family
-:func:`grounding.simple_paths` enumerates — have no such factorisation; on a DAG the two
+:func:`grounding.simple_paths` enumerates — have no such factorization; on a DAG the two
 families coincide.
 
 Layout. Values are kept node-major, ``[n_nodes, n_sources]``, so one gather moves a

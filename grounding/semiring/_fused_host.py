@@ -41,7 +41,7 @@ def _host(*arrays) -> list[np.ndarray]:
 
 def _readonly(x: np.ndarray) -> np.ndarray:
     """A read-only view of ``x``: every array a kernel only reads is passed read-only, so that
-    numba compiles one specialisation per kernel and dtype, not one per mix of read-only
+    numba compiles one specialization per kernel and dtype, not one per mix of read-only
     (callback arguments) and writable (reused buffers) inputs: ``_forward`` alone takes
     15-18 s to compile here."""
     view = x.view()

@@ -2,9 +2,9 @@ r"""The numba kernels of the fused CPU hop (:mod:`grounding.semiring.fused`; int
 ``exp``, ``log``: ``_fused_math``).
 
 - :func:`_forward`: one hop, row by row over the in-edges of each destination, with the
-  factored log-sum-exp (one ``exp`` per reached in-edge, vectorised over the row's list of
+  factored log-sum-exp (one ``exp`` per reached in-edge, vectorized over the row's list of
   them; rows few sources reach summed source by source) and its exact per-``(v, s)``
-  fallback, the min-plus reduction, unreached in-neighbours skipped, and (per-hop values
+  fallback, the min-plus reduction, unreached in-neighbors skipped, and (per-hop values
   kept) the sum over hops accumulated;
 - :func:`_backward`: the cotangents of one log-semiring hop over the out-edge rows;
 - :func:`_add_rows`: a semiring sum into a few rows.
@@ -42,7 +42,7 @@ if AVAILABLE:
     def _exact_row(lo, hi, src, edge, w, a, c, m, acc, tropical):
         """Row ``[lo, hi)`` with every term shifted by its own ``(v, s)`` maximum: ``m`` gets
         the maxima (``0`` where ``-inf``, unless ``tropical``), ``acc`` the shifted sums.
-        In-neighbours with ``c[u] = -inf`` (no source reaches them) are skipped."""
+        In-neighbors with ``c[u] = -inf`` (no source reaches them) are skipped."""
         width, n_e, shared = a.shape[1], src.shape[0], w.shape[1] == 1
         flat, wflat = a.reshape(-1), w.reshape(-1)
         m[:] = -np.inf
@@ -119,7 +119,7 @@ if AVAILABLE:
 
     @_jit(inline="always")
     def _sparse_row(n_live, live_u, coef, b, reach, row_reach, acc, out, v, top, degree):
-        """The factored row (:func:`_forward`) where few sources reach an in-neighbour: only
+        """The factored row (:func:`_forward`) where few sources reach an in-neighbor: only
         the sources set in ``row_reach`` (and, per edge, in ``reach[u]``) are read, summed
         and written (one float of a row of ``b`` instead of all). ``False``: a sum is below
         the fallback bound and the row needs the exact path (nothing written then)."""
@@ -166,7 +166,7 @@ if AVAILABLE:
             n_live, words = 0, row_reach.shape[0]
             first = zero  # the first word in a register (64 sources or fewer: the only one)
             row_reach[:] = 0
-            for k in range(lo, hi):  # branch-free: the reached in-neighbours, listed
+            for k in range(lo, hi):  # branch-free: the reached in-neighbors, listed
                 u = src[k]
                 x = w[k, 0] + c[u] if c[u] > -np.inf else c[u]  # select: no inf - inf
                 live = x > -np.inf
@@ -178,11 +178,11 @@ if AVAILABLE:
                 for word in range(1, words):
                     row_reach[word] |= reach[u, word]
             row_reach[0] = first
-            if top == -np.inf:  # no in-neighbour reached by any source
+            if top == -np.inf:  # no in-neighbor reached by any source
                 for s in range(width):
                     out[v, s] = -np.inf
                 return False
-            for j in range(n_live):  # vectorised
+            for j in range(n_live):  # vectorized
                 coef[j] = _exp(coef[j] - top)
             n_reached = 0
             for word in range(row_reach.shape[0]):
@@ -218,7 +218,7 @@ if AVAILABLE:
 
     @_jit
     def _frontier(c, out_ptr, out_dst, active, n_edges):
-        """Mark in ``active`` the rows with a reached in-neighbour (``c[u] > -inf``), from the
+        """Mark in ``active`` the rows with a reached in-neighbor (``c[u] > -inf``), from the
         out-edges of the reached nodes, when those are fewer than ``n_edges / _FRONTIER``
         (and out-edge rows are given); returns whether it did (else every row is scanned)."""
         if out_ptr.shape[0] == 0:
@@ -248,14 +248,14 @@ if AVAILABLE:
         ``factored`` (shared weights, log semiring): ``exp(a[u,s] + w - m'[v]) =
         exp(w + c[u] - m'[v]) b[u, s]`` with a per-node shift ``c`` and a per-row shift
         ``m'[v] = max_e w + c[u]``: one ``exp`` per edge instead of one per edge and source.
-        A first, branch-free pass over the row's in-edges lists the reached in-neighbours
+        A first, branch-free pass over the row's in-edges lists the reached in-neighbors
         ``u`` with ``w + c[u]`` (and finds ``m'[v]``); their coefficients are exponentiated
-        in one vectorised loop, and the multiply-add over sources runs down that list. Each
+        in one vectorized loop, and the multiply-add over sources runs down that list. Each
         term lost to underflow is below ``e^-87 < 2^-125`` in float32 (both factors bound
-        it), so a row where some source reached from an in-neighbour sums below
+        it), so a row where some source reached from an in-neighbor sums below
         ``deg 2^-101`` (relative error possibly above ``2^-24``) is recomputed with the exact
         per-``(v, s)`` shift (float64: below ``deg 2^-969``, :func:`_lost`); sources reached
-        by no in-neighbour are exactly ``-inf``. In every path, in-neighbours no source has
+        by no in-neighbor are exactly ``-inf``. In every path, in-neighbors no source has
         reached are skipped, not read (the frontier of a few sources is a small part of a
         large graph); where the reached nodes have few out-edges (``out_ptr``, ``out_dst``:
         the out-edge rows, or empty), only the rows they lead to are scanned
@@ -267,7 +267,7 @@ if AVAILABLE:
         _node_scaled(a, b, c, reach, factored)
         frontier = _frontier(c, out_ptr, out_dst, active, src.shape[0])
         n_chunks, max_degree = (n + 63) // 64, 1
-        for v in range(n):  # the longest list of reached in-neighbours a row can have
+        for v in range(n):  # the longest list of reached in-neighbors a row can have
             max_degree = max(max_degree, ptr[v + 1] - ptr[v])
         for chunk in numba.prange(n_chunks):
             m = np.empty(width, a.dtype)
@@ -276,7 +276,7 @@ if AVAILABLE:
             live_u = np.empty(max_degree, np.int32)
             coef = np.empty(max_degree, a.dtype)
             for v in range(64 * chunk, min(n, 64 * chunk + 64)):
-                if frontier and not active[v]:  # no in-neighbour is reached
+                if frontier and not active[v]:  # no in-neighbor is reached
                     for s in range(width):
                         out[v, s] = -np.inf
                     continue

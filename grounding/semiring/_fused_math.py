@@ -1,6 +1,6 @@
 r"""Numeric building blocks of the fused CPU kernels (:mod:`grounding.semiring._fused_kernels`):
 LLVM intrinsics (prefetch, bit casts, trailing zeros, population count), the branch-free
-``exp``/``log`` (typed per precision) that vectorise over sources, a parallel gather and a
+``exp``/``log`` (typed per precision) that vectorize over sources, a parallel gather and a
 blocked transpose."""
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ if AVAILABLE:
             ``k = round(d / ln 2)``, ``r = d - k ln 2`` (Cody-Waite: ``ln 2`` in two parts, so
             ``r`` is exact to rounding), ``|r| <= 0.347``, ``e^r`` by its degree-7 Taylor
             polynomial (truncation < 1e-8 relative) and ``2^k`` built from its exponent bits:
-            branch-free, vectorisable."""
+            branch-free, vectorizable."""
             c = max(d, np.float32(-87.0))
             k = np.floor(c * np.float32(1.4426950408889634) + np.float32(0.5))
             x = (c - k * np.float32(0.693359375)) + k * np.float32(2.12194440e-4)
@@ -131,7 +131,7 @@ if AVAILABLE:
             """float32: ``x = 2^e m`` with ``m`` in ``[sqrt(1/2), sqrt(2))`` from the bits;
             ``log m = f - f^2/2 + f^3 P(f)``, ``f = m - 1``, with the degree-8 minimax ``P`` of
             Cephes' ``logf`` (S. L. Moshier, Cephes Mathematical Library; < 1 ulp here):
-            no division, branch-free, vectorisable. Sums here are ``0`` or at least
+            no division, branch-free, vectorizable. Sums here are ``0`` or at least
             ``2^-102``, never subnormal."""
             f32 = np.float32
             bits = _as_int32(x)

@@ -29,7 +29,7 @@ _FIELD_ARGS = r"""
             ``tau`` is traced (``jit``/``vmap``/``grad`` over it: the semiring is then chosen
             at run time, and a ``tau`` batch mixing 0 and positive values runs both).
         log_step_prior: optional ``[n_edges]`` (or ``[S, n_edges]``) step log-weights
-            :math:`\log\omega(e)` of a factorised path prior (``-inf`` removes an edge);
+            :math:`\log\omega(e)` of a factorized path prior (``-inf`` removes an edge);
             ``None`` is the counting prior :math:`\omega \equiv 1`.
         mesh: optional :class:`jax.sharding.Mesh`; the source batch is split over all its
             devices (edge arrays replicated) and the result is the same as without it.
@@ -72,7 +72,7 @@ def energy_field(
         >>> energy_field(head, tail, cost, jnp.array([0]), n_nodes=3, max_hops=2, tau=0.0).tolist()
         [[inf, 1.0, 2.0]]
 
-    Eq. (13) (Eq. (11) at ``tau == 0``) of the paper, for a step-factorised prior.
+    Eq. (13) (Eq. (11) at ``tau == 0``) of the paper, for a step-factorized prior.
     """
     graph = as_graph(head, tail, n_nodes)
     return fields(graph, edge_cost, sources, max_hops, tau, log_step_prior, mesh, False)
@@ -118,7 +118,7 @@ def edge_usage(
     tau: ArrayLike,
     log_step_prior: ArrayLike | None = None,
 ) -> jax.Array:
-    r"""Expected edge usage under the optimiser :math:`\nu^*` of Prop. 2, for each
+    r"""Expected edge usage under the optimizer :math:`\nu^*` of Prop. 2, for each
     ``(sources[s], targets[s])`` pair: the gradient of :math:`E(s, t_s)` (Eq. (13)) w.r.t.
     the edge costs,
 
@@ -132,7 +132,7 @@ def edge_usage(
     Returns:
         ``[S, n_edges]`` expected usages; each row sums to the expected walk length.
 
-    Prop. 2 of the paper (the optimiser of the variational form of Eq. (13)).
+    Prop. 2 of the paper (the optimizer of the variational form of Eq. (13)).
     """
     graph = as_graph(head, tail, n_nodes)
     return recursion.edge_usage(graph, edge_cost, sources, targets, max_hops, tau, log_step_prior)

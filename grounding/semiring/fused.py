@@ -3,7 +3,7 @@ in-edges, compiled with numba (kernels: :mod:`grounding.semiring._fused_kernels`
 the host by :mod:`grounding.semiring._fused_host`).
 
 The XLA layouts (:class:`~grounding.semiring.kernels.SegmentEdges`, the ELL blocks of
-:class:`~grounding.semiring.layout.EdgeIndex`) materialise gathered ``[rows, S]`` blocks and
+:class:`~grounding.semiring.layout.EdgeIndex`) materialize gathered ``[rows, S]`` blocks and
 reduce them afterwards; on a CPU the random-row gather of those blocks, not arithmetic, bounds
 a hop (``docs/performance.md``). The fused kernel walks the in-edges of each destination ``v``
 (compressed sparse rows sorted by tail) and reduces them in registers. With edge weights
@@ -20,12 +20,12 @@ recomputed with every term shifted by its own ``(v, s)`` maximum, exactly as the
 reference does. Per-source weights and the min-plus semiring (Eq. (11)) take that exact
 path. Nodes no source has reached yet are skipped, the rows of the in-edges to come are
 prefetched (``llvm.prefetch``), and ``exp``/``log`` are branch-free float32 polynomials that
-vectorise over sources (relative error ~1e-7; float64 values use libm's).
+vectorize over sources (relative error ~1e-7; float64 values use libm's).
 
 The backward pass (the edge usage of Prop. 2) is a second kernel over the out-edge rows:
 ``p(e, s) = g(v, s) exp(a(u, s) + w(e, s) - a'(v, s))`` summed per head ``u`` (the cotangent of
 ``a``) and per edge (of ``w``), with no scatter. The min-plus backward splits each ``(v, s)``
-cotangent equally among tied maximisers, in XLA.
+cotangent equally among tied maximizers, in XLA.
 
 :func:`hop` (one hop) and :func:`recursion` (``K`` hops and their sum in one host call, the
 path :func:`~grounding.semiring.recursion.forward` takes) wrap the kernels in
@@ -103,7 +103,7 @@ def _hop_fwd(csr, edges, a, logw, tropical):
 
 def _hop_bwd(tropical, res, g):
     csr, (head, tail), a, logw, out = res
-    if tropical:  # subgradient: each (v, s) cotangent split equally among tied maximisers
+    if tropical:  # subgradient: each (v, s) cotangent split equally among tied maximizers
         w = logw if logw.ndim == 2 else logw[:, None]
         hit = (a[head] + w == out[tail]) & (out[tail] > -jnp.inf)
         ties = jax.ops.segment_sum(hit.astype(a.dtype), tail, a.shape[0])

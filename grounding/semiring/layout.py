@@ -154,7 +154,7 @@ class EdgeIndex:
                 weight = None if level else (lambda j, slot=self.slots[b]: w[slot[:, j]])
                 outs.append(reduce_rows(pool, srcs, weight, tropical))
             pool = jnp.concatenate([pool, *outs])
-        # materialise the hop once for its consumers (next hop's gathers, the accumulator)
+        # materialize the hop once for its consumers (next hop's gathers, the accumulator)
         return jax.lax.optimization_barrier(pool[self.final_row])
 
     def recursion(self, a0, logw, n_hops: int, tropical: bool, keep_hops: bool, sources=None):

@@ -5,7 +5,7 @@ included) and hop distances: the path engine's one reachability implementation.
 
 - unlimited depth: the condensation of the graph into strongly connected components, built
   once; every anchor in one component shares one reachable set, computed once per component
-  and memoised (what makes unlimited-depth path-constrained retrieval cheap on large graphs);
+  and memoized (what makes unlimited-depth path-constrained retrieval cheap on large graphs);
 - a depth limit: frontier expansion over a CSR adjacency, touching only the edges leaving
   the frontier (cheap for small ``d_max``).
 
@@ -31,7 +31,7 @@ __all__ = ["Reachability"]
 
 
 class Reachability:
-    """Reachable sets and hop distances of one directed graph (built lazily, memoised).
+    """Reachable sets and hop distances of one directed graph (built lazily, memoized).
 
     Args:
         head, tail: ``[n_edges]`` edge endpoints (concrete).
@@ -114,7 +114,7 @@ class Reachability:
     ) -> np.ndarray:
         """Sorted indices of the nodes reachable from any of ``anchors`` (themselves included)
         within ``max_hops`` edges (``None``: any number). With one anchor and no depth limit the
-        returned array is the memoised, read-only set shared by its component."""
+        returned array is the memoized, read-only set shared by its component."""
         a = self._anchors(anchors)
         self._check_depth(max_hops)
         if max_hops is not None:
@@ -131,7 +131,7 @@ class Reachability:
         """``[A, N]`` hop distances from each anchor (:data:`UNREACHABLE` beyond ``max_hops``
         or when not reached), equal to :func:`grounding.semiring.hop_distances` without
         rebuilding a layout per call: with a depth limit, breadth-first frontier expansion on
-        the memoised CSR that stops after ``max_hops`` levels
+        the memoized CSR that stops after ``max_hops`` levels
         (:meth:`distances_to_nearest`, one anchor per row); without one, scipy's search."""
         a = self._anchors(anchors)
         self._check_depth(max_hops)

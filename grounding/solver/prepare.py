@@ -16,7 +16,7 @@ import numpy as np
 
 from grounding.evidence import EvidenceState
 from grounding.graph import TypedGraph
-from grounding.problem import GroundingProblem, Realisation, check_realisation
+from grounding.problem import GroundingProblem, Realization, check_realization
 from grounding.semiring.layout import ELL_MIN_EDGES
 from grounding.solver.config import GroundingConfig
 
@@ -54,7 +54,7 @@ Structure = ChainGroups | AnswerFamily
 
 class Statics(NamedTuple):
     """What selects one compiled program (hashable): the candidates' structure, the config's
-    flags (``tropical, eps set, theta set, omega set``), the metric of the realisation, the
+    flags (``tropical, eps set, theta set, omega set``), the metric of the realization, the
     (padded) node count, and whether the evidence brings its own ELL layout."""
 
     structure: Structure
@@ -163,7 +163,7 @@ _EDGE_CACHE: dict[int, tuple[weakref.ref, np.dtype, dict, object]] = {}
 
 def _edge_arrays(graph: TypedGraph) -> tuple[dict, object]:
     """Edge arrays padded to a power of two (small graphs: segment layout) or exact with the
-    graph's ELL layout (large graphs). Memoised for the last few graphs (a retriever grounds
+    graph's ELL layout (large graphs). Memoized for the last few graphs (a retriever grounds
     many questions against one graph): a graph's edge arrays cannot change in place (JAX
     arrays are immutable and :class:`~grounding.TypedGraph` keeps read-only copies of NumPy
     ones), and an entry is for one float dtype (64-bit mode can be switched on later)."""
@@ -202,7 +202,7 @@ def _build_edge_arrays(graph: TypedGraph, dtype: np.dtype) -> tuple[dict, object
 def prepare(
     problem: GroundingProblem,
     evidence: EvidenceState,
-    realisation: Realisation | None,
+    realization: Realization | None,
     config: GroundingConfig,
     c_pad: int | None = None,
 ) -> Prepared:
@@ -211,7 +211,7 @@ def prepare(
     if not isinstance(problem, GroundingProblem):
         raise TypeError(f"problem must be a GroundingProblem, got {type(problem).__name__}")
     state = _evidence(evidence)
-    check_realisation(realisation, state.graph.n_nodes)
+    check_realization(realization, state.graph.n_nodes)
     flags = config.flags()
     if problem.kind == "answer" and problem.max_hops is None and not flags[0]:
         raise ValueError("answer candidates with max_hops=None (any length) need tau == 0")
@@ -227,7 +227,7 @@ def prepare(
     ev, layout = _edge_arrays(state.graph)
     if layout is not None:
         ev = dict(ev, layout=layout)
-    metric = "euclidean" if realisation is None else realisation.metric
+    metric = "euclidean" if realization is None else realization.metric
     # small graphs are padded with isolated nodes (no walk reaches them; every node cost there
     # is +inf) so that questions with evidence graphs of similar size share one program
     n = state.graph.n_nodes

@@ -31,14 +31,14 @@ from grounding.solver.prepare import ChainGroups, Statics
 __all__ = ["compiled", "chain_costs", "CHAIN_CHUNK_ELEMENTS"]
 
 
-def _mention_costs(mentions, realisation, metric, n_nodes):
+def _mention_costs(mentions, realization, metric, n_nodes):
     """``[..., N]`` Eq. (9) node costs of mention ids (``-1``: any node, cost 0); without a
-    realisation a mention costs 0 at its entity and ``+inf`` elsewhere."""
+    realization a mention costs 0 at its entity and ``+inf`` elsewhere."""
     wild = (mentions < 0)[..., None]
-    if realisation is None:
+    if realization is None:
         d = jnp.where(mentions[..., None] == jnp.arange(n_nodes), 0.0, jnp.inf)
     else:
-        emb = realisation.embeddings
+        emb = realization.embeddings
         d = get_metric(metric)(emb[mentions][..., None, :], emb)  # Eq. (9)
         pad = [(0, 0)] * (d.ndim - 1) + [(0, n_nodes - emb.shape[0])]
         d = jnp.pad(d, pad, constant_values=jnp.inf)  # padding nodes (see ``prepare``)
@@ -51,10 +51,10 @@ def _mention_costs(mentions, realisation, metric, n_nodes):
 CHAIN_CHUNK_ELEMENTS = 1 << 22
 
 
-def chain_costs(mentions, claimed, cost, ev, q, realisation, metric, n_nodes):
+def chain_costs(mentions, claimed, cost, ev, q, realization, metric, n_nodes):
     """Node costs ``[..., T + 1, N]`` (Eq. (9)) and step costs ``[..., T, E]`` (Eq. (10)) of
     claim chains given by their mention and claimed-relation ids ``[..., T + 1]``, ``[..., T]``."""
-    node = _mention_costs(mentions, realisation, metric, n_nodes)  # Eq. (9)
+    node = _mention_costs(mentions, realization, metric, n_nodes)  # Eq. (9)
     lead = claimed.shape[:-1]
     step = jax.vmap(step_costs, (None, None, 0, None))(
         cost, ev["relation"], claimed.reshape(-1, claimed.shape[-1]), q["mismatch"]
@@ -62,14 +62,14 @@ def chain_costs(mentions, claimed, cost, ev, q, realisation, metric, n_nodes):
     return node, step.reshape(*lead, *step.shape[1:])
 
 
-def _chain_energies(layout, cost, ev, q, structure, tropical, realisation, metric, n_nodes):
+def _chain_energies(layout, cost, ev, q, structure, tropical, realization, metric, n_nodes):
     """Raw energies and log masses ``[C]`` of claim chains, grouped by their hop count; each
     group in chunks of candidates (``jax.lax.map``) so that only a chunk's costs are live."""
     C = q["log_prior"].shape[0]
     raw, log_mass = jnp.full(C, jnp.inf), jnp.full(C, -jnp.inf)
 
     def one(rows):
-        node, step = chain_costs(*rows, cost, ev, q, realisation, metric, n_nodes)
+        node, step = chain_costs(*rows, cost, ev, q, realization, metric, n_nodes)
         return chain_energy_and_log_mass(
             layout, node, step, q["tau"], tropical, ev["edge_mask"]
         )  # Eq. (11) / (13)
@@ -85,13 +85,13 @@ def _chain_energies(layout, cost, ev, q, structure, tropical, realisation, metri
         raw, log_mass = raw.at[idx].set(e), log_mass.at[idx].set(lm)
     for t, idx in structure.shared:
         idx = np.asarray(idx)
-        e, lm = _shared_prefix(layout, cost, ev, q, t, idx, tropical, realisation, metric,
+        e, lm = _shared_prefix(layout, cost, ev, q, t, idx, tropical, realization, metric,
                                n_nodes)  # fmt: skip
         raw, log_mass = raw.at[idx].set(e), log_mass.at[idx].set(lm)
     return raw, log_mass
 
 
-def _shared_prefix(layout, cost, ev, q, t, idx, tropical, realisation, metric, n_nodes):
+def _shared_prefix(layout, cost, ev, q, t, idx, tropical, realization, metric, n_nodes):
     """Raw energies and log masses of ``T``-hop chains that share every mention but the last
     and every claimed relation: the forward messages :math:`m_T(v)` of the shared prefix are
     computed once (the recursion of Eqs. (11)/(13) with the last node cost left out), and each
@@ -99,10 +99,10 @@ def _shared_prefix(layout, cost, ev, q, t, idx, tropical, realisation, metric, n
     arithmetic as grounding each chain alone (:func:`grounding.chain_energy_and_log_mass`)."""
     rep = idx[0]
     node, step = chain_costs(
-        q["mentions"][rep, : t + 1], q["claimed"][rep, :t], cost, ev, q, realisation, metric,
+        q["mentions"][rep, : t + 1], q["claimed"][rep, :t], cost, ev, q, realization, metric,
         n_nodes,
     )  # fmt: skip  # Eqs. (9)-(10) of the shared prefix
-    last = _mention_costs(q["mentions"][idx, t], realisation, metric, n_nodes)  # [M, N]
+    last = _mention_costs(q["mentions"][idx, t], realization, metric, n_nodes)  # [M, N]
     scale = 1.0 if tropical else q["tau"]
     m = exact_hops(
         layout,
@@ -142,19 +142,19 @@ def _answer_energies(layout, cost, ev, q, structure, tropical, n_nodes):
     return e[q["answers"]], lm[q["answers"]]
 
 
-def _core(ev, q, realisation, *, statics: Statics):
+def _core(ev, q, realization, *, statics: Statics):
     structure, flags, metric, n_nodes, has_layout = statics
     tropical, has_eps, has_theta, has_omega = flags
     layout = ev["layout"] if has_layout else as_graph(ev["head"], ev["tail"], n_nodes)
     cost = edge_costs_from_arrays(
-        ev["head"], ev["relation"], ev["tail"], ev["reliability"], realisation,
+        ev["head"], ev["relation"], ev["tail"], ev["reliability"], realization,
         q["alpha"], q["xi"], q["hop_cost"],
     )  # fmt: skip
     cost = jnp.where(ev["edge_mask"], cost, jnp.inf)  # padded edges do not exist
     out = {"edge_cost": cost}
     if isinstance(structure, ChainGroups):
         raw, log_mass = _chain_energies(
-            layout, cost, ev, q, structure, tropical, realisation, metric, n_nodes
+            layout, cost, ev, q, structure, tropical, realization, metric, n_nodes
         )
         e_max = q["kappa"] + q["kc"]  # the largest energy any evidence state can assign
     else:

@@ -124,7 +124,7 @@ def _reported(out: dict, C: int, path_candidates: int | None) -> np.ndarray:
     return order if path_candidates is None else order[:path_candidates]
 
 
-def _report_chain_costs(which, problem, state, q, out, realisation, metric) -> dict:
+def _report_chain_costs(which, problem, state, q, out, realization, metric) -> dict:
     """``{i: (node [T + 1, N], step [T, E])}``: the Eqs. (9)-(10) costs of the reported
     claim chains, recomputed for them alone (the core never holds every chain's costs)."""
     g = state.graph
@@ -134,14 +134,14 @@ def _report_chain_costs(which, problem, state, q, out, realisation, metric) -> d
     for i in which.tolist():
         t = problem.candidates[i].n_hops
         node, step = chain_costs(
-            q["mentions"][i, : t + 1], q["claimed"][i, :t][None], cost, ev, q, realisation,
+            q["mentions"][i, : t + 1], q["claimed"][i, :t][None], cost, ev, q, realization,
             metric, g.n_nodes,
         )  # fmt: skip
         costs[i] = (np.asarray(node), np.asarray(step[0]))
     return costs
 
 
-def finish(out, problem, prepared, realisation, config) -> GroundingResult:
+def finish(out, problem, prepared, realization, config) -> GroundingResult:
     """The result of one question from the program's outputs (NumPy, on the host), with the
     path report the config asks for."""
     state, q, _, statics = prepared
@@ -157,7 +157,7 @@ def finish(out, problem, prepared, realisation, config) -> GroundingResult:
         which = _reported(out, C, config.path_candidates)
         if problem.kind == "chain":
             out["chain_costs"] = _report_chain_costs(
-                which, problem, state, q, out, realisation, statics.metric
+                which, problem, state, q, out, realization, statics.metric
             )
         paths, triples = supporting_paths(problem, state, out, n_paths, tau, which)
     return traced_result(out, problem, paths, triples)

@@ -11,7 +11,7 @@ import numpy as np
 
 from grounding._checks import is_concrete
 from grounding.evidence import EvidenceState
-from grounding.problem import GroundingProblem, Realisation
+from grounding.problem import GroundingProblem, Realization
 from grounding.result import GroundingResult
 from grounding.solver.config import GroundingConfig, make_config
 from grounding.solver.prepare import Prepared, bucket, prepare
@@ -26,7 +26,7 @@ def ground(
     evidence: EvidenceState,
     config: GroundingConfig | None = None,
     *,
-    realisation: Realisation | None = None,
+    realization: Realization | None = None,
     **settings,
 ) -> GroundingResult:
     r"""Ground one question's candidates in an evidence state (see :mod:`grounding.solver`).
@@ -43,7 +43,7 @@ def ground(
             bare :class:`~grounding.TypedGraph`. Its graph must name every entity of the
             problem; a graph without edges is valid (every candidate is then unsupported).
         config: the settings (a :class:`~grounding.GroundingConfig`).
-        realisation: :class:`~grounding.Realisation` (``None``: evidence-only).
+        realization: :class:`~grounding.Realization` (``None``: evidence-only).
         lam: grounding strength :math:`\lambda \ge 0` (a scalar).
         kappa: slack :math:`\kappa_R > 0`, the finite energy of missing support (Eq. (19));
             ``inf``: no slack (then a candidate without a walk gets no mass).
@@ -80,7 +80,7 @@ def ground(
     Raises:
         ValueError: an entity of the problem missing from the evidence graph, an empty
             evidence graph, a negative or non-scalar ``lam``/``kappa``/``tau``, ``theta`` or
-            ``min_reliability`` outside ``[0, 1]``, a problem and realisation of different
+            ``min_reliability`` outside ``[0, 1]``, a problem and realization of different
             vocabularies, or :math:`Z_R(\lambda) = 0`.
 
     Example:
@@ -96,9 +96,9 @@ def ground(
         ('lou_seal->giants', ['SUPPORTED', 'UNSUPPORTED'])
     """
     config = make_config(config, settings, "ground")
-    prepared = prepare(problem, evidence, realisation, config)
-    out = compiled(prepared.statics, None)(prepared.ev, prepared.q, realisation)
-    return _result(out, problem, prepared, realisation, config)
+    prepared = prepare(problem, evidence, realization, config)
+    out = compiled(prepared.statics, None)(prepared.ev, prepared.q, realization)
+    return _result(out, problem, prepared, realization, config)
 
 
 def ground_batch(
@@ -106,7 +106,7 @@ def ground_batch(
     evidence: EvidenceState | Sequence[EvidenceState],
     config: GroundingConfig | None = None,
     *,
-    realisation: Realisation | None = None,
+    realization: Realization | None = None,
     **settings,
 ) -> list[GroundingResult]:
     """:func:`ground` for many questions: one ``vmap``-ed program per group of questions with
@@ -126,7 +126,7 @@ def ground_batch(
     if len(states) != len(problems):
         raise ValueError(f"{len(problems)} problems but {len(states)} evidence states")
     c_pad = bucket(max(p.n_candidates for p in problems))
-    prepared = [prepare(p, s, realisation, config, c_pad) for p, s in zip(problems, states)]
+    prepared = [prepare(p, s, realization, config, c_pad) for p, s in zip(problems, states)]
     groups: dict = {}
     for i, (_, q, ev, statics) in enumerate(prepared):
         shapes = tuple((k, np.shape(v)) for k, v in sorted(q.items()))
@@ -138,28 +138,28 @@ def ground_batch(
         if not shared and statics.has_layout:  # large graphs have their own ELL layout
             for i in members:
                 p = prepared[i]
-                out = compiled(statics, None)(p.ev, p.q, realisation)
-                results[i] = _result(out, problems[i], p, realisation, config)
+                out = compiled(statics, None)(p.ev, p.q, realization)
+                results[i] = _result(out, problems[i], p, realization, config)
             continue
-        out = _group(members, prepared, shared, realisation)
+        out = _group(members, prepared, shared, realization)
         if is_concrete(*jax.tree_util.tree_leaves(out)):
             out = jax.device_get(out)  # one transfer for the whole group
         for j, i in enumerate(members):
             one = jax.tree_util.tree_map(lambda x, j=j: x[j], out)
-            results[i] = _result(one, problems[i], prepared[i], realisation, config)
+            results[i] = _result(one, problems[i], prepared[i], realization, config)
     return results  # type: ignore[return-value]
 
 
-def _result(out: dict, problem, prepared: Prepared, realisation, config) -> GroundingResult:
+def _result(out: dict, problem, prepared: Prepared, realization, config) -> GroundingResult:
     """One question's result from its program outputs: reported on the host, or as they are
     when a setting is traced (``jax.grad``, ``jit``)."""
     out["log_prior"] = prepared.q["log_prior"]
     if not is_concrete(*jax.tree_util.tree_leaves(out)):
         return traced_result(out, problem)
-    return finish(jax.device_get(out), problem, prepared, realisation, config)
+    return finish(jax.device_get(out), problem, prepared, realization, config)
 
 
-def _group(members: list[int], prepared: list[Prepared], shared: bool, realisation) -> dict:
+def _group(members: list[int], prepared: list[Prepared], shared: bool, realization) -> dict:
     """The program's outputs for a group of questions of one statics, stacked: the batch is
     padded to a power of two (repeating its last question) so that groups of similar size
     share one compiled program; the padding's outputs are there but never read."""
@@ -169,7 +169,7 @@ def _group(members: list[int], prepared: list[Prepared], shared: bool, realisati
         ev = prepared[members[0]].ev
     else:  # one edge bucket per group: the members' edge arrays have one length
         ev = jax.tree_util.tree_map(_stack, *[prepared[i].ev for i in padded])
-    return compiled(prepared[members[0]].statics, not shared)(ev, qs, realisation)
+    return compiled(prepared[members[0]].statics, not shared)(ev, qs, realization)
 
 
 def _stack(*xs):

@@ -1,4 +1,4 @@
-"""Hypothesis strategies for the regularisers of Sec. 9 (:mod:`grounding.regularize`).
+"""Hypothesis strategies for the regularizers of Sec. 9 (:mod:`grounding.regularize`).
 
 Every strategy draws a seed integer and builds its arrays with a numpy ``Generator``, so a
 failing example shrinks to a seed and replays exactly (no JAX PRNG keys).

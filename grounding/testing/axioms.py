@@ -227,7 +227,7 @@ def check_axiom3(op: Operator, typed: bool) -> bool:
 def check_axiom4(op: Operator, family: list[Instance]) -> bool:
     """Contradiction dominance: for some ``kappa_R > 0``, every contradicted candidate's
     effective energy is at least every unsupported candidate's plus ``kappa_R``; an unsupported
-    energy of ``+inf`` leaves no room for dominance (absence already maximally penalised).
+    energy of ``+inf`` leaves no room for dominance (absence already maximally penalized).
     Conditional variant: an explicit contradiction-energy layer on finite raw energies."""
     for x in family:
         e = op.energy(x)
@@ -238,7 +238,7 @@ def check_axiom4(op: Operator, family: list[Instance]) -> bool:
 
 
 def check_axiom5(op: Operator, family: list[Instance]) -> bool:
-    """Minimal intervention: the posterior minimises ``KL(pi||p) + lambda E_pi[E]`` for the
+    """Minimal intervention: the posterior minimizes ``KL(pi||p) + lambda E_pi[E]`` for the
     operator's declared strength and the *declared evidence energy* (the raw energy for the
     hard set), compared against random ``pi << p``. No conditional variant."""
     rng = np.random.default_rng(5)

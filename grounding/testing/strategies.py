@@ -7,7 +7,7 @@ Example:
     >>> from hypothesis import given
     >>> from grounding.testing.strategies import prior_energy
     >>> @given(prior_energy())
-    ... def test_posterior_normalises(pe):
+    ... def test_posterior_normalizes(pe):
     ...     ...
 """
 
@@ -65,7 +65,7 @@ def _dirichlet(rng: np.random.Generator, n: int, zeros: bool) -> np.ndarray:
 def log_simplex(
     draw, n_min: int = 1, n_max: int = 8, zeros: bool = False, n: int | None = None
 ) -> np.ndarray:
-    """A normalised log-probability vector (``-inf`` entries when ``zeros``)."""
+    """A normalized log-probability vector (``-inf`` entries when ``zeros``)."""
     size = n if n is not None else draw(st.integers(n_min, n_max))
     rng = np.random.default_rng(draw(seeds))
     return _dirichlet(rng, size, zeros)
@@ -201,7 +201,7 @@ def grounding_problems(
     :func:`typed_graphs` graph and either answer candidates (entity names, anchored at one or
     two nodes, walks of ``min_hops..max_hops`` edges) or claim chains of one length ``T``
     (entities named or wildcards ``None``, relations of the schema or unspecified), with a
-    normalised log-prior (zeros allowed when ``zeros``); ``c_min..c_max`` candidates (answer
+    normalized log-prior (zeros allowed when ``zeros``); ``c_min..c_max`` candidates (answer
     candidates are also capped by the number of entities)."""
     g = draw(typed_graphs())
     rng = np.random.default_rng(draw(seeds))
@@ -231,7 +231,7 @@ def grounding_problems(
     return g, GroundingProblem("q", tuple(chains), lp)
 
 
-# Strategies for the alignment costs (Eqs. (2)-(3)) and the typed regulariser (Eqs. (23)-(25))
+# Strategies for the alignment costs (Eqs. (2)-(3)) and the typed regularizer (Eqs. (23)-(25))
 # live beside their tests; they are re-exported here so users have one module to import.
 def _reexport() -> list[str]:
     added = []

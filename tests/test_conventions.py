@@ -1,0 +1,58 @@
+"""Conventions with one home, checked over the package's source: American spelling in every
+identifier (as JAX and NumPy spell), one positive-integer check, one inverse-relation suffix."""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "grounding"
+
+#: Words whose British and American spellings agree ("raise", "noise", ...): never flagged.
+SAME_IN_BOTH = {
+    "advise", "arise", "clockwise", "comprise", "concise", "devise", "elementwise",
+    "exercise", "exercised", "likewise", "noise", "noised", "otherwise", "pairwise",
+    "piecewise", "precise", "premise", "premises", "promise", "raise", "raised", "raises",
+    "raising", "revise", "rise", "stepwise", "surprise", "wise", "rowwise", "columnwise",
+}  # fmt: skip
+BRITISH = re.compile(r"(is(e|ed|es|er|ers|ing|ation|ations)|our|ours|oured|elled|elling)$")
+AMERICAN_OUR = {"four", "our", "hour", "hours", "your", "yours", "tour", "pour", "flour", "sour"}
+
+
+def _words(name: str) -> list[str]:
+    """The words of an identifier: snake_case and CamelCase parts, lower-cased."""
+    parts = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+", name)
+    return [p.lower() for p in parts]
+
+
+def british_identifiers(source: str) -> set[str]:
+    """Identifiers of ``source`` (names, not comments or strings) with a British spelling."""
+    found = set()
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type != tokenize.NAME:
+            continue
+        for w in _words(tok.string):
+            if w in SAME_IN_BOTH or w in AMERICAN_OUR or len(w) < 5:
+                continue
+            if BRITISH.search(w):
+                found.add(tok.string)
+    return found
+
+
+def test_british_spellings_are_flagged_and_american_ones_are_not():
+    src = "def normalise(x): Realisation = colour = labelled = 1\nraise_ = noise = hours = 2\n"
+    assert british_identifiers(src) == {"normalise", "Realisation", "colour", "labelled"}
+    assert (
+        british_identifiers("def normalize(Realization, color, labeled, otherwise): pass") == set()
+    )
+
+
+def test_every_identifier_of_the_package_is_spelled_the_american_way():
+    bad = {
+        f"{path.relative_to(PACKAGE.parent)}: {name}"
+        for path in PACKAGE.rglob("*.py")
+        for name in british_identifiers(path.read_text())
+    }
+    assert not bad, sorted(bad)
