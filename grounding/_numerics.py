@@ -67,6 +67,10 @@ def scaled_energy(lam: ArrayLike, energy: ArrayLike) -> jax.Array:
     :math:`\lambda \ge 0` (an infinite energy is an infeasibility marker, Eq. (11)).
 
     Gradients with respect to both arguments are finite: zero at ``+inf`` entries.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Eq. (11) (an infinite energy marks infeasibility).
     """
     energy = jnp.asarray(energy)
     finite = jnp.isfinite(energy)

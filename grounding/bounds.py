@@ -50,6 +50,9 @@ def oscillation(energy_r: ArrayLike, energy_r2: ArrayLike, log_prior: ArrayLike)
     r""":math:`\omega = \mathrm{osc}_S(E_R - E_{R'})` on :math:`S = \mathrm{supp}(P_0)` (Thm. 3).
 
     ``+inf`` if an energy is infinite on the support (the theorem needs finite energies).
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Thm. 3.
     """
     e1 = check_energy(energy_r, "energy_r")
     e2 = check_energy(energy_r2, "energy_r2")
@@ -68,6 +71,9 @@ def log_ratio_bound(lam: ArrayLike, omega: ArrayLike) -> jax.Array:
 
     Sharp as a supremum (approached when :math:`P^{R'}_\lambda` concentrates on the
     candidates where :math:`\Delta E` is largest and :math:`\rho` is where it is smallest).
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Thm. 3.
     """
     return jnp.asarray(lam) * jnp.asarray(omega)
 
@@ -76,6 +82,10 @@ def tv_bound(lam: ArrayLike, omega: ArrayLike) -> jax.Array:
     r"""The paper's Thm. 3 / Eq. (21): :math:`\mathrm{TV}(P^R_\lambda, P^{R'}_\lambda) \le \tanh(\lambda\omega/2)`.
 
     Valid but not sharp: see :func:`tv_bound_sharp`.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Thm. 3, Eq. (21).
 
     Example:
         >>> round(float(tv_bound(1.0, 2.0)), 6)
@@ -112,6 +122,10 @@ def tv_bound_sharp(lam: ArrayLike, omega: ArrayLike) -> jax.Array:
     that :math:`Q = (1/(1+\sqrt b),\, \sqrt b/(1+\sqrt b))`, i.e. the mass :math:`p` sits where
     :math:`f` is smallest (see
     :func:`grounding.testing.tight_instances.thm3_sharp_instance`).
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Thm. 3 (with a sharpened constant).
     """
     lam = check_nonnegative_scalar(lam, "lam", allow_inf=True)
     omega = check_nonnegative_scalar(omega, "omega", allow_inf=True)
@@ -119,7 +133,11 @@ def tv_bound_sharp(lam: ArrayLike, omega: ArrayLike) -> jax.Array:
 
 
 def tv_bound_delta(lam: ArrayLike, delta: ArrayLike) -> jax.Array:
-    r"""Thm. 3 with :math:`\sup|E_R - E_{R'}| \le \delta`: the paper's :math:`\tanh(\lambda\delta)`."""
+    r"""Thm. 3 with :math:`\sup|E_R - E_{R'}| \le \delta`: the paper's :math:`\tanh(\lambda\delta)`.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Thm. 3.
+    """
     lam = check_nonnegative_scalar(lam, "lam", allow_inf=True)
     delta = check_nonnegative_scalar(delta, "delta", allow_inf=True)
     return jnp.tanh(_prod(lam, delta))
@@ -127,7 +145,12 @@ def tv_bound_delta(lam: ArrayLike, delta: ArrayLike) -> jax.Array:
 
 def tv_bound_delta_sharp(lam: ArrayLike, delta: ArrayLike) -> jax.Array:
     r"""Sharp uniform-perturbation form: :math:`\tanh(\lambda\delta/2)` (:math:`\omega\le 2\delta`
-    in :func:`tv_bound_sharp`; attained with :math:`\Delta E = (-\delta, +\delta)`)."""
+    in :func:`tv_bound_sharp`; attained with :math:`\Delta E = (-\delta, +\delta)`).
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Thm. 3 (with a sharpened constant).
+    """
     lam = check_nonnegative_scalar(lam, "lam", allow_inf=True)
     delta = check_nonnegative_scalar(delta, "delta", allow_inf=True)
     return jnp.tanh(_prod(lam, delta) / 2.0)
@@ -149,6 +172,9 @@ def energy_perturbation_delta(
     The bound on :math:`\sup_\rho|E_R(\rho) - E_{R'}(\rho)|` for min-over-alternatives energies.
     Attained by a single alternative whose every component moves by its full budget in the same
     direction (and whose slack term is the binding one only when the path term is not).
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Prop. 8.
     """
     for name, v in dict(
         m_max=m_max,
@@ -179,6 +205,9 @@ def concentration_tv_bound(log_prior: ArrayLike, energy: ArrayLike, lam: ArrayLi
     the posterior mass outside :math:`M_R`, which is :math:`r/(1+r)` with
     :math:`r = \sum_{\rho\notin M_R}P_0(\rho)e^{-\lambda\Delta_\rho}/P_0(M_R) \le u`.
     Equality when every non-minimizer has :math:`\Delta_\rho = g`.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Prop. 5.
     """
     lp = check_log_prob(log_prior, "log_prior")
     e = check_energy(energy)
@@ -200,6 +229,9 @@ def hard_limit_tv(log_prior: ArrayLike, feasible: ArrayLike, lam_m: ArrayLike) -
         u = \frac{P_0(S_R^c)}{P_0(S_R)}\,e^{-\lambda M},
 
     an equality (so the bound is tight), tending to 0 as :math:`\lambda M\to\infty`.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Prop. 6.
     """
     lp = check_log_prob(log_prior, "log_prior")
     s = jnp.asarray(feasible, dtype=bool)
@@ -219,6 +251,9 @@ def margin_condition(
     uniform-margin premise implies). True when there is no positive-prior competitor; a
     competitor of infinite energy has no posterior mass at any :math:`\lambda \ge 0` and never
     breaks the premise of a finite-energy target. Leading axes are batch axes.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Prop. 7.
     """
     lp = jnp.asarray(log_prior)
     e = jnp.asarray(energy)
@@ -233,7 +268,11 @@ def margin_condition(
 
 
 def map_probability_lower_bound(eps: float, k: int) -> float:
-    r"""Prop. 7: :math:`\Pr(M) \ge (1-\epsilon)^k` for :math:`k` independently retrieved required edges."""
+    r"""Prop. 7: :math:`\Pr(M) \ge (1-\epsilon)^k` for :math:`k` independently retrieved required edges.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Prop. 7.
+    """
     if not 0.0 <= eps <= 1.0:
         raise ValueError(f"eps must lie in [0, 1], got {eps}")
     if k < 0:
@@ -248,7 +287,11 @@ def pairwise_ranking_condition(
     energy_f: ArrayLike,
     lam: ArrayLike,
 ) -> jax.Array:
-    r"""Cor. 1: :math:`\rho_T` ranks above :math:`\rho_F` iff :math:`\lambda(E_F - E_T) > \log P_0(\rho_F)/P_0(\rho_T)`."""
+    r"""Cor. 1: :math:`\rho_T` ranks above :math:`\rho_F` iff :math:`\lambda(E_F - E_T) > \log P_0(\rho_F)/P_0(\rho_T)`.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Cor. 1.
+    """
     return lam * (jnp.asarray(energy_f) - jnp.asarray(energy_t)) > (
         jnp.asarray(log_prior_f) - jnp.asarray(log_prior_t)
     )
@@ -258,7 +301,12 @@ def pairwise_ranking_condition(
 def hoeffding_failure_bound(
     m: int, gamma: float, lam: float, bound: float, n_candidates: int
 ) -> float:
-    r"""Prop. 12, Eq. (27): :math:`\Pr(\hat\rho_m\notin\Gamma^+) \le 2|\Gamma|\exp(-m\gamma^2/(2\lambda^2B^2))`."""
+    r"""Prop. 12, Eq. (27): :math:`\Pr(\hat\rho_m\notin\Gamma^+) \le 2|\Gamma|\exp(-m\gamma^2/(2\lambda^2B^2))`.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Prop. 12, Eq. (27).
+    """
     if gamma <= 0 or lam <= 0 or bound <= 0 or m < 1 or n_candidates < 2:
         raise ValueError("need gamma > 0, lam > 0, B > 0, m >= 1, |Gamma| >= 2")
     return 2 * n_candidates * math.exp(-m * gamma**2 / (2 * lam**2 * bound**2))  # Eq. (27)
@@ -267,7 +315,11 @@ def hoeffding_failure_bound(
 def hoeffding_sample_size(
     gamma: float, lam: float, bound: float, n_candidates: int, delta: float
 ) -> int:
-    r"""Prop. 12: the smallest integer :math:`m \ge \frac{2\lambda^2B^2}{\gamma^2}\log\frac{2|\Gamma|}{\delta}`."""
+    r"""Prop. 12: the smallest integer :math:`m \ge \frac{2\lambda^2B^2}{\gamma^2}\log\frac{2|\Gamma|}{\delta}`.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Prop. 12.
+    """
     if not 0 < delta < 1:
         raise ValueError(f"delta must lie in (0, 1), got {delta}")
     if gamma <= 0 or lam <= 0 or bound <= 0 or n_candidates < 2:
@@ -277,7 +329,12 @@ def hoeffding_sample_size(
 
 # ----------------------------------------------------------------------------- coverage
 def coverage_independent(edge_probs: ArrayLike) -> jax.Array:
-    r"""Eq. (15) for one required path with independently retrieved edges: :math:`\prod_i c_i` (Prop. 4)."""
+    r"""Eq. (15) for one required path with independently retrieved edges: :math:`\prod_i c_i` (Prop. 4).
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Eq. (15), Prop. 4.
+    """
     c = jnp.asarray(edge_probs)
     return jnp.prod(c, axis=-1)
 
@@ -288,6 +345,9 @@ def coverage_any_path(paths: Sequence[Sequence[int]], edge_probs: Sequence[float
 
     Exact; exponential in the number of paths (meant for the small families of tests and
     examples; use :func:`grounding.worlds.coverage_monte_carlo` beyond ~20 paths).
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Eq. (15).
     """
     probs = np.asarray(edge_probs, dtype=float)
     if np.any((probs < 0) | (probs > 1)):
@@ -305,7 +365,11 @@ def coverage_any_path(paths: Sequence[Sequence[int]], edge_probs: Sequence[float
 
 def soft_floor(log_p0: ArrayLike, lam: ArrayLike, bound: ArrayLike) -> jax.Array:
     r"""Prop. 11 (soft part), in log-space: :math:`\log p^R_\lambda(\rho^\dagger) \ge \log p_0 - \lambda B`
-    when all energies are non-negative and :math:`E_R(\rho^\dagger) \le B`."""
+    when all energies are non-negative and :math:`E_R(\rho^\dagger) \le B`.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Prop. 11.
+    """
     return jnp.asarray(log_p0) - jnp.asarray(lam) * jnp.asarray(bound)
 
 
@@ -316,6 +380,9 @@ def suppression_log_ratio_bound(
     r"""Prop. 14 in log-space: :math:`\log\frac{p_\lambda(B)}{p_\lambda(S)} \le \log\frac{p_\theta(B)}{p_\theta(S)} - \lambda\Delta`.
 
     Equality when all of :math:`B` sits at one energy and all of :math:`S` at that energy minus Δ.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Prop. 14.
     """
     lp = jnp.asarray(log_prior)
     lb = logsumexp(jnp.where(jnp.asarray(in_b, bool), lp, -jnp.inf), axis=-1)
@@ -327,7 +394,11 @@ def amplification(
     log_prior: ArrayLike, feasible: ArrayLike, correct: ArrayLike
 ) -> tuple[jax.Array, jax.Array]:
     r"""Prop. 15: returns :math:`(p_\theta(\Gamma^+),\ p_H^R(\Gamma^+) = p_\theta(\Gamma^+)/Z^H_R)` when
-    :math:`\Gamma^+\subseteq F_R`; the second is :math:`\ge` the first, strictly if mass is removed."""
+    :math:`\Gamma^+\subseteq F_R`; the second is :math:`\ge` the first, strictly if mass is removed.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Prop. 15.
+    """
     lp = jnp.asarray(log_prior)
     f = jnp.asarray(feasible, bool)
     c = jnp.asarray(correct, bool)
@@ -348,6 +419,9 @@ def constraint_tradeoff(
     Returns:
         ``(F, G)``, each ``[len(lams), ...]``: a grid axis first, then the batch axes of
         ``log_prior`` / ``energy``.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Prop. 13.
     """
     lams = jnp.ravel(jnp.asarray(lams))
     lp = check_log_prob(log_prior, "log_prior")

@@ -45,6 +45,10 @@ def classify_status(
     support), then supported (a finite :math:`E^{\mathrm{sup}}_R \le \epsilon_s`: an
     alignment exists and is good enough; ``+inf`` is no alignment, even at
     ``eps_s = inf``), else unsupported.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Sec. 3.3 (the four evidence statuses).
     """
     e = check_energy(support_energy, "support_energy", min_ndim=0)
     counter = jnp.asarray(counter_support, bool)
@@ -94,6 +98,10 @@ def status_energy(
     contradicted candidates get :math:`\kappa + \kappa_c` (default :math:`\kappa_c = \kappa`), so
     :math:`E(\rho_b) \ge E(\rho_u) + \kappa_c` for every contradicted :math:`\rho_b` and unsupported
     :math:`\rho_u` (Axiom 4 with :math:`\kappa_R = \kappa_c`).
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Eq. (19), Axiom 4.
     """
     e = check_energy(raw_energy, "raw_energy", min_ndim=0)
     kappa = check_nonnegative_scalar(kappa, "kappa", allow_inf=True, strict=True)
@@ -116,6 +124,10 @@ def selective_rule(scores: ArrayLike, theta: ArrayLike) -> tuple[jax.Array, jax.
 
     Returns:
         ``(emit, index)``: a boolean and the argmax index (meaningful only when ``emit``).
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Eq. (22), Prop. 9.
     """
     s = jnp.asarray(scores)
     return jnp.max(s, axis=-1) >= theta, jnp.argmax(s, axis=-1)  # Eq. (22)
@@ -145,6 +157,10 @@ def decide_action(
         theta: selective threshold of Eq. (22) on the best candidate's posterior mass, in
             ``[0, 1]`` (``None``: none); not checked here (it may be traced): :func:`decide`
             and :func:`grounding.ground` reject values outside ``[0, 1]``.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Axiom 8, Eq. (22).
 
     Example:
         >>> import jax.numpy as jnp
@@ -177,7 +193,11 @@ def decide(
     theta: float | None = None,
 ) -> Action:
     """Abstention-consistent decision (Axiom 8) for one candidate set, as an :class:`Action`;
-    the rule is :func:`decide_action`'s."""
+    the rule is :func:`decide_action`'s.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Axiom 8.
+    """
     if theta is not None and not 0.0 <= float(theta) <= 1.0:
         raise ValueError(
             f"theta must lie in [0, 1] (a posterior-mass threshold, Eq. (22)), got {theta!r}"
@@ -200,6 +220,12 @@ class IsotonicCalibrator:
     are pooled first (one fitted value per distinct score, whatever their order in the
     input). Prediction is the step function of the fitted blocks (no extrapolation beyond the
     observed score range).
+
+    References:
+        - Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+          Prop. 9 (calibrated support).
+        - Ayer, Brunk, Ewing, Reid & Silverman, "An Empirical Distribution Function for Sampling
+          with Incomplete Information", 1955 (pool-adjacent-violators).
     """
 
     thresholds_: np.ndarray | None = None

@@ -52,6 +52,10 @@ def path_energy(
         relation_residuals: ``[..., k]`` typed residuals (Eq. (8)) of the path's edges.
         alpha: relation-residual scale :math:`\alpha \ge 0`.
 
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Eq. (10) (terms of Eqs. (8)-(9)).
+
     Example:
         >>> float(path_energy([0.5, 0.25], [1.0, 2.0], 0.5))
         2.25
@@ -66,6 +70,9 @@ def best_path_energy(path_energies: ArrayLike) -> jax.Array:
     r"""Best-path energy Eq. (11): the minimum over admissible (path, assignment) pairs.
 
     ``+inf`` when no admissible pair exists (an all-``+inf`` or empty last axis).
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Eq. (11).
 
     Example:
         >>> import jax.numpy as jnp
@@ -120,6 +127,10 @@ def aggregate_paths(
         (see :func:`aggregation_bounds`), non-decreasing in ``tau`` with derivative
         :math:`\mathrm{KL}(\nu^*\|\omega)`.
 
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Eq. (13), Prop. 2.
+
     Example:
         >>> import jax.numpy as jnp
         >>> round(float(aggregate_paths(jnp.array([1.0, 1.0]), jnp.log(jnp.array([0.5, 0.5])), 0.3)), 6)
@@ -155,6 +166,9 @@ def path_posterior(
 
     At ``tau == 0`` it is the limit: :math:`\omega` conditioned on the minimum-energy paths.
     Equal to the gradient of :func:`aggregate_paths` with respect to ``path_energies``.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Prop. 2.
     """
     e, lw, tau = _check_paths(path_energies, log_path_prior, tau)
     positive, _, logits, e_pos = _tempered(e, lw, tau)
@@ -171,6 +185,10 @@ def variational_path_objective(
 
     Prop. 2: its minimum over :math:`\nu \ll \omega` equals :func:`aggregate_paths`,
     attained only at :func:`path_posterior`.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Eq. (14), Prop. 2.
     """
     return expected_energy(log_nu, path_energies) + tau * kl_divergence(
         log_nu, log_path_prior
@@ -195,6 +213,9 @@ def aggregation_bounds(
 
     Returns:
         ``(lower, upper)``.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Eqs. (13)-(14).
     """
     e, lw, tau = _check_paths(path_energies, log_path_prior, tau)
     pos = lw > -jnp.inf
@@ -215,6 +236,9 @@ def slack_energy(energy: ArrayLike, kappa: ArrayLike) -> jax.Array:
     Returns:
         Energies that are finite wherever ``kappa`` is finite, never above ``kappa``, and equal
         to ``energy`` where ``energy <= kappa``.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Eq. (19).
 
     Example:
         >>> import jax.numpy as jnp
@@ -242,7 +266,12 @@ def _broadcastable(param: jax.Array, e: jax.Array, name: str) -> jax.Array:
 
 def support_region(energy: ArrayLike, eps: ArrayLike) -> jax.Array:
     r"""Membership in the support region :math:`C_R(q;\epsilon)` of Def. 3, Eq. (12):
-    :math:`E_R(\rho) \le \epsilon`. Nested in ``eps`` (Prop. 1(1))."""
+    :math:`E_R(\rho) \le \epsilon`. Nested in ``eps`` (Prop. 1(1)).
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Def. 3, Eq. (12); Prop. 1(1).
+    """
     e = check_energy(energy, min_ndim=0)
     return e <= _broadcastable(as_float_array(eps, "eps"), e, "eps")  # Eq. (12)
 
@@ -279,6 +308,10 @@ def projection(
     Raises:
         ValueError: if the support region is empty (eagerly; under ``jit`` the index of an
             empty region is the argmin of an all-``inf`` vector and the distance is ``inf``).
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Eq. (30), Prop. 1(3).
     """
     mask = support_region(energy, eps)
     if is_concrete(mask) and not bool(jnp.any(mask)):
@@ -293,7 +326,11 @@ def revision_objective(
     d_to_start: ArrayLike, energy: ArrayLike, regularizer: ArrayLike, lam: ArrayLike, mu: ArrayLike
 ) -> jax.Array:
     r"""The projection-style revision objective of Eq. (29):
-    :math:`\tfrac12 d_{\mathcal A}(X, X^0)^2 + \lambda E_R(X) + \mu\,\Omega_R(X)`."""
+    :math:`\tfrac12 d_{\mathcal A}(X, X^0)^2 + \lambda E_R(X) + \mu\,\Omega_R(X)`.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Eq. (29).
+    """
     d = jnp.asarray(d_to_start)
     return 0.5 * d**2 + scaled_energy(lam, energy) + mu * jnp.asarray(regularizer)  # Eq. (29)
 
@@ -311,6 +348,9 @@ def revise(
 
     Returns ``(index, objective value)``. When :math:`X^0` is itself a candidate the value is
     never above the objective at :math:`X^0` (it is a minimum over a set containing it).
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Eq. (29).
     """
     d = _region_distances(jnp.asarray(x0), jnp.asarray(candidates), distance)
     obj = revision_objective(d, energy, regularizer, lam, mu)
@@ -328,7 +368,11 @@ def unified_objective(
     mu: ArrayLike,
 ) -> jax.Array:
     r"""The unified trajectory objective of Eq. (28):
-    :math:`\mathcal L_\theta + \lambda E_R + \beta\,\mathrm{dist}^2(X, C_R) + \mu\,\Omega_R`."""
+    :math:`\mathcal L_\theta + \lambda E_R + \beta\,\mathrm{dist}^2(X, C_R) + \mu\,\Omega_R`.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Eq. (28).
+    """
     return (
         jnp.asarray(prior_cost)
         + scaled_energy(lam, energy)

@@ -47,7 +47,11 @@ class NamedIntEnum(enum.IntEnum):
 
 
 class EvidenceStatus(NamedIntEnum):
-    """The four evidence statuses of Sec. 3.3 (``str`` gives the name, ``int`` the code)."""
+    """The four evidence statuses of Sec. 3.3 (``str`` gives the name, ``int`` the code).
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Sec. 3.3.
+    """
 
     SUPPORTED = 0
     CONTRADICTED = 1
@@ -66,6 +70,10 @@ class EvidenceState:
             observed object is counter-support for a claim (Sec. 3.3, "contradicted").
         coverage: declared coverage estimate :math:`c_R \in [0, 1]` (Axiom 6).
         provenance: free-form metadata (snapshot id, retriever, scores, timestamps).
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Sec. 3.2 (evidence state), Axiom 6 (coverage).
 
     Example:
         >>> g = TypedGraph.from_triples([("lou_seal", "mascot_of", "giants")])

@@ -64,7 +64,12 @@ def manhattan(x: ArrayLike, y: ArrayLike) -> jax.Array:
 
 def complex_l1(x: ArrayLike, y: ArrayLike) -> jax.Array:
     r"""RotatE's distance: coordinates read as complex numbers ``x[2i] + i x[2i+1]``,
-    :math:`d(x, y) = \sum_i |x_i - y_i|` (zero gradient at x = y). A metric."""
+    :math:`d(x, y) = \sum_i |x_i - y_i|` (zero gradient at x = y). A metric.
+
+    References:
+        Sun, Deng, Nie & Tang, "RotatE: Knowledge Graph Embedding by Relational Rotation in Complex
+            Space", 2019.
+    """
     diff = jnp.asarray(x) - jnp.asarray(y)
     if diff.shape[-1] % 2:
         raise ValueError(f"complex_l1 needs an even dimension, got {diff.shape[-1]}")
@@ -120,7 +125,14 @@ def _apply_compiled(relation_map, r, x):
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class Translation(_MapCall):
-    """TransE map :math:`T_r(x) = x + t_r` (Sec. 9.4); ``vectors``: ``[n_relations, d]``."""
+    """TransE map :math:`T_r(x) = x + t_r` (Sec. 9.4); ``vectors``: ``[n_relations, d]``.
+
+    References:
+        - Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+          Eq. (8), Sec. 9.4.
+        - Bordes, Usunier, García-Durán, Weston & Yakhnenko, "Translating Embeddings for Modeling
+          Multi-relational Data", 2013.
+    """
 
     vectors: jax.Array
 
@@ -131,7 +143,12 @@ class Translation(_MapCall):
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class Linear(_MapCall):
-    """Linear map :math:`T_r(x) = W_r x`; ``matrices``: ``[n_relations, d, d]``."""
+    """Linear map :math:`T_r(x) = W_r x`; ``matrices``: ``[n_relations, d, d]``.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Eq. (8), Sec. 9.4.
+    """
 
     matrices: jax.Array
 
@@ -146,6 +163,12 @@ class Rotation(_MapCall):
     complex multiplication by :math:`e^{i\theta_r}` (Sun et al., 2019).
 
     ``angles``: ``[n_relations, d // 2]``; ``x`` must have dimension ``d``.
+
+    References:
+        - Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+          Eq. (8), Sec. 9.4.
+        - Sun, Deng, Nie & Tang, "RotatE: Knowledge Graph Embedding by Relational Rotation in
+          Complex Space", 2019.
     """
 
     angles: jax.Array
@@ -166,7 +189,11 @@ class Rotation(_MapCall):
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class Identity(_MapCall):
-    """Identity map :math:`T_r = I` (the untyped / Laplacian case of Prop. 10). Declared symmetric."""
+    """Identity map :math:`T_r = I` (the untyped / Laplacian case of Prop. 10). Declared symmetric.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Prop. 10.
+    """
 
     symmetric = True
 
@@ -183,6 +210,9 @@ callable ``(r, x) -> T_r(x)`` that broadcasts over leading axes, where they say 
 def identity_map() -> Identity:
     """:math:`T_r = I` for every ``r``: the untyped / Laplacian case (Prop. 10).
 
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Prop. 10.
+
     Example:
         >>> identity_map()(0, jnp.ones(2)).tolist()
         [1.0, 1.0]
@@ -193,6 +223,11 @@ def identity_map() -> Identity:
 def translation_map(r_vectors: ArrayLike) -> Translation:
     """TransE map :math:`T_r(x) = x + t_r` (Sec. 9.2, 9.4); ``r_vectors``: ``[n_relations, d]``.
 
+    References:
+        - Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Sec. 9.2, 9.4.
+        - Bordes, Usunier, García-Durán, Weston & Yakhnenko, "Translating Embeddings for Modeling
+          Multi-relational Data", 2013.
+
     Example:
         >>> translation_map([[1.0, 2.0]])(0, jnp.zeros(2)).tolist()
         [1.0, 2.0]
@@ -202,6 +237,9 @@ def translation_map(r_vectors: ArrayLike) -> Translation:
 
 def linear_map(W: ArrayLike) -> Linear:
     """Linear map :math:`T_r(x) = W_r x` (Sec. 9.4); ``W``: ``[n_relations, d, d]``.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Sec. 9.4.
 
     Example:
         >>> linear_map([[[0.0, 1.0], [1.0, 0.0]]])(0, jnp.array([1.0, 2.0])).tolist()
@@ -215,6 +253,10 @@ def linear_map(W: ArrayLike) -> Linear:
 
 def rotation_map(theta: ArrayLike) -> Rotation:
     """RotatE map: rotate ``(x[2i], x[2i+1])`` by ``theta[r, i]``; ``theta``: ``[R, d // 2]``.
+
+    References:
+        Sun, Deng, Nie & Tang, "RotatE: Knowledge Graph Embedding by Relational Rotation in Complex
+            Space", 2019.
 
     Example:
         >>> y = rotation_map([[jnp.pi / 2]])(0, jnp.array([1.0, 0.0]))
@@ -230,6 +272,10 @@ class BilinearEnergy:
     """Bilinear compatibility as an energy (Sec. 9.4): :math:`-s_r(u, v) = -h_u^\\top W_r h_v`.
 
     Not a distance, so it is used as an energy term directly, not inside Eq. (8)'s metric.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Eq. (8), Sec. 9.4 (bilinear compatibility).
     """
 
     matrices: jax.Array
@@ -266,6 +312,9 @@ def typed_residual(
     Returns:
         ``[...]`` residuals, zero for a consistent edge with ``w_e = 1``.
 
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Eq. (8).
+
     Example:
         >>> import jax.numpy as jnp
         >>> T = Translation(jnp.array([[1.0, 0.0]]))
@@ -289,7 +338,11 @@ def edge_residuals(
     xi: ArrayLike = 1.0,
     metric: str | Metric = "euclidean",
 ) -> jax.Array:
-    """Eq. (8) for every edge of a :class:`~grounding.TypedGraph`: ``[n_edges]``."""
+    """Eq. (8) for every edge of a :class:`~grounding.TypedGraph`: ``[n_edges]``.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Eq. (8).
+    """
     emb = as_float_array(embeddings, "embeddings", min_ndim=2)
     if emb.shape[0] != graph.n_nodes:
         raise ValueError(
@@ -318,6 +371,9 @@ def entity_cost(
 
     Returns:
         ``[...]`` summed cost.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Eq. (9).
     """
     psi = as_float_array(psi, "psi", min_ndim=2)
     eta_assigned = as_float_array(eta_assigned, "eta_assigned", min_ndim=2)

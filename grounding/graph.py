@@ -81,6 +81,9 @@ class TypedGraph:
     is immutable: NumPy edge arrays are kept as read-only copies (writing into them raises),
     so results cached per graph never go stale; build a new graph to change the evidence.
 
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Eq. (8).
+
     Example:
         >>> g = TypedGraph.from_triples([("lou_seal", "mascot_of", "giants")])
         >>> g.n_nodes, g.n_edges, g.relations
@@ -263,8 +266,7 @@ class TypedGraph:
         """The incoming-edge layout (:class:`grounding.semiring.EdgeIndex`) of this graph, for
         repeated energy fields, edge usages and hop distances without rebuilding it.
 
-        Needs concrete edge arrays (build it outside ``jit`` and pass it in as an argument).
-        """
+        Needs concrete edge arrays (build it outside ``jit`` and pass it in as an argument)."""
         return EdgeIndex.from_edges(self.head, self.tail, self.n_nodes)
 
     @property

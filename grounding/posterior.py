@@ -60,6 +60,10 @@ def log_partition(log_prior: ArrayLike, energy: ArrayLike, lam: ArrayLike) -> ja
     Eq. (7) / (17) of the paper. ``-inf`` when no candidate has both positive prior mass
     and finite energy.
 
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Eqs. (7) and (17) (the normalizer).
+
     Example:
         >>> import jax.numpy as jnp
         >>> round(float(log_partition(jnp.log(jnp.array([0.5, 0.5])), jnp.array([0.0, 1.0]), 0.0)), 6)
@@ -95,6 +99,10 @@ def gibbs_log_posterior(log_prior: ArrayLike, energy: ArrayLike, lam: ArrayLike)
             candidate axis, or (eagerly) no candidate with positive prior mass and finite
             energy. Under ``jit`` that last case returns an all ``-inf`` row instead.
 
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Eq. (7); Thm. 2 (Eq. (17)).
+
     Example:
         >>> import jax.numpy as jnp
         >>> lp = gibbs_log_posterior(jnp.log(jnp.array([0.5, 0.5])), jnp.array([0.0, jnp.inf]), 1.0)
@@ -122,7 +130,11 @@ def gibbs_log_posterior(log_prior: ArrayLike, energy: ArrayLike, lam: ArrayLike)
 
 
 def hard_feasible(energy: ArrayLike, eps: ArrayLike) -> jax.Array:
-    r"""Hard feasible set indicator :math:`F_R(q;\epsilon) = \{\rho : E_R(\rho) \le \epsilon\}`, Eq. (5)."""
+    r"""Hard feasible set indicator :math:`F_R(q;\epsilon) = \{\rho : E_R(\rho) \le \epsilon\}`, Eq. (5).
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Eq. (5).
+    """
     energy = check_energy(energy)
     eps = check_batch_parameter(as_float_array(eps, "eps"), energy.shape[:-1], "eps")
     return energy <= jnp.expand_dims(eps, -1)  # Eq. (5)
@@ -145,6 +157,9 @@ def hard_log_posterior(log_prior: ArrayLike, energy: ArrayLike, eps: ArrayLike) 
     Raises:
         ValueError: when :math:`p_\theta(F_R) = 0` (Eq. (6) is undefined) — the decision layer
             maps this case to ABSTAIN. Under ``jit`` an all ``-inf`` row is returned instead.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Eq. (6).
 
     Example:
         >>> import jax.numpy as jnp
@@ -202,6 +217,10 @@ def kl_objective(
     r"""The objective of Eq. (16): :math:`\mathrm{KL}(P\|P_0) + \lambda\,\mathbb E_P[E_R]`.
 
     Thm. 2 says :func:`gibbs_log_posterior` is its unique minimizer over :math:`P \ll P_0`.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Eq. (16), Thm. 2.
     """
     return kl_divergence(log_p, log_prior) + lam * expected_energy(log_p, energy)  # Eq. (16)
 
@@ -212,6 +231,10 @@ def kl_objective_decomposition(
     r"""Right-hand side of Eq. (18): :math:`\mathrm{KL}(P\|P^R_\lambda) - \log Z_R(\lambda)`.
 
     Equal to :func:`kl_objective` for every :math:`P \ll P_0` (Thm. 2).
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Eq. (18), Thm. 2.
     """
     post = gibbs_log_posterior(log_prior, energy, lam)
     return kl_divergence(log_p, post) - log_partition(log_prior, energy, lam)  # Eq. (18)
@@ -225,6 +248,9 @@ def log_odds(log_prior: ArrayLike, energy: ArrayLike, lam: ArrayLike, i: int, j:
         \log\frac{p_\theta(\rho_i)}{p_\theta(\rho_j)} - \lambda\{E(\rho_i) - E(\rho_j)\}.
 
     Both candidates must have positive prior mass and finite energy.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Eq. (20).
     """
     log_prior = jnp.asarray(log_prior)
     energy = jnp.asarray(energy)
@@ -243,6 +269,10 @@ def tv_distance(log_p: ArrayLike, log_q: ArrayLike) -> jax.Array:
     Computed as :math:`\sum_\rho (P(\rho) - Q(\rho))_+`, which has no cancellation between
     the two halves.
 
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Thm. 3 (the distance it bounds).
+
     Example:
         >>> import jax.numpy as jnp
         >>> float(tv_distance(jnp.log(jnp.array([0.75, 0.25])), jnp.log(jnp.array([0.25, 0.75]))))
@@ -259,6 +289,10 @@ def tv_distance(log_p: ArrayLike, log_q: ArrayLike) -> jax.Array:
 def log_normalize(log_weights: ArrayLike) -> jax.Array:
     r"""Normalize log-weights over the last axis: :math:`\log w_i - \log\sum_j w_j` (a log-prior
     from logits, Eq. (1)). An all ``-inf`` row is an error eagerly (it has no normalization).
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Eq. (1) (the normalized prior).
 
     Example:
         >>> import jax.numpy as jnp

@@ -51,6 +51,9 @@ class ClaimChain:
         name: a label for reports (default: the entities joined by ``->``).
         description: free text.
 
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Def. 1.
+
     Example:
         >>> c = ClaimChain(("lou_seal", "giants", None), ("mascot_of", "won"))
         >>> c.hops, c.answer
@@ -145,6 +148,10 @@ class GroundingProblem:
         claim_energy: optional ``[C]`` energies of the candidates' own claims that the graph
             does not provide, e.g. the typed residual (Eq. (8)) of an asserted triple under
             a learned realization; added to the slack path energy (``>= 0``, finite).
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Def. 1, Eq. (1) (candidate set and prior).
 
     Example:
         >>> import jax.numpy as jnp
@@ -296,6 +303,10 @@ class Realization:
 
     Mentions are grounded with :math:`\psi_t = \eta(z_t)` (perfect entity linking), so a
     mention's node cost is :math:`d_{\mathcal M}(\eta(z_t), \eta(v))` (Eq. (9)).
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Sec. 5.1, Eqs. (8)-(9).
     """
 
     embeddings: jax.Array
@@ -340,6 +351,9 @@ def edge_cost(
 
     Returns:
         ``[n_edges]`` non-negative costs.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Eqs. (8)-(10).
 
     Example:
         >>> g = TypedGraph.from_triples([("a", "r", "b"), ("b", "r", "c")], [1.0, 0.5])

@@ -47,6 +47,10 @@ class Certificate:
         radius: ``margin / lam`` (``inf`` at ``lam = 0``).
         valid: whether Thm. 3 applies (every energy on the prior's support is finite); when
             not, the bounds are vacuous (``1``) and ``radius`` is ``0``.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Thm. 3, Eq. (21).
     """
 
     lam: jax.Array
@@ -104,6 +108,9 @@ class SupportingPaths:
         weight: ``[C, k]`` its posterior weight :math:`\nu^*(\gamma)` among all walks of the
             candidate's family (Prop. 2; at ``tau = 0`` the limit: uniform over the walks of
             minimum energy). ``weight.sum(-1)`` is the share the reported walks carry.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Prop. 2.
     """
 
     edges: np.ndarray
@@ -171,6 +178,10 @@ class GroundingResult:
             (static; empty without paths).
         answers: the entity each candidate answers (static; a claim chain's last mention,
             ``None`` when the chain leaves it open): what :meth:`answer_probabilities` sums.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Eqs. (5)-(7), (11), (13), (19), (22); Axioms 4 and 8; Thm. 3.
     """
 
     log_prior: jax.Array

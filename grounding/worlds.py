@@ -33,7 +33,11 @@ ObservationMap = Callable[[TypedGraph], EvidenceState]
 @dataclasses.dataclass(frozen=True)
 class HidingObservation:
     r"""Deterministic observation map :math:`O_q` that hides every ``(head, relation, ·)`` edge
-    listed in ``hidden`` (e.g. retrieval that omits the answer-bearing edge), Eq. (4)."""
+    listed in ``hidden`` (e.g. retrieval that omits the answer-bearing edge), Eq. (4).
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Eq. (4), Thm. 1.
+    """
 
     hidden: frozenset[tuple[str, str]]
     coverage: float = 1.0
@@ -44,7 +48,12 @@ class HidingObservation:
 
 
 def truth(world: TypedGraph, claim: Triple) -> bool:
-    r"""The external truth predicate :math:`\mathbb T(W, \rho)` for a triple claim."""
+    r"""The external truth predicate :math:`\mathbb T(W, \rho)` for a triple claim.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Thm. 1 (the external truth predicate).
+    """
     return world.has_triple(claim)
 
 
@@ -57,6 +66,9 @@ def two_world_witness(
     :math:`t' \ne t` (it is false: the object is elsewhere), and :math:`O_q` hides
     ``(h, r, ·)``; then :math:`O_q(W_1) = O_q(W_2) = R` whenever :math:`R` itself has no
     ``(h, r, ·)`` edge.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Thm. 1.
     """
     h, r, t = claim
     if alternative_tail == t:
@@ -80,6 +92,9 @@ def hard_rule_requirements(
     the claim in every world where it is true but unobserved, and rejects it in every world
     where it is false (and hence unsupported). Thm. 1: not both, when two worlds share an
     observation and disagree on the truth.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Thm. 1.
     """
     keeps, rejects = True, True
     for w in worlds:
@@ -99,7 +114,11 @@ def hard_rule_requirements(
 def independent_edge_retention(
     world: TypedGraph, probs: np.ndarray | float, rng: np.random.Generator
 ) -> np.ndarray:
-    """Each edge retrieved independently with its probability (the baseline of Prop. 4)."""
+    """Each edge retrieved independently with its probability (the baseline of Prop. 4).
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Prop. 4.
+    """
     p = np.broadcast_to(np.asarray(probs, dtype=float), (world.n_edges,))
     return rng.random(world.n_edges) < p
 
@@ -146,6 +165,10 @@ def coverage_monte_carlo(
 
     Returns:
         ``(coverage, retention)``; ``retention`` is 0.0 when no rule is given.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Eq. (15), Prop. 4.
     """
     if n_samples < 1:
         raise ValueError("n_samples must be >= 1")

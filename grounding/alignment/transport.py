@@ -64,6 +64,10 @@ def sinkhorn(
     Returns:
         :class:`SinkhornResult`.
 
+    References:
+        - Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Eq. (3).
+        - Cuturi, "Sinkhorn Distances: Lightspeed Computation of Optimal Transport", 2013.
+
     Example:
         >>> r = sinkhorn([[0.0, 1.0], [1.0, 0.0]], epsilon=0.01)
         >>> round(float(r.cost), 6), r.plan.round(3).tolist()
@@ -138,6 +142,10 @@ def entropic_ot(
     Returns:
         Scalar transport cost, differentiable in ``cost``.
 
+    References:
+        - Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Eq. (3).
+        - Cuturi, "Sinkhorn Distances: Lightspeed Computation of Optimal Transport", 2013.
+
     Example:
         >>> round(float(entropic_ot([[0.0, 1.0], [1.0, 0.0]], epsilon=0.01)), 6)
         0.0
@@ -157,6 +165,9 @@ def ot_exact(cost: ArrayLike, a: ArrayLike | None = None, b: ArrayLike | None = 
 
     Returns:
         Python float.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Eq. (3).
 
     Example:
         >>> ot_exact([[0.0, 1.0], [1.0, 0.0]])

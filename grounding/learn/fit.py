@@ -25,6 +25,12 @@ def fit_translation_embeddings(
     Returns:
         ``(eta, t)``: ``[n_nodes, dim]`` entity embeddings and ``[n_relations, dim]`` translations.
 
+    References:
+        - Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+          Eq. (24) (with translation maps).
+        - Bordes, Usunier, García-Durán, Weston & Yakhnenko, "Translating Embeddings for Modeling
+          Multi-relational Data", 2013.
+
     Example:
         >>> g = TypedGraph.from_triples([("a", "r", "b")])
         >>> eta, t = fit_translation_embeddings(g, dim=2)

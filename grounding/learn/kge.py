@@ -81,6 +81,14 @@ class KGEModel:
     ``relation``: ``[R, d]`` translations (transe), ``[R, d // 2]`` angles (rotate) or
     ``[R, d, d]`` matrices (linear). ``p``: the norm of :math:`d_{\\mathcal M}` (1 or 2;
     ignored by rotate, which uses the sum of complex moduli).
+
+    References:
+        - Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+          Eq. (8), Sec. 9.4.
+        - Bordes, Usunier, García-Durán, Weston & Yakhnenko, "Translating Embeddings for Modeling
+          Multi-relational Data", 2013 (transe).
+        - Sun, Deng, Nie & Tang, "RotatE: Knowledge Graph Embedding by Relational Rotation in
+          Complex Space", 2019 (rotate).
     """
 
     kind: str
@@ -271,7 +279,12 @@ class TrainResult:
 def evaluate_link_prediction(
     model: KGEModel, kg: KGSplits, split: str = "test", batch_size: int = 256
 ) -> dict[str, float]:
-    """Filtered MRR / Hits@1,3,10 of ``split``, both directions, realistic ties."""
+    """Filtered MRR / Hits@1,3,10 of ``split``, both directions, realistic ties.
+
+    References:
+        Bordes, Usunier, García-Durán, Weston & Yakhnenko, "Translating Embeddings for Modeling
+            Multi-relational Data", 2013 (filtered protocol).
+    """
 
     def scorer(side, anchor, r):
         return np.asarray(model.candidate_energies(side, jnp.asarray(anchor), jnp.asarray(r)))
@@ -302,6 +315,14 @@ def train(
 
     Returns:
         A :class:`TrainResult` holding the best model.
+
+    References:
+        - Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+          Eqs. (8) and (24).
+        - Bordes, Usunier, García-Durán, Weston & Yakhnenko, "Translating Embeddings for Modeling
+          Multi-relational Data", 2013 (margin loss).
+        - Sun, Deng, Nie & Tang, "RotatE: Knowledge Graph Embedding by Relational Rotation in
+          Complex Space", 2019 (self-adversarial negatives).
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")

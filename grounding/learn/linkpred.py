@@ -85,6 +85,10 @@ def filtered_ranks(
     Returns:
         ``{"tail": Ranks, "head": Ranks}``.
 
+    References:
+        Bordes, Usunier, García-Durán, Weston & Yakhnenko, "Translating Embeddings for Modeling
+            Multi-relational Data", 2013 (filtered protocol).
+
     Example:
         >>> ties = lambda side, a, r: np.zeros((len(a), 4))  # every candidate tied
         >>> float(filtered_ranks(ties, np.array([[0, 0, 1]]), np.empty((0, 3), int), 4, 1)["tail"].realistic[0])
@@ -126,7 +130,12 @@ def filtered_ranks(
 
 
 def rank_metrics(ranks: dict[str, Ranks], ks: tuple[int, ...] = (1, 3, 10)) -> dict[str, float]:
-    """MRR, Hits@k and mean rank of the realistic ranks, pooled over both directions."""
+    """MRR, Hits@k and mean rank of the realistic ranks, pooled over both directions.
+
+    References:
+        Bordes, Usunier, García-Durán, Weston & Yakhnenko, "Translating Embeddings for Modeling
+            Multi-relational Data", 2013 (filtered protocol).
+    """
     rank = np.concatenate([ranks[s].realistic for s in ("tail", "head")])
     if rank.size == 0:
         raise ValueError("no ranks to summarize (empty query set)")

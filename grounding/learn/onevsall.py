@@ -98,7 +98,14 @@ def _queries(train: np.ndarray, n_relations: int) -> np.ndarray:
 def one_vs_all_loss(model: ReciprocalModel, batch, candidates, cfg: OneVsAllConfig, key=None):
     """Mean cross-entropy of the targets among ``candidates`` (``None``: every entity), plus
     the N3 penalty of the touched embeddings. With ``key`` and ``cfg.dropout > 0`` the
-    query's anchor and relation embeddings are dropped out (inverted dropout)."""
+    query's anchor and relation embeddings are dropped out (inverted dropout).
+
+    References:
+        - Lacroix, Usunier & Obozinski, "Canonical Tensor Decomposition for Knowledge Base
+          Completion", 2018 (N3 penalty).
+        - Ruffinelli, Broscheit & Gemulla, "You CAN Teach an Old Dog New Tricks! On Training
+          Knowledge Graph Embeddings", 2020.
+    """
     anchor, rows, target = batch[:, 0], batch[:, 1], batch[:, 2]
     penalized = model
     if key is not None and cfg.dropout:
@@ -167,6 +174,14 @@ def train_one_vs_all(
         ValueError: for an unknown kind, an odd ``dim`` with complex, an empty train split.
         FloatingPointError: naming the epoch, when the loss or the parameters become
             non-finite.
+
+    References:
+        - Lacroix, Usunier & Obozinski, "Canonical Tensor Decomposition for Knowledge Base
+          Completion", 2018.
+        - Ruffinelli, Broscheit & Gemulla, "You CAN Teach an Old Dog New Tricks! On Training
+          Knowledge Graph Embeddings", 2020.
+        - Trouillon, Welbl, Riedel, Gaussier & Bouchard, "Complex Embeddings for Simple Link
+          Prediction", 2016 (complex).
     """
     if kind not in RECIPROCAL_KINDS:
         raise ValueError(f"kind must be one of {RECIPROCAL_KINDS}, got {kind!r}")

@@ -29,7 +29,16 @@ RECIPROCAL_KINDS = ("transe", "complex")
 @partial(jax.tree_util.register_dataclass, data_fields=["entity", "relation"], meta_fields=["kind"])
 @dataclasses.dataclass(frozen=True)
 class ReciprocalModel:
-    """Entities ``[n, d]`` and relations ``[2R, d]`` (rows ``R..2R-1``: the reciprocals)."""
+    """Entities ``[n, d]`` and relations ``[2R, d]`` (rows ``R..2R-1``: the reciprocals).
+
+    References:
+        - Lacroix, Usunier & Obozinski, "Canonical Tensor Decomposition for Knowledge Base
+          Completion", 2018.
+        - Bordes, Usunier, García-Durán, Weston & Yakhnenko, "Translating Embeddings for Modeling
+          Multi-relational Data", 2013 (transe).
+        - Trouillon, Welbl, Riedel, Gaussier & Bouchard, "Complex Embeddings for Simple Link
+          Prediction", 2016 (complex).
+    """
 
     kind: str
     entity: jax.Array

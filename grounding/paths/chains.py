@@ -59,6 +59,10 @@ def chain_energy(
 
     with :math:`W_T` the number of ``T``-hop walks (the same recursion with zero costs).
     ``simple=True`` restricts to simple paths, which only enumeration can do.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Def. 2; Eqs. (11) and (13).
     """
     tau_checked = check_tau(tau)
     if simple:
@@ -99,13 +103,23 @@ def chain_energy_from_costs(
     scaled, plus mismatches), over every ``T``-hop walk of ``layout`` (a graph layout of
     :mod:`grounding.semiring`). Eq. (11) when ``tropical``, else Eq. (13) with the uniform prior
     over ``T``-hop walks; ``+inf`` when no walk has finite cost. ``edge_exists`` (``[E]``
-    bools, default all) says which edges exist, for the walk count of the uniform prior."""
+    bools, default all) says which edges exist, for the walk count of the uniform prior.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Eqs. (11) and (13) (costs from Eqs. (8)-(9)).
+    """
     return chain_energy_and_log_mass(layout, node_cost, step_cost, tau, tropical, edge_exists)[0]
 
 
 def chain_energy_and_log_mass(layout, node_cost, step_cost, tau, tropical, edge_exists=None):
-    """:func:`chain_energy_from_costs` and the unnormalized log mass
-    :func:`chain_log_mass` it is computed from (the normalizer of :math:`\nu^*`, Prop. 2)."""
+    r""":func:`chain_energy_from_costs` and the unnormalized log mass
+    :func:`chain_log_mass` it is computed from (the normalizer of :math:`\nu^*`, Prop. 2).
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Eqs. (11) and (13), Prop. 2.
+    """
     scale = 1.0 if tropical else tau
     log_z = chain_log_mass(layout, node_cost, step_cost, scale, tropical)
     if tropical:

@@ -38,7 +38,11 @@ def chain_costs(
     metric: str | Metric,
 ) -> tuple[jax.Array, jax.Array]:
     """Node costs ``[T + 1, N]`` (Eq. (9) per mention) and per-hop edge costs ``[T, E]``
-    (Eq. (8) scaled by ``alpha`` plus the claimed-relation mismatch) of a claim chain."""
+    (Eq. (8) scaled by ``alpha`` plus the claimed-relation mismatch) of a claim chain.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Eqs. (8)-(9).
+    """
     psi = as_float_array(psi, "psi", min_ndim=2)
     rels = np.asarray(claimed_relations, dtype=np.int64).reshape(-1)
     if psi.shape[0] != rels.shape[0] + 1:

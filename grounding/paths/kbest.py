@@ -57,6 +57,10 @@ def kbest_walks(
 
     Returns:
         :class:`Walks` (fewer than ``k`` when fewer walks have a finite score).
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Prop. 2 (the best walks of its optimizer).
     """
     n_nodes = len(start)
     best = np.full((n_nodes, k), -np.inf)
@@ -131,7 +135,11 @@ def count_optimal_walks(
 ) -> tuple[float, int]:
     r"""``(best score, number of walks attaining it)`` over the same walk family as
     :func:`kbest_walks` (ties by exact floating equality); ``(-inf, 0)`` if none is finite.
-    The ``tau -> 0`` limit of :math:`\nu^*` (Prop. 2) is uniform over these walks."""
+    The ``tau -> 0`` limit of :math:`\nu^*` (Prop. 2) is uniform over these walks.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Prop. 2.
+    """
     n_nodes = len(start)
     val = np.asarray(start, float).copy()
     cnt = np.where(val > -np.inf, 1.0, 0.0)
@@ -166,6 +174,9 @@ class TopPaths(NamedTuple):
         cost: ``[k]`` summed edge costs :math:`c(w)`.
         weight: ``[k]`` posterior weights :math:`\nu^*(w)` of Prop. 2 among all walks of
             ``1..max_hops`` edges (``tau > 0``), or ``None`` at ``tau == 0``.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Prop. 2.
     """
 
     edges: list[np.ndarray]
@@ -212,6 +223,10 @@ def top_paths(
             node indices out of range).
         FloatingPointError: when ``tau > 0`` is so small against the costs that float64
             cannot resolve the weights to a relative 1e-6 (use ``tau = 0`` for the limit).
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Prop. 2, Eq. (11).
 
     Example:
         >>> import numpy as np

@@ -88,6 +88,10 @@ def chain_path_energies(
 
     Returns:
         ``(walks, energies)``: ``[W, T]`` edge indices and ``[W]`` energies.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Def. 2, Eq. (10) (typed residuals of Eq. (8)).
     """
     node, step = chain_costs(
         graph, embeddings, relation_map, psi, claimed_relations, alpha, xi, mismatch_cost, metric

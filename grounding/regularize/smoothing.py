@@ -76,6 +76,9 @@ def laplacian(adjacency: ArrayLike) -> jax.Array:
     Returns:
         ``[n, n]`` Laplacian (out-degree Laplacian for a non-symmetric ``A``).
 
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Eq. (23).
+
     Example:
         >>> laplacian([[0.0, 2.0], [2.0, 0.0]]).tolist()
         [[2.0, -2.0], [-2.0, 2.0]]
@@ -104,6 +107,10 @@ def laplacian_energy(H: ArrayLike, L: ArrayLike) -> jax.Array:
         Scalar; equals :func:`pairwise_smoothness` for ``L = laplacian(A)``, ``A``
         symmetric. Gradient in ``H``: :math:`(L + L^\top) H`.
 
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Eq. (23), Prop. 10.
+
     Example:
         >>> float(laplacian_energy([[0.0], [1.0]], [[1.0, -1.0], [-1.0, 1.0]]))
         1.0
@@ -128,6 +135,9 @@ def pairwise_smoothness(H: ArrayLike, A: ArrayLike) -> jax.Array:
 
     Returns:
         Scalar energy.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Eq. (23).
 
     Example:
         >>> float(pairwise_smoothness([[0.0], [1.0]], [[0.0, 1.0], [1.0, 0.0]]))
@@ -158,6 +168,10 @@ def laplacian_spectrum(L: ArrayLike) -> tuple[jax.Array, jax.Array]:
         ``(lam, U)``: ascending eigenvalues ``[n]`` (``lam[0] = 0`` for a graph Laplacian)
         and orthonormal eigenvectors in the columns of ``U`` ``[n, n]``.
 
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Prop. 16 (App. G).
+
     Example:
         >>> lam, U = laplacian_spectrum([[1.0, -1.0], [-1.0, 1.0]])
         >>> [round(float(x), 6) + 0.0 for x in lam]
@@ -176,6 +190,10 @@ def spectral_energy(H: ArrayLike, L: ArrayLike) -> jax.Array:
 
     Returns:
         Scalar; equals :func:`laplacian_energy` (Prop. 16).
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Prop. 16 (App. G).
 
     Example:
         >>> round(float(spectral_energy([[0.0], [1.0]], [[1.0, -1.0], [-1.0, 1.0]])), 6)

@@ -89,6 +89,10 @@ def typed_residual_regularizer(
     Returns:
         Scalar :math:`\Omega_R(H) \ge 0`, zero iff every positive-weight arc is consistent.
 
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Eq. (24), Prop. 10.
+
     Example:
         >>> from grounding.geometry import translation_map
         >>> T = translation_map([[1.0]])
@@ -122,6 +126,9 @@ def reversal_residual(
 
     Returns:
         Residual(s) with the shape of ``u``; zero (sub)gradient at a zero residual.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Eq. (25).
 
     Example:
         >>> from grounding.geometry import translation_map
@@ -221,6 +228,10 @@ def fit_typed(
     Returns:
         ``[n, d]`` fitted representations.
 
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Eq. (24), Sec. 9.2.
+
     Example:
         >>> from grounding.geometry import translation_map
         >>> T = translation_map([[2.0]])
@@ -259,6 +270,10 @@ def fit_untyped(
 
     Returns:
         ``[n, d]`` fitted representations.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Eq. (24) with T_r = I, Sec. 9.2.
 
     Example:
         >>> H = fit_untyped([[0.0], [4.0]], [0], [1], [1.0])

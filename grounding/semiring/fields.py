@@ -66,6 +66,10 @@ def energy_field(
     Returns:
         ``[S, n_nodes]`` energies.
 
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Eqs. (11) and (13) (edge costs from Eqs. (8)-(9)).
+
     Example:
         >>> import jax.numpy as jnp
         >>> head, tail, cost = jnp.array([0, 1, 0]), jnp.array([1, 2, 2]), jnp.array([1.0, 1.0, 3.0])
@@ -97,6 +101,10 @@ def hop_energy_fields(
     {args}
     Returns:
         ``[max_hops, S, n_nodes]`` energies.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Eq. (13) per walk length (Eq. (11) at tau = 0).
     """
     graph = as_graph(head, tail, n_nodes)
     return fields(graph, edge_cost, sources, max_hops, tau, log_step_prior, mesh, True)
@@ -133,6 +141,10 @@ def edge_usage(
         ``[S, n_edges]`` expected usages; each row sums to the expected walk length.
 
     Prop. 2 of the paper (the optimizer of the variational form of Eq. (13)).
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Prop. 2, Eq. (13).
     """
     graph = as_graph(head, tail, n_nodes)
     return recursion.edge_usage(graph, edge_cost, sources, targets, max_hops, tau, log_step_prior)

@@ -52,7 +52,12 @@ def by_temperature(tau: Tau, fn):
     """``fn(tau, tropical)`` with the semiring chosen by the checked temperature: min-plus
     (Eq. (11)) iff a concrete ``tau == 0``; for a traced ``tau`` (under ``jit``/``vmap``/
     ``grad``) at run time, so that traced and concrete calls agree: min-plus at ``tau == 0``,
-    the log semiring (Eq. (13)) above it."""
+    the log semiring (Eq. (13)) above it.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Eqs. (11) and (13).
+    """
     if not tau.traced:
         return fn(tau.value, tau.tropical)
     positive = tau.value > 0
@@ -224,7 +229,11 @@ def _sharded_fn(mesh, statics, ndims):
 
 
 def edge_usage(graph, edge_cost, sources, targets, max_hops, tau, log_step_prior):
-    """``[S, n_edges]``: the gradient of ``E(s, t_s)`` w.r.t. the edge costs (Prop. 2)."""
+    """``[S, n_edges]``: the gradient of ``E(s, t_s)`` w.r.t. the edge costs (Prop. 2).
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Prop. 2.
+    """
     sources = check_nodes(sources, graph.n_nodes)
     targets = check_nodes(targets, graph.n_nodes, "targets")
     if targets.shape != sources.shape:

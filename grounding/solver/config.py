@@ -58,6 +58,10 @@ class GroundingConfig:
         ValueError: a concrete value out of range (the message names the field).
         TypeError: a setting that is not a number.
 
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Eqs. (7), (11), (13), (19), (22); Axioms 4 and 8.
+
     Example:
         >>> cfg = GroundingConfig(lam=4.0, kappa=1.0, eps=0.0)
         >>> cfg.replace(lam=2.0).lam

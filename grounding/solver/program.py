@@ -53,7 +53,11 @@ CHAIN_CHUNK_ELEMENTS = 1 << 22
 
 def chain_costs(mentions, claimed, cost, ev, q, realization, metric, n_nodes):
     """Node costs ``[..., T + 1, N]`` (Eq. (9)) and step costs ``[..., T, E]`` (Eq. (10)) of
-    claim chains given by their mention and claimed-relation ids ``[..., T + 1]``, ``[..., T]``."""
+    claim chains given by their mention and claimed-relation ids ``[..., T + 1]``, ``[..., T]``.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Eqs. (9)-(10).
+    """
     node = _mention_costs(mentions, realization, metric, n_nodes)  # Eq. (9)
     lead = claimed.shape[:-1]
     step = jax.vmap(step_costs, (None, None, 0, None))(

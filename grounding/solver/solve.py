@@ -83,6 +83,10 @@ def ground(
             ``min_reliability`` outside ``[0, 1]``, a problem and realization of different
             vocabularies, or :math:`Z_R(\lambda) = 0`.
 
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Eqs. (7), (11), (13), (19), (22); Axioms 4 and 8.
+
     Example:
         >>> import jax.numpy as jnp
         >>> from grounding import ClaimChain, EvidenceStatus, GroundingProblem, TypedGraph
@@ -116,6 +120,10 @@ def ground_batch(
 
     The settings (``config`` and/or keywords, as for :func:`ground`) are shared by every
     question. Results equal :func:`ground` question by question.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Eqs. (7), (11), (13), (19), (22); Axioms 4 and 8.
     """
     config = make_config(config, settings, "ground_batch")
     problems = list(problems)
