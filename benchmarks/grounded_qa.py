@@ -48,7 +48,8 @@ from paths import write_json  # noqa: E402  (the benchmarks directory, just abov
 from grounding.datasets import kgqa_benchmark
 from grounding.learn import init_model
 from grounding.qa import GroundedQA, KGEAnswerer, grounding_problem
-from grounding.retrieval import PCR, TextIndex, compact_evidence_batch
+from grounding.retrieval import PCR, TextIndex
+from grounding.retrieval.base import compact_evidence_batch
 from grounding.solver import GroundingConfig, ground_batch
 
 LAM, KAPPA = 2.0, 1.0

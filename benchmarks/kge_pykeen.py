@@ -6,7 +6,7 @@ Run: ``python benchmarks/kge_pykeen.py [--dataset umls] [--model transe|rotate] 
 subprocess in ``.venv-pykeen`` (create it with ``benchmarks/setup_pykeen_env.sh``). The last
 line printed is ``epochs_per_s_ratio_vs_pykeen=<x> mrr_ours=<y> mrr_pykeen=<z>``.
 
-Hyperparameters are ``grounding.learn.DEFAULTS[model]`` for both sides, with a fixed number of
+Hyperparameters are ``grounding.learn.kge.DEFAULTS[model]`` for both sides, with a fixed number of
 epochs and no early stopping. What is timed:
 
 - ours: ``train()`` with ``eval_every = epochs`` is run twice with the identical config; the
@@ -124,7 +124,7 @@ def require_pykeen_venv() -> None:
 
 
 def run_pykeen(dataset: str, kind: str, epochs: int) -> dict:
-    from grounding.learn import DEFAULTS
+    from grounding.learn.kge import DEFAULTS
 
     require_pykeen_venv()
     cfg = DEFAULTS[kind]

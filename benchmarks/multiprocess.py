@@ -7,7 +7,7 @@ Configurations, each run in fresh child processes on this machine (``JAX_PLATFOR
    localhost with CPU collectives over gloo, mesh over all 4 devices (``mesh, 2 processes``);
 3. for context, one process, 1 device, no mesh (``unsharded``).
 
-Every process builds the same random float32 graph and :class:`grounding.EdgeIndex`, makes
+Every process builds the same random float32 graph and :class:`grounding.semiring.EdgeIndex`, makes
 warm-up calls (compilation), then times ``index.energy_field(..., mesh=mesh)`` until the
 global result is ready; processes start each repeat together (a barrier) and a repeat's
 time is the slowest process's. The sharded results are gathered to the host and compared
@@ -65,7 +65,7 @@ def worker(spec: dict) -> None:
     cfg = spec["config"]
     head, tail, cost, sources = random_graph(cfg["n_nodes"], cfg["n_edges"], cfg["n_sources"])
     t0 = time.perf_counter()
-    index = g.EdgeIndex.from_edges(head, tail, cfg["n_nodes"])
+    index = g.semiring.EdgeIndex.from_edges(head, tail, cfg["n_nodes"])
     build_s = time.perf_counter() - t0
     mesh = Mesh(np.array(jax.devices()), ("sources",)) if spec["mesh"] else None
 

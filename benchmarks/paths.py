@@ -145,7 +145,7 @@ def run_dp(head, tail, cost, sources, n_nodes, semirings: dict, repeats, backend
     import grounding
 
     t0 = time.perf_counter()
-    index = grounding.EdgeIndex.from_edges(head, tail, n_nodes, backend=backend)
+    index = grounding.semiring.EdgeIndex.from_edges(head, tail, n_nodes, backend=backend)
     index = jax.block_until_ready(index)
     stats, fields = {"build_s": time.perf_counter() - t0}, {}
     c, s = jnp.asarray(cost), jnp.asarray(sources)

@@ -28,7 +28,8 @@ import numpy as np
 
 from grounding.datasets import kgqa_benchmark
 from grounding.qa.loop import compact_evidence
-from grounding.retrieval import PCR, Query, TextIndex, compact_evidence_batch
+from grounding.retrieval import PCR, Query, TextIndex
+from grounding.retrieval.base import compact_evidence_batch
 
 
 def stages_before(pcr: PCR, queries, keep, k: int) -> tuple[list[float], tuple]:

@@ -76,7 +76,7 @@ def run_config(n_edges, n_sources, backend, budget_s, max_repeats) -> dict:
     def prepare(n_nodes, n_edges, n_sources):
         head, tail, cost, sources = random_graph(n_nodes, n_edges, n_sources, SEED)
         t0 = time.perf_counter()
-        index = grounding.EdgeIndex.from_edges(head, tail, n_nodes, backend=backend)
+        index = grounding.semiring.EdgeIndex.from_edges(head, tail, n_nodes, backend=backend)
         index = jax.block_until_ready(index)
         build_s = time.perf_counter() - t0
         return index, jnp.asarray(cost), jnp.asarray(sources), build_s
@@ -227,7 +227,7 @@ def main() -> int:
     for key in ("edges", "sources", "sources_at"):
         if getattr(args, key) is not None:
             cfg[key], mode = getattr(args, key), "custom"
-    backends = args.backends.split(",") if args.backends else [grounding.default_backend()]
+    backends = args.backends.split(",") if args.backends else [grounding.semiring.default_backend()]
     m = machine()
     print(
         f"machine: {m['cpu']}, {m['cores']} cores, 1-min load {m['load']}; python {m['python']},"

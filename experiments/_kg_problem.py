@@ -42,12 +42,13 @@ from grounding import (
     GroundingProblem,
     Realization,
     TypedGraph,
-    energy_field,
     ground_batch,
     log_normalize,
 )
 from grounding.datasets import KGSplits, load_kg
-from grounding.learn import DEFAULTS, KGEModel, TrainConfig, train
+from grounding.learn import KGEModel, TrainConfig, train
+from grounding.learn.kge import DEFAULTS
+from grounding.semiring import energy_field
 
 STAND_IN_DIM = 8
 

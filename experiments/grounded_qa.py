@@ -41,12 +41,12 @@ from grounding.learn import OneVsAllConfig, train_one_vs_all
 from grounding.qa import (
     GroundedQA,
     KGEAnswerer,
-    compact_evidence,
     expected_calibration_error,
     grounding_problem,
     risk_coverage,
     score_probabilities,
 )
+from grounding.qa.loop import compact_evidence
 from grounding.retrieval import PCR, SoftPCR, TextIndex
 
 KAPPA = 1.0

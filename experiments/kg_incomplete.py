@@ -60,20 +60,17 @@ from experiments._io import (
     write_csv,
     write_json,
 )
-from grounding import (
-    EvidenceState,
+from grounding import EvidenceState, gibbs_log_posterior, hard_log_posterior, tv_distance
+from grounding.bounds import (
     constraint_tradeoff,
-    gibbs_log_posterior,
-    hard_log_posterior,
     oscillation,
-    slack_energy,
     soft_floor,
     tv_bound,
     tv_bound_sharp,
-    tv_distance,
 )
 from grounding.datasets import load_kg
 from grounding.decision import IsotonicCalibrator
+from grounding.energy import slack_energy
 from grounding.learn import evaluate_link_prediction
 from grounding.plot import tv_bound_curves
 from grounding.worlds import hard_rule_requirements, two_world_witness

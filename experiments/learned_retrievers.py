@@ -39,12 +39,12 @@ from experiments.grounded_qa import KAPPA, SETTINGS, Setting, build, fit_lambda
 from grounding.qa import GroundedQA
 from grounding.retrieval import (
     GNNConfig,
-    TrainConfig,
+    RetrieverTrainConfig,
     TripleRetriever,
     answer_recall_at_k,
-    gold_facts,
 )
-from grounding.retrieval.gnn import dirichlet_energy, entity_states
+from grounding.retrieval.learned import gold_facts
+from grounding.retrieval.learned.gnn import dirichlet_energy, entity_states
 from grounding.retrieval.metrics import recall_at_k
 
 KS = (50, 100, 200, 400)
@@ -242,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
                 model = make(bench, variant, sc, seed, name, facts)
                 facts = model.facts
                 tgt = tgt or targets(bench, facts, test)
-                tl = model.fit(train, valid, TrainConfig(epochs=sc.epochs, seed=seed))
+                tl = model.fit(train, valid, RetrieverTrainConfig(epochs=sc.epochs, seed=seed))
                 ranked, ms = rank_questions(model, test)
                 per_seed.append(evaluate(ranked, facts, tgt, test))
                 logs.setdefault(name, []).append(dict(
@@ -303,7 +303,7 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
         deep[gate] = make(
             bench, (gate, 4, 20), sc, 0, f"{gate}_L4", trained["codex-m", "gated"].facts
         )
-        deep[gate].fit(train, valid, TrainConfig(epochs=sc.epochs))
+        deep[gate].fit(train, valid, RetrieverTrainConfig(epochs=sc.epochs))
     report["oversmoothing"] = oversmoothing(deep, [q.query() for q in test_split(bench, sc)])
     log("dirichlet energy per layer: " + " ".join(
         f"{g}={[round(x, 3) for x in e]}" for g, e in report["oversmoothing"].items()))  # fmt: skip

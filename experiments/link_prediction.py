@@ -9,7 +9,7 @@ ties).
 Two training regimes:
 
 - ``negative-sampling``: the relation-map family of :func:`grounding.learn.train` (TransE,
-  RotatE, linear maps; :data:`grounding.learn.DEFAULTS`);
+  RotatE, linear maps; :data:`grounding.learn.kge.DEFAULTS`);
 - ``1vsall``: reciprocal relations with 1-vs-all cross-entropy,
   :func:`grounding.learn.train_one_vs_all` (TransE, ComplEx), the regime of the published
   CoDEx configurations; settings in :data:`PRESETS`.
@@ -27,16 +27,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from experiments._io import checked_out_dir, out_dir, write_json
-from grounding.datasets import KG_DATASETS, load_kg
-from grounding.learn import (
-    DEFAULTS,
-    KINDS,
-    RECIPROCAL_KINDS,
-    OneVsAllConfig,
-    evaluate_link_prediction,
-    train,
-    train_one_vs_all,
-)
+from grounding.datasets import load_kg
+from grounding.datasets.kg import KG_DATASETS
+from grounding.learn import OneVsAllConfig, evaluate_link_prediction, train, train_one_vs_all
+from grounding.learn.kge import DEFAULTS, KINDS
+from grounding.learn.reciprocal import RECIPROCAL_KINDS
 
 #: 1-vs-all settings per (dataset, model), chosen on validation MRR (see docs/results.md).
 #: CoDEx-S ComplEx follows the published LibKGE configuration (dimension 512, Adam at

@@ -42,9 +42,7 @@ from experiments._io import float64, parse_args, plt, save_figure, styled, write
 from experiments.grounded_qa import KAPPA, SETTINGS, build, fit_lambda
 from grounding.datasets import load_musique
 from grounding.llm import Endpoint
-from grounding.qa import GroundedQA, PankRAG, score_probabilities
-from grounding.retrieval import (
-    Communities,
+from grounding.plans import (
     FlatPlanner,
     HeuristicPlanner,
     LLMPlanner,
@@ -52,6 +50,8 @@ from grounding.retrieval import (
     TemplatePlanner,
     plan_from_decomposition,
 )
+from grounding.qa import GroundedQA, PankRAG, score_probabilities
+from grounding.retrieval import Communities
 
 SYSTEMS = (
     "pankrag",

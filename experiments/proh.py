@@ -33,15 +33,10 @@ from scipy.special import logsumexp
 from experiments._io import float64, parse_args, plt, save_figure, styled, write_csv, write_json
 from grounding import ClaimChain, EvidenceState, GroundingProblem, TypedGraph
 from grounding.datasets import hypergraph_qa_benchmark
-from grounding.qa import PRoH, ground_many, score_probabilities
-from grounding.retrieval import (
-    PCR,
-    HypergraphIndex,
-    HypergraphTemplatePlanner,
-    Query,
-    TextIndex,
-    hypergraphrag,
-)
+from grounding.plans import HypergraphTemplatePlanner
+from grounding.qa import PRoH, score_probabilities
+from grounding.qa.loop import ground_many
+from grounding.retrieval import PCR, HypergraphIndex, Query, TextIndex, hypergraphrag
 
 LAM, KAPPA, T = 10.0, 1.0, 0.1
 HOPS = (2, 3, 4, 5, 6)

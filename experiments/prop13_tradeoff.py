@@ -2,7 +2,7 @@ r"""Prop. 13 (Appendix C): the constraint-strength trade-off on the Gibbs family
 
 :math:`P_\lambda` minimizes :math:`F + \lambda G` with :math:`F(P) = \mathrm{KL}(P\|P_0)` and
 :math:`G(P) = \mathbb E_P[E_R]` (Thm. 2), so :math:`F(\lambda)` is non-decreasing and
-:math:`G(\lambda)` non-increasing in :math:`\lambda` (:func:`grounding.constraint_tradeoff`).
+:math:`G(\lambda)` non-increasing in :math:`\lambda` (:func:`grounding.bounds.constraint_tradeoff`).
 Shown for the Lou Seal candidates with finite slack (in the observed state :math:`R`, and with
 :math:`W_1` fully observed) and for random instances, together with the MAP candidate and the
 posterior mass of the correct 2014 trajectory as :math:`\lambda` grows: in :math:`R` the mass
@@ -23,7 +23,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from experiments._io import float64, parse_args, plt, save_figure, styled, write_csv, write_json
-from grounding import constraint_tradeoff, gibbs_log_posterior
+from grounding import gibbs_log_posterior
+from grounding.bounds import constraint_tradeoff
 from grounding.datasets import lou_seal_evidence
 from grounding.examples import lou_seal_example
 

@@ -4,7 +4,7 @@ With the truncated energy :math:`E_M = M\,\mathbf 1\{\rho\notin S_R\}` the soft 
 :math:`P^R_{\lambda,M}` tends to the hard posterior :math:`P_0(\cdot\mid S_R)` as
 :math:`\lambda M\to\infty`, and the distance is exactly
 :math:`\mathrm{TV} = u/(1+u)`, :math:`u = \frac{P_0(S_R^c)}{P_0(S_R)}e^{-\lambda M}`
-(:func:`grounding.hard_limit_tv`). We measure the TV (:func:`grounding.tv_distance` between
+(:func:`grounding.bounds.hard_limit_tv`). We measure the TV (:func:`grounding.tv_distance` between
 :func:`grounding.gibbs_log_posterior` and :func:`grounding.hard_log_posterior`) over a
 :math:`\lambda M` grid, with two splits of the same product (:math:`\lambda = 0.5` and
 :math:`\lambda = 2`: only :math:`\lambda M` matters), for random instances and for the Lou Seal
@@ -26,7 +26,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from experiments._io import float64, parse_args, plt, save_figure, styled, write_csv, write_json
-from grounding import gibbs_log_posterior, hard_limit_tv, hard_log_posterior, tv_distance
+from grounding import gibbs_log_posterior, hard_log_posterior, tv_distance
+from grounding.bounds import hard_limit_tv
 from grounding.datasets import lou_seal_evidence
 from grounding.examples import lou_seal_example
 

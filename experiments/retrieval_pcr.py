@@ -33,7 +33,8 @@ from experiments._io import (
     write_csv,
     write_json,
 )
-from grounding.datasets import generate_pathrag6, kg_retrieval_benchmark, load_pathrag6
+from experiments._pathrag6_reconstruction import generate_pathrag6
+from grounding.datasets import kg_retrieval_benchmark, load_pathrag6
 from grounding.retrieval import (
     PCR,
     BM25Retriever,

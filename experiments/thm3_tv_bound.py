@@ -4,8 +4,8 @@ Random instances (priors, reference energies, perturbations, a few candidate-set
 drawn for a grid of :math:`\lambda\omega` values, where :math:`\omega = \mathrm{osc}_S(E_R -
 E_{R'})`. For each we measure :math:`\mathrm{TV}(P^R_\lambda, P^{R'}_\lambda)`
 (:func:`grounding.tv_distance`) and compare it with the paper's bound
-:math:`\tanh(\lambda\omega/2)` (:func:`grounding.tv_bound`) and the sharp bound
-:math:`\tanh(\lambda\omega/4)` (:func:`grounding.tv_bound_sharp`). Half of the perturbations
+:math:`\tanh(\lambda\omega/2)` (:func:`grounding.bounds.tv_bound`) and the sharp bound
+:math:`\tanh(\lambda\omega/4)` (:func:`grounding.bounds.tv_bound_sharp`). Half of the perturbations
 are two-level (:math:`\Delta E \in \{0, \omega\}`), the extremal family of the sharp proof.
 
 The attaining two-candidate instance: reference energy 0, so the reference posterior equals
@@ -38,14 +38,8 @@ from experiments._io import (
     write_csv,
     write_json,
 )
-from grounding import (
-    gibbs_log_posterior,
-    log_ratio_bound,
-    oscillation,
-    tv_bound,
-    tv_bound_sharp,
-    tv_distance,
-)
+from grounding import gibbs_log_posterior, tv_distance
+from grounding.bounds import log_ratio_bound, oscillation, tv_bound, tv_bound_sharp
 from grounding.plot import tv_bound_curves
 
 NAME = "thm3_tv_bound"

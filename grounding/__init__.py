@@ -1,56 +1,92 @@
 """grounding: evidence-relative grounding of LLM trajectories under incomplete KG evidence.
 
-The public API is flat: ``grounding.<name>`` for every name in the ``__all__`` of the modules
-listed in :data:`FLAT_MODULES` (checked by ``tests/test_api.py``), each documented with the
-equation or result of the paper it implements (*Grounding LLM Reasoning under Incomplete
-Graph Evidence*, Li & Song). ``docs/theory.md`` maps results to code and tests;
-``docs/architecture.md`` the layers. Namespaces: :mod:`grounding.alignment`,
-:mod:`grounding.regularize`, :mod:`grounding.worlds`, :mod:`grounding.learn`,
-:mod:`grounding.retrieval`, :mod:`grounding.datasets`, :mod:`grounding.testing`,
-:mod:`grounding.examples`.
+The top level holds what a user calls first: a problem (:class:`GroundingProblem`), an
+evidence state (:class:`EvidenceState` over a :class:`TypedGraph`), the solver
+(:func:`ground`, :func:`ground_batch`, :class:`GroundingConfig`), its result, the decision
+rule and the posteriors. Everything else is a namespace, each documented with the equation or
+result of the paper it implements (*Grounding LLM Reasoning under Incomplete Graph Evidence*,
+Li & Song):
+
+- the theory: :mod:`grounding.energy`, :mod:`grounding.bounds`, :mod:`grounding.geometry`,
+  :mod:`grounding.worlds`, :mod:`grounding.regularize`, :mod:`grounding.alignment`;
+- the path engine: :mod:`grounding.semiring`, :mod:`grounding.paths`;
+- above the core: :mod:`grounding.retrieval`, :mod:`grounding.plans`, :mod:`grounding.qa`,
+  :mod:`grounding.llm`, :mod:`grounding.learn`, :mod:`grounding.datasets`,
+  :mod:`grounding.plot`, :mod:`grounding.testing`.
+
+``docs/theory.md`` maps results to code and tests; ``docs/architecture.md`` the floors.
 """
 
-from grounding import bounds as _bounds
-from grounding import decision as _decision
-from grounding import energy as _energy
-from grounding import evidence as _evidence
-from grounding import geometry as _geometry
-from grounding import graph as _graph
-from grounding import paths as _paths
-from grounding import posterior as _posterior
-from grounding import problem as _problem
-from grounding import result as _result
-from grounding import semiring as _semiring
-from grounding import solver as _solver
-from grounding.bounds import *  # noqa: F403  (names listed once, in each module's __all__)
-from grounding.decision import *  # noqa: F403
-from grounding.energy import *  # noqa: F403
-from grounding.evidence import *  # noqa: F403
-from grounding.geometry import *  # noqa: F403
-from grounding.graph import *  # noqa: F403
-from grounding.paths import *  # noqa: F403
-from grounding.posterior import *  # noqa: F403
-from grounding.problem import *  # noqa: F403
-from grounding.result import *  # noqa: F403
-from grounding.semiring import *  # noqa: F403
-from grounding.solver import *  # noqa: F403
+from grounding import bounds, energy, geometry, paths, semiring  # noqa: F401  (namespaces)
+from grounding.decision import (
+    Action,
+    IsotonicCalibrator,
+    classify_claim,
+    classify_status,
+    decide,
+    decide_action,
+    selective_rule,
+    status_energy,
+)
+from grounding.evidence import EvidenceState, EvidenceStatus
+from grounding.graph import Triple, TypedGraph
+from grounding.posterior import (
+    expected_energy,
+    gibbs_log_posterior,
+    hard_feasible,
+    hard_log_posterior,
+    kl_divergence,
+    kl_objective,
+    kl_objective_decomposition,
+    log_normalize,
+    log_odds,
+    log_partition,
+    map_index,
+    tv_distance,
+)
+from grounding.problem import ClaimChain, GroundingProblem, Realization, edge_cost
+from grounding.result import Certificate, GroundingResult, SupportingPaths
+from grounding.solver import GroundingConfig, ground, ground_batch
 
 __version__ = "0.1.0"
 
-#: The modules whose ``__all__`` make up the flat API, bottom floor first.
-FLAT_MODULES = (
-    _posterior,
-    _geometry,
-    _semiring,
-    _graph,
-    _evidence,
-    _energy,
-    _bounds,
-    _decision,
-    _paths,
-    _problem,
-    _result,
-    _solver,
-)
-
-__all__ = [name for module in FLAT_MODULES for name in module.__all__]
+__all__ = [
+    # the problem and its evidence
+    "GroundingProblem",
+    "ClaimChain",
+    "Realization",
+    "edge_cost",
+    "TypedGraph",
+    "Triple",
+    "EvidenceState",
+    "EvidenceStatus",
+    # the solver and its result
+    "ground",
+    "ground_batch",
+    "GroundingConfig",
+    "GroundingResult",
+    "Certificate",
+    "SupportingPaths",
+    # the decision rule (Sec. 3.3, Axiom 8)
+    "Action",
+    "classify_status",
+    "classify_claim",
+    "status_energy",
+    "selective_rule",
+    "decide",
+    "decide_action",
+    "IsotonicCalibrator",
+    # the posteriors (Eqs. (1), (6), (7)) and their divergences
+    "gibbs_log_posterior",
+    "hard_log_posterior",
+    "hard_feasible",
+    "log_normalize",
+    "log_partition",
+    "log_odds",
+    "map_index",
+    "expected_energy",
+    "kl_divergence",
+    "kl_objective",
+    "kl_objective_decomposition",
+    "tv_distance",
+]

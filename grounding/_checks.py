@@ -9,7 +9,8 @@ on the degenerate case instead of raising.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import functools
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -30,7 +31,7 @@ __all__ = [
     "check_float_array",
     "check_index_array",
     "check_square_matrix",
-    "check_positive_int",
+    "check_int",
     "check_features",
     "check_arcs",
     "check_edges",
@@ -223,10 +224,11 @@ def check_square_matrix(
     return L
 
 
-def check_positive_int(value: object, name: str) -> int:
-    """A Python (or NumPy) integer ``>= 1`` (``bool`` rejected)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+def check_int(value: object, name: str, low: int = 1) -> int:
+    """A Python or NumPy integer ``>= low`` (``bool`` rejected), as a Python ``int``: the
+    package's one integer check (``tests/test_conventions.py`` keeps it the only one)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ValueError(f"{name} must be an int >= {low}, got {value!r:.100}")
     return int(value)
 
 
@@ -261,7 +263,7 @@ def check_arcs(n: int, head, tail, weight, relation=None, n_relations: int | Non
 # ----------------------------------------------------------------------------- graph arrays
 def check_edges(head: ArrayLike, tail: ArrayLike, n_nodes: int) -> tuple[jax.Array, jax.Array]:
     """1-D integer edge endpoints of one length, in ``[0, n_nodes)`` (checked when concrete)."""
-    check_positive_int(n_nodes, "n_nodes")
+    check_int(n_nodes, "n_nodes")
     h, t = jnp.asarray(head), jnp.asarray(tail)
     for name, a in (("head", h), ("tail", t)):
         if a.ndim != 1 or not jnp.issubdtype(a.dtype, jnp.integer):
@@ -324,3 +326,26 @@ def check_tau(tau: ArrayLike) -> Tau:
     if t.ndim:
         raise ValueError(f"tau must be a scalar, got shape {t.shape}")
     return Tau(t, bool(concrete and float(np.asarray(tau)) == 0.0), not concrete)
+
+
+@functools.lru_cache(maxsize=16)
+def first_bad_name(names: tuple) -> int | None:
+    """Index of the first name a TSV file cannot carry (see :func:`bad_name`), or ``None``;
+    cached, because derived graphs share their vocabulary tuple."""
+    return next((i for i, n in enumerate(names) if not isinstance(n, str) or bad_name(n)), None)
+
+
+def bad_name(name: str) -> bool:
+    """Names that a TSV file cannot carry: empty, padded, or holding a tab or line break."""
+    return not name or name != name.strip() or any(c in name for c in "\t\n\r")
+
+
+def frozen_array(x: Any) -> Any:
+    """A NumPy edge array as a read-only array that owns its data (a copy unless it already
+    is one), so the graph cannot change in place behind the caches keyed on it; anything else
+    (JAX arrays are immutable, tracers) is returned as is."""
+    if not isinstance(x, np.ndarray) or (not x.flags.writeable and x.flags.owndata):
+        return x
+    a = np.array(x, copy=True)
+    a.setflags(write=False)
+    return a

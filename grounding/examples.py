@@ -54,12 +54,6 @@ from grounding.worlds import HidingObservation, two_world_witness
 __all__ = ["CANDIDATES", "LouSealExample", "lou_seal_example"]
 
 
-def legacy_claim_chain(name, entities, relations, description="") -> ClaimChain:
-    """``grounding.datasets.ClaimChain(name, entities, relations, description)`` (deprecated
-    argument order) as a :class:`~grounding.ClaimChain`."""
-    return ClaimChain(tuple(entities), tuple(relations), name, description)
-
-
 #: The candidate trajectories of :data:`grounding.datasets.lou_seal.CLAIMS` as claim chains.
 CANDIDATES: tuple[ClaimChain, ...] = tuple(
     ClaimChain(entities, relations, name, description)

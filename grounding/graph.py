@@ -19,40 +19,30 @@ import jax.numpy as jnp
 import networkx as nx
 import numpy as np
 
-from grounding._checks import check_reliability
+from grounding._checks import check_reliability, first_bad_name, frozen_array
 from grounding.semiring import EdgeIndex, Reachability
 from grounding.semiring.reach import csr_slices
 
-__all__ = ["TypedGraph", "Triple"]
+__all__ = ["TypedGraph", "Triple", "inverse_relation"]
 
 Triple = tuple[str, str, str]
+
+#: How a relation read backwards is named: the package's one convention for inverse relations.
+INVERSE_SUFFIX = "^-1"
+
+
+def inverse_relation(name: str) -> str:
+    """The name of relation ``name`` read backwards, and back: ``"P27" <-> "P27^-1"``.
+
+    Example:
+        >>> inverse_relation("mascot_of"), inverse_relation("mascot_of^-1")
+        ('mascot_of^-1', 'mascot_of')
+    """
+    return name[: -len(INVERSE_SUFFIX)] if name.endswith(INVERSE_SUFFIX) else name + INVERSE_SUFFIX
 
 
 def _index(names: Sequence[str]) -> dict[str, int]:
     return {n: i for i, n in enumerate(names)}
-
-
-@functools.lru_cache(maxsize=16)
-def _first_bad_name(names: tuple) -> int | None:
-    """Index of the first name a TSV file cannot carry (see :func:`_bad_name`), or ``None``;
-    cached, because derived graphs share their vocabulary tuple."""
-    return next((i for i, n in enumerate(names) if not isinstance(n, str) or _bad_name(n)), None)
-
-
-def _bad_name(name: str) -> bool:
-    """Names that a TSV file cannot carry: empty, padded, or holding a tab or line break."""
-    return not name or name != name.strip() or any(c in name for c in "\t\n\r")
-
-
-def _frozen(x: Any) -> Any:
-    """A NumPy edge array as a read-only array that owns its data (a copy unless it already
-    is one), so the graph cannot change in place behind the caches keyed on it; anything else
-    (JAX arrays are immutable, tracers) is returned as is."""
-    if not isinstance(x, np.ndarray) or (not x.flags.writeable and x.flags.owndata):
-        return x
-    a = np.array(x, copy=True)
-    a.setflags(write=False)
-    return a
 
 
 def _edges_of(csr: tuple[np.ndarray, np.ndarray], nodes) -> tuple[np.ndarray, np.ndarray]:
@@ -100,7 +90,7 @@ class TypedGraph:
 
     def __post_init__(self) -> None:
         for f in ("head", "relation", "tail", "reliability"):
-            object.__setattr__(self, f, _frozen(getattr(self, f)))
+            object.__setattr__(self, f, frozen_array(getattr(self, f)))
         shapes = {jnp.shape(a) for a in (self.head, self.relation, self.tail, self.reliability)}
         if len(shapes) != 1 or len(next(iter(shapes))) != 1:
             raise ValueError(
@@ -122,7 +112,7 @@ class TypedGraph:
                 )
         check_reliability(self.reliability, "reliability")
         for kind, names in (("entity", self.entities), ("relation", self.relations)):
-            i = _first_bad_name(tuple(names))
+            i = first_bad_name(tuple(names))
             if i is not None:
                 raise ValueError(
                     f"{kind} name {i} ({names[i]!r}) must be a non-empty string without a tab, "
@@ -362,7 +352,7 @@ class TypedGraph:
         self, anchors: int | Sequence[int] | np.ndarray, max_hops: int | None = None
     ) -> np.ndarray:
         """``[A, N]`` directed hop distances from each anchor index
-        (:data:`grounding.semiring.UNREACHABLE` when not reached within ``max_hops``)."""
+        (:data:`grounding.semiring.recursion.UNREACHABLE` when not reached within ``max_hops``)."""
         return self._reach.distances(anchors, max_hops)
 
     def triples(self) -> list[Triple]:

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
-from grounding.graph import TypedGraph
+from grounding.graph import INVERSE_SUFFIX, TypedGraph
 
 __all__ = [
     "KnowledgeHypergraph",
@@ -38,7 +38,6 @@ __all__ = [
 #: Member kinds, in the order of their codes.
 ROLE_KINDS = ("subject", "object", "qualifier")
 _NODE = "statement:"  # prefix of hyperedge nodes in the bipartite graph
-_INV = "^-1"
 
 Statement = tuple[str, str, str, tuple[tuple[str, str], ...]]
 
@@ -60,7 +59,7 @@ def hop_relations(role_in: str, role_out: str) -> tuple[str, str]:
     """The two bipartite relations of one hyperedge hop: enter the statement in ``role_in``,
     leave it in ``role_out`` (a claim chain ``x -role_in-> h -role_out^-1-> y``)."""
     parse_role(role_in), parse_role(role_out)
-    return role_in, role_out + _INV
+    return role_in, role_out + INVERSE_SUFFIX
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -273,7 +272,7 @@ class KnowledgeHypergraph:
         role_names = sorted(
             {role_name(int(k), self.relations[r]) for k, r in zip(self.kind, self.role)}
         )
-        rel_names = [*role_names, *(n + _INV for n in role_names)]
+        rel_names = [*role_names, *(n + INVERSE_SUFFIX for n in role_names)]
         r_ix = {n: i for i, n in enumerate(rel_names)}
         forward = np.array(
             [r_ix[role_name(int(k), self.relations[r])] for k, r in zip(self.kind, self.role)],

@@ -24,14 +24,13 @@ import networkx as nx
 import numpy as np
 from jax.typing import ArrayLike
 
+from grounding._checks import check_int
 from grounding.bounds import tv_bound, tv_bound_sharp
 from grounding.evidence import EvidenceStatus
 from grounding.graph import TypedGraph
 from grounding.result import GroundingResult
 
 __all__ = [
-    "STYLE",
-    "STATUS_COLORS",
     "style",
     "posterior_bars",
     "tv_bound_curves",
@@ -84,12 +83,7 @@ def posterior_bars(result: GroundingResult, ax=None, *, max_candidates: int = 12
     candidate as grouped bars; each candidate's label (``labels``, one per candidate, default
     its name) carries its evidence status, colored as :data:`STATUS_COLORS`. Shows the
     ``max_candidates`` (a positive int) of largest soft posterior."""
-    if (
-        isinstance(max_candidates, bool)
-        or not isinstance(max_candidates, (int, np.integer))
-        or max_candidates < 1
-    ):
-        raise ValueError(f"max_candidates must be a positive int, got {max_candidates!r}")
+    check_int(max_candidates, "max_candidates")
     ax = _axes(ax)
     names = list(result.names if labels is None else labels)
     if len(names) != len(result.names):
@@ -184,9 +178,8 @@ def _candidate(result: GroundingResult, candidate: int | str | None) -> int:
         if candidate not in result.names:
             raise ValueError(f"candidate {candidate!r} is not one of the result's {n} candidates")
         return result.names.index(candidate)
-    if isinstance(candidate, bool) or not isinstance(candidate, (int, np.integer)):
-        raise ValueError(f"candidate must be an int index or a candidate name, got {candidate!r}")
-    if not 0 <= candidate < n:
+    candidate = check_int(candidate, "candidate (an index, when not a candidate name)", 0)
+    if not candidate < n:
         raise ValueError(f"candidate must lie in [0, {n}), got {candidate}")
     return int(candidate)
 

@@ -82,7 +82,7 @@ def gibbs_log_posterior(log_prior: ArrayLike, energy: ArrayLike, lam: ArrayLike)
 
     Conventions: ``+inf`` energy gives ``-inf`` log-mass for every ``lambda >= 0``
     (an infinite energy is the raw "no admissible path" marker of Eq. (11), not a
-    finite penalty; use :func:`grounding.slack_energy` to keep such candidates).
+    finite penalty; use :func:`grounding.energy.slack_energy` to keep such candidates).
     At ``lambda = 0`` the posterior equals the prior on finite-energy candidates.
 
     Args:

@@ -31,6 +31,7 @@ from jax.typing import ArrayLike
 from grounding._checks import (
     as_float_array,
     check_energy,
+    check_int,
     check_log_prob,
     check_nonnegative_scalar,
 )
@@ -204,12 +205,8 @@ class GroundingProblem:
                 raise ValueError("answer candidates need anchors (the question's topic entities)")
             if self.min_hops not in (0, 1):
                 raise ValueError(f"min_hops must be 0 or 1, got {self.min_hops!r}")
-            if self.max_hops is not None and (
-                isinstance(self.max_hops, bool)
-                or not isinstance(self.max_hops, (int, np.integer))
-                or self.max_hops < 1
-            ):
-                raise ValueError(f"max_hops must be an int >= 1 or None, got {self.max_hops!r}")
+            if self.max_hops is not None:
+                check_int(self.max_hops, "max_hops (or None)")
 
     @classmethod
     def merged(

@@ -35,7 +35,7 @@ class Certificate:
       candidate move by at most :math:`\lambda\omega`);
     - :math:`\mathrm{TV}(p^R_\lambda, p^{R'}_\lambda) \le \tanh(\lambda\omega/2)`
       (``tv_paper``, Eq. (21)) and the sharp :math:`\tanh(\lambda\omega/4)` (``tv_sharp``,
-      see :func:`grounding.tv_bound_sharp`).
+      see :func:`grounding.bounds.tv_bound_sharp`).
 
     Attributes:
         lam: the grounding strength :math:`\lambda`.

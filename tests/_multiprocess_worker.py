@@ -19,7 +19,7 @@ N_NODES, N_EDGES, MAX_HOPS = 200, 1_000, 3
 
 def energy_fields(mesh) -> dict:
     """The checked fields (``mesh=None``: unsharded) on a fixed float32 random graph: totals at
-    ``tau`` 0.5 and 0, per-hop fields, and an :class:`~grounding.EdgeIndex` field with
+    ``tau`` 0.5 and 0, per-hop fields, and an :class:`~grounding.semiring.EdgeIndex` field with
     per-source costs for a batch of 6 sources (padded to a multiple of the device count)."""
     import grounding as g
 
@@ -31,11 +31,11 @@ def energy_fields(mesh) -> dict:
     sources = rng.choice(N_NODES, 8, replace=False).astype(np.int32)
     per_source = (cost + rng.uniform(0, 1, (6, N_EDGES))).astype(np.float32)
     kw = dict(n_nodes=N_NODES, max_hops=MAX_HOPS, mesh=mesh)
-    index = g.EdgeIndex.from_edges(head, tail, N_NODES)
+    index = g.semiring.EdgeIndex.from_edges(head, tail, N_NODES)
     return {
-        "field_tau0.5": g.energy_field(head, tail, cost, sources, tau=0.5, **kw),
-        "field_tau0": g.energy_field(head, tail, cost, sources, tau=0.0, **kw),
-        "hops_tau0.5": g.hop_energy_fields(head, tail, cost, sources, tau=0.5, **kw),
+        "field_tau0.5": g.semiring.energy_field(head, tail, cost, sources, tau=0.5, **kw),
+        "field_tau0": g.semiring.energy_field(head, tail, cost, sources, tau=0.0, **kw),
+        "hops_tau0.5": g.semiring.hop_energy_fields(head, tail, cost, sources, tau=0.5, **kw),
         "index_per_source_tau0.5": index.energy_field(
             per_source, sources[:6], max_hops=MAX_HOPS, tau=0.5, mesh=mesh
         ),

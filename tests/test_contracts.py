@@ -55,7 +55,7 @@ def test_batched_bounds_equal_row_by_row(name, seed):
     """Leading axes are batch axes: a batch of rows gives each row's own value."""
     rng, lp, e = _rows(seed)
     args = BATCHED[name](rng, lp, e)
-    f = getattr(g, name)
+    f = getattr(g.bounds, name)
     whole = f(*args)
     whole = whole if isinstance(whole, tuple) else (whole,)
     for i in range(lp.shape[0]):
@@ -66,7 +66,13 @@ def test_batched_bounds_equal_row_by_row(name, seed):
 
 
 @pytest.mark.parametrize(
-    "bound", [g.tv_bound, g.tv_bound_sharp, g.tv_bound_delta, g.tv_bound_delta_sharp]
+    "bound",
+    [
+        g.bounds.tv_bound,
+        g.bounds.tv_bound_sharp,
+        g.bounds.tv_bound_delta,
+        g.bounds.tv_bound_delta_sharp,
+    ],
 )
 def test_thm3_bounds_at_zero_and_infinite_strength(bound):
     """lambda = inf with any movement: TV up to 1; no movement or lambda = 0: TV 0 (0*inf = 0)."""
@@ -80,25 +86,31 @@ def test_thm3_bounds_at_zero_and_infinite_strength(bound):
 def test_thm3_uniform_perturbation_constants(lam, delta):
     """sup|dE| <= delta gives omega <= 2 delta: the paper's tanh(lam delta) and the sharp
     tanh(lam delta / 2), both pinned (two-sided) and related to the omega forms."""
-    assert float(g.tv_bound_delta(lam, delta)) == pytest.approx(math.tanh(lam * delta), abs=1e-12)
-    sharp = float(g.tv_bound_delta_sharp(lam, delta))
+    assert float(g.bounds.tv_bound_delta(lam, delta)) == pytest.approx(
+        math.tanh(lam * delta), abs=1e-12
+    )
+    sharp = float(g.bounds.tv_bound_delta_sharp(lam, delta))
     assert sharp == pytest.approx(math.tanh(lam * delta / 2), abs=1e-12)
-    assert sharp == pytest.approx(float(g.tv_bound_sharp(lam, 2 * delta)), abs=1e-12)
-    assert float(g.tv_bound_delta(lam, delta)) == pytest.approx(
-        float(g.tv_bound(lam, 2 * delta)), abs=1e-12
+    assert sharp == pytest.approx(float(g.bounds.tv_bound_sharp(lam, 2 * delta)), abs=1e-12)
+    assert float(g.bounds.tv_bound_delta(lam, delta)) == pytest.approx(
+        float(g.bounds.tv_bound(lam, 2 * delta)), abs=1e-12
     )
 
 
 def test_thm3_oscillation_with_an_infinite_energy_on_the_support_is_infinite():
     for e1, e2 in (([np.inf], [1.0]), ([1.0], [np.inf]), ([np.inf, 0.0], [1.0, 0.0])):
         assert (
-            float(g.oscillation(np.array(e1), np.array(e2), np.zeros(len(e1)) - np.log(len(e1))))
+            float(
+                g.bounds.oscillation(
+                    np.array(e1), np.array(e2), np.zeros(len(e1)) - np.log(len(e1))
+                )
+            )
             == np.inf
         )
     # off the support an infinite energy does not enter
     lp = np.log([1.0, 0.0 + 1e-300])
     lp[1] = -np.inf
-    assert float(g.oscillation(np.array([1.0, np.inf]), np.array([0.5, 2.0]), lp)) == 0.0
+    assert float(g.bounds.oscillation(np.array([1.0, np.inf]), np.array([0.5, 2.0]), lp)) == 0.0
 
 
 @given(seeds, lambdas(max_value=50.0, zero=False))
@@ -118,7 +130,7 @@ def test_prop5_rate_is_attained_and_ignores_zero_prior_candidates(seed, lam):
     e[-1] = 0.0  # ... with the lowest energy of all
     log_post = np.asarray(g.gibbs_log_posterior(lp, e, lam))
     limit = np.where(in_m, p, 0.0) / p[in_m].sum()
-    rate = float(g.concentration_tv_bound(lp, e, lam))
+    rate = float(g.bounds.concentration_tv_bound(lp, e, lam))
     assert rate == pytest.approx(0.5 * np.abs(np.exp(log_post) - limit).sum(), rel=1e-9, abs=1e-12)
     outside = np.logaddexp.reduce(log_post[~in_m])  # TV = P_lambda(M^c), in log-space
     assert rate == pytest.approx(np.exp(outside), rel=1e-9, abs=1e-300)
@@ -139,89 +151,91 @@ def test_prop7_premise_is_the_strict_per_competitor_margin(pe, lam, target):
         # (a zero-prior target never meets it: log P0(rho)/P0(dagger) = +inf)
         with np.errstate(invalid="ignore"):  # lam * (inf - inf) or 0 * inf: nan, not > anything
             want &= bool(lam * (e[j] - e[target]) > log_prior[j] - log_prior[target])
-    assert bool(g.margin_condition(log_prior, e, lam, target)) == want
+    assert bool(g.bounds.margin_condition(log_prior, e, lam, target)) == want
 
 
 def test_prop7_premise_without_positive_prior_competitors_holds():
     """Zero-prior candidates are not competitors, whatever their energies (docstring)."""
     lp = np.array([0.0, -np.inf])
     for e in ([np.inf, 1.0], [1.0, 0.0], [2.0, np.inf]):
-        assert bool(g.margin_condition(lp, np.array(e), 0.5, 0))
+        assert bool(g.bounds.margin_condition(lp, np.array(e), 0.5, 0))
 
 
 def test_prop7_ties_do_not_satisfy_the_strict_premise():
     lp = np.log([0.5, 0.5])
-    assert not bool(g.margin_condition(lp, np.array([1.0, 1.0]), 2.0, 0))
-    assert not bool(g.pairwise_ranking_condition(lp[0], lp[1], 1.0, 1.0, 2.0))
-    assert bool(g.pairwise_ranking_condition(np.log(0.4), np.log(0.6), 0.0, 1.0, 2.0))
-    assert not bool(g.pairwise_ranking_condition(np.log(0.4), np.log(0.6), 0.0, 0.1, 2.0))
+    assert not bool(g.bounds.margin_condition(lp, np.array([1.0, 1.0]), 2.0, 0))
+    assert not bool(g.bounds.pairwise_ranking_condition(lp[0], lp[1], 1.0, 1.0, 2.0))
+    assert bool(g.bounds.pairwise_ranking_condition(np.log(0.4), np.log(0.6), 0.0, 1.0, 2.0))
+    assert not bool(g.bounds.pairwise_ranking_condition(np.log(0.4), np.log(0.6), 0.0, 0.1, 2.0))
 
 
 def test_prop7_probability_floor_domain():
-    assert g.map_probability_lower_bound(0.0, 3) == 1.0
-    assert g.map_probability_lower_bound(1.0, 3) == 0.0
-    assert g.map_probability_lower_bound(0.3, 0) == 1.0
-    assert g.map_probability_lower_bound(0.5, 1) == 0.5
+    assert g.bounds.map_probability_lower_bound(0.0, 3) == 1.0
+    assert g.bounds.map_probability_lower_bound(1.0, 3) == 0.0
+    assert g.bounds.map_probability_lower_bound(0.3, 0) == 1.0
+    assert g.bounds.map_probability_lower_bound(0.5, 1) == 0.5
     for eps, k in ((-0.1, 1), (1.5, 1), (0.5, -1)):
         with pytest.raises(ValueError):
-            g.map_probability_lower_bound(eps, k)
+            g.bounds.map_probability_lower_bound(eps, k)
 
 
 def test_prop12_eq27_with_non_unit_constants_and_its_domain():
     """Eq. (27) at lam = 2, B = 0.5, gamma = 0.25, |Gamma| = 3, m = 10 (computed by hand:
     2*3*exp(-10 * 0.0625 / (2 * 4 * 0.25)) = 6 exp(-0.3125)), and the sample size as the
     smallest m whose failure bound is at most delta."""
-    assert g.hoeffding_failure_bound(10, 0.25, 2.0, 0.5, 3) == pytest.approx(
+    assert g.bounds.hoeffding_failure_bound(10, 0.25, 2.0, 0.5, 3) == pytest.approx(
         6 * math.exp(-0.3125), rel=1e-12
     )
     for lam, bound, gamma, n, delta in ((2.0, 0.5, 0.25, 3, 0.1), (0.7, 3.0, 0.4, 5, 0.01)):
-        m = g.hoeffding_sample_size(gamma, lam, bound, n, delta)
-        assert g.hoeffding_failure_bound(m, gamma, lam, bound, n) <= delta
-        assert m == 1 or g.hoeffding_failure_bound(m - 1, gamma, lam, bound, n) > delta
-    assert g.hoeffding_sample_size(10.0, 0.1, 0.1, 2, 0.5) == 1  # at least one sample
-    assert g.hoeffding_failure_bound(1, 1.0, 1.0, 1.0, 2) > 0  # m = 1, |Gamma| = 2 allowed
+        m = g.bounds.hoeffding_sample_size(gamma, lam, bound, n, delta)
+        assert g.bounds.hoeffding_failure_bound(m, gamma, lam, bound, n) <= delta
+        assert m == 1 or g.bounds.hoeffding_failure_bound(m - 1, gamma, lam, bound, n) > delta
+    assert g.bounds.hoeffding_sample_size(10.0, 0.1, 0.1, 2, 0.5) == 1  # at least one sample
+    assert g.bounds.hoeffding_failure_bound(1, 1.0, 1.0, 1.0, 2) > 0  # m = 1, |Gamma| = 2 allowed
     for bad in ((0, 1.0, 1.0, 1.0, 2), (1, 0.0, 1.0, 1.0, 2), (1, 1.0, 0.0, 1.0, 2),
                 (1, 1.0, 1.0, 0.0, 2), (1, 1.0, 1.0, 1.0, 1)):  # fmt: skip
         with pytest.raises(ValueError):
-            g.hoeffding_failure_bound(*bad)
-    assert g.hoeffding_sample_size(1.0, 1.0, 1.0, 2, 0.999) >= 1
+            g.bounds.hoeffding_failure_bound(*bad)
+    assert g.bounds.hoeffding_sample_size(1.0, 1.0, 1.0, 2, 0.999) >= 1
     for bad in ((0.0, 1.0, 1.0, 2, 0.1), (1.0, 0.0, 1.0, 2, 0.1), (1.0, 1.0, 0.0, 2, 0.1),
                 (1.0, 1.0, 1.0, 1, 0.1), (1.0, 1.0, 1.0, 2, 0.0), (1.0, 1.0, 1.0, 2, 1.0)):  # fmt: skip
         with pytest.raises(ValueError):
-            g.hoeffding_sample_size(*bad)
+            g.bounds.hoeffding_sample_size(*bad)
 
 
 def test_eq15_coverage_domain():
-    assert g.coverage_any_path([], [0.5]) == 0.0
-    assert g.coverage_any_path([[0]], [0.0]) == 0.0
-    assert g.coverage_any_path([[0]], [1.0]) == 1.0
+    assert g.bounds.coverage_any_path([], [0.5]) == 0.0
+    assert g.bounds.coverage_any_path([[0]], [0.0]) == 0.0
+    assert g.bounds.coverage_any_path([[0]], [1.0]) == 1.0
     for bad in ([-0.1], [1.1]):
         with pytest.raises(ValueError):
-            g.coverage_any_path([[0]], bad)
+            g.bounds.coverage_any_path([[0]], bad)
 
 
 def test_prop8_every_budget_is_checked():
     kw = dict(
         m_max=2, k_max=3, eps_ent=0.1, eps_rel=0.2, eps_w=0.3, eps_slack=0.4, alpha=0.5, xi=0.6
     )
-    assert g.energy_perturbation_delta(**kw) == pytest.approx(
+    assert g.bounds.energy_perturbation_delta(**kw) == pytest.approx(
         2 * 0.1 + 0.5 * 3 * (0.2 + 0.6 * 0.3) + 0.4
     )
-    assert g.energy_perturbation_delta(**dict.fromkeys(kw, 0)) == 0.0  # zero budgets are valid
+    assert (
+        g.bounds.energy_perturbation_delta(**dict.fromkeys(kw, 0)) == 0.0
+    )  # zero budgets are valid
     for key in kw:
         for bad in (-1.0, np.inf, np.nan):
             with pytest.raises(ValueError, match=f"^{key} must"):
-                g.energy_perturbation_delta(**{**kw, key: bad})
+                g.bounds.energy_perturbation_delta(**{**kw, key: bad})
 
 
 def test_prop15_integer_masks_are_masks():
     """0/1 integer masks mean what boolean masks mean, including the premise check."""
     lp = np.log([0.2, 0.3, 0.5])
-    a = g.amplification(lp, np.array([1, 1, 0]), np.array([1, 0, 0]))
-    b = g.amplification(lp, np.array([True, True, False]), np.array([True, False, False]))
+    a = g.bounds.amplification(lp, np.array([1, 1, 0]), np.array([1, 0, 0]))
+    b = g.bounds.amplification(lp, np.array([True, True, False]), np.array([True, False, False]))
     np.testing.assert_allclose(np.asarray(a), np.asarray(b), **F64)
     with pytest.raises(ValueError, match="Gamma"):
-        g.amplification(lp, np.array([1, 0, 0]), np.array([0, 1, 0]))
+        g.bounds.amplification(lp, np.array([1, 0, 0]), np.array([0, 1, 0]))
 
 
 # ----------------------------------------------------------------------------- decision
@@ -302,18 +316,21 @@ def test_axiom8_decide_needs_one_candidate_set():
 # ----------------------------------------------------------------------------- energy
 def test_eq10_path_energy_batches_and_needs_a_term_axis():
     ent, rel = np.array([[0.5, 0.25], [1.0, 0.0]]), np.array([[1.0, 2.0], [0.5, 0.5]])
-    np.testing.assert_allclose(np.asarray(g.path_energy(ent, rel, 0.5)), [2.25, 1.5])
+    np.testing.assert_allclose(np.asarray(g.energy.path_energy(ent, rel, 0.5)), [2.25, 1.5])
     for bad, name in (((0.5, [1.0]), "entity_costs"), (([0.5], 1.0), "relation_residuals")):
         with pytest.raises(ValueError, match=f"^{name} must have at least 1 dimension"):
-            g.path_energy(*bad, 0.5)
+            g.energy.path_energy(*bad, 0.5)
 
 
 def test_eqs28_29_objectives_term_by_term():
     """Eq. (29): d^2/2 + lam E + mu Omega; Eq. (28): L + lam E + beta dist^2 + mu Omega, each
     at values where every term differs from its neighbors (d = 3: d^2 != d^3 != 2d)."""
-    assert float(g.revision_objective(3.0, 2.0, 4.0, 0.5, 0.25)) == 4.5 + 1.0 + 1.0
-    assert float(g.revision_objective(3.0, np.inf, 4.0, 0.0, 0.25)) == np.inf  # lam * inf
-    assert float(g.unified_objective(1.0, 2.0, 3.0, 4.0, 0.5, 0.25, 0.125)) == 1 + 1 + 2.25 + 0.5
+    assert float(g.energy.revision_objective(3.0, 2.0, 4.0, 0.5, 0.25)) == 4.5 + 1.0 + 1.0
+    assert float(g.energy.revision_objective(3.0, np.inf, 4.0, 0.0, 0.25)) == np.inf  # lam * inf
+    assert (
+        float(g.energy.unified_objective(1.0, 2.0, 3.0, 4.0, 0.5, 0.25, 0.125))
+        == 1 + 1 + 2.25 + 0.5
+    )
 
 
 def test_def3_support_region_boundary_scalars_and_projection_under_jit():
@@ -321,15 +338,19 @@ def test_def3_support_region_boundary_scalars_and_projection_under_jit():
     region; under jit a non-empty region projects as eagerly (the emptiness check is eager)."""
     import jax
 
-    assert bool(g.support_region(1.0, 1.0)) and not bool(g.support_region(1.0 + 1e-12, 1.0))
-    np.testing.assert_array_equal(np.asarray(g.support_region([0.5, 1.0, 2.0], 1.0)), [1, 1, 0])
+    assert bool(g.energy.support_region(1.0, 1.0)) and not bool(
+        g.energy.support_region(1.0 + 1e-12, 1.0)
+    )
+    np.testing.assert_array_equal(
+        np.asarray(g.energy.support_region([0.5, 1.0, 2.0], 1.0)), [1, 1, 0]
+    )
     xs, energy = np.array([[0.0], [2.0], [5.0]]), np.array([3.0, 0.5, 0.2])
 
     def dist(a, b):
         return jax.numpy.abs(a - b).sum()
 
-    eager = g.projection(np.array([0.0]), xs, energy, 1.0, dist)
-    jitted = jax.jit(lambda x0: g.projection(x0, xs, energy, 1.0, dist))(np.array([0.0]))
+    eager = g.energy.projection(np.array([0.0]), xs, energy, 1.0, dist)
+    jitted = jax.jit(lambda x0: g.energy.projection(x0, xs, energy, 1.0, dist))(np.array([0.0]))
     assert int(eager[0]) == int(jitted[0]) == 1 and float(eager[1]) == float(jitted[1]) == 4.0
 
 
@@ -494,14 +515,14 @@ def test_eq13_large_tau_stays_within_its_bounds_in_either_precision(dtype):
     e = np.asarray([1.0, 2.0], dtype)
     lw = np.log(np.asarray([0.5, 0.5], dtype))
     for tau in (1e3, 1e5, 1e8, 1e12, 1e30):
-        agg = float(g.aggregate_paths(e, lw, tau))
-        lo, hi = (float(v) for v in g.aggregation_bounds(e, lw, tau))
+        agg = float(g.energy.aggregate_paths(e, lw, tau))
+        lo, hi = (float(v) for v in g.energy.aggregation_bounds(e, lw, tau))
         assert lo <= agg <= hi
         # E_w exp(-e/tau) = exp(-1.5/tau) cosh(0.5/tau), and cosh(y) - 1 = 2 sinh(y/2)^2
         want = 1.5 - tau * np.log1p(2 * np.sinh(0.25 / tau) ** 2)
         np.testing.assert_allclose(agg, want, rtol=2 * np.finfo(dtype).eps)
-        nu = np.asarray(jax.grad(lambda x, t=tau: g.aggregate_paths(x, lw, t))(e))
-        np.testing.assert_allclose(nu, np.exp(np.asarray(g.path_posterior(e, lw, tau))),
+        nu = np.asarray(jax.grad(lambda x, t=tau: g.energy.aggregate_paths(x, lw, t))(e))
+        np.testing.assert_allclose(nu, np.exp(np.asarray(g.energy.path_posterior(e, lw, tau))),
                                    rtol=8 * np.finfo(dtype).eps)  # fmt: skip
 
 
@@ -539,8 +560,13 @@ def test_eq7_is_shifted_per_row_by_the_least_energy_of_the_prior_support(dtype, 
 def test_eq19_slack_on_scalars_and_without_slack():
     """A scalar energy is one candidate; ``kappa = inf`` is 'no slack' (Eq. (19) leaves the
     energies as they are, ``+inf`` included)."""
-    assert float(g.slack_energy(3.0, 1.0)) == 1.0 and float(g.slack_energy(0.5, 1.0)) == 0.5
-    np.testing.assert_array_equal(np.asarray(g.slack_energy([1.0, np.inf], np.inf)), [1.0, np.inf])
+    assert (
+        float(g.energy.slack_energy(3.0, 1.0)) == 1.0
+        and float(g.energy.slack_energy(0.5, 1.0)) == 0.5
+    )
+    np.testing.assert_array_equal(
+        np.asarray(g.energy.slack_energy([1.0, np.inf], np.inf)), [1.0, np.inf]
+    )
 
 
 def test_eq13_aggregation_bounds_per_row_of_a_batch():
@@ -548,9 +574,9 @@ def test_eq13_aggregation_bounds_per_row_of_a_batch():
     batch's)."""
     e = np.array([[1.0, 3.0], [5.0, 4.0]])
     lw = np.log(np.array([[0.5, 0.5], [0.25, 0.75]]))
-    lo, hi = (np.asarray(v) for v in g.aggregation_bounds(e, lw, 2.0))
+    lo, hi = (np.asarray(v) for v in g.energy.aggregation_bounds(e, lw, 2.0))
     for r in range(2):
-        lo_r, hi_r = (float(v) for v in g.aggregation_bounds(e[r], lw[r], 2.0))
+        lo_r, hi_r = (float(v) for v in g.energy.aggregation_bounds(e[r], lw[r], 2.0))
         assert lo[r] == lo_r and hi[r] == hi_r
     np.testing.assert_allclose(lo, [1.0, 4.0])
     np.testing.assert_allclose(hi, [min(1 + 2 * np.log(2), 2.0), min(4 - 2 * np.log(0.75), 4.25)])
@@ -568,24 +594,28 @@ def test_eqs11_13_prop2_every_row_of_a_batch_is_its_own_family():
     with np.errstate(divide="ignore"):
         lw = np.log(w / w.sum(-1, keepdims=True))
     tau = np.array([[0.0, 0.7, 5.0], [0.3, 0.0, 2.0]])
-    agg = np.asarray(g.aggregate_paths(e, lw, tau))
-    post = np.asarray(g.path_posterior(e, lw, tau))
-    best = np.asarray(g.best_path_energy(e))
+    agg = np.asarray(g.energy.aggregate_paths(e, lw, tau))
+    post = np.asarray(g.energy.path_posterior(e, lw, tau))
+    best = np.asarray(g.energy.best_path_energy(e))
     for i in np.ndindex(2, 3):
-        assert agg[i] == float(g.aggregate_paths(e[i], lw[i], tau[i]))
-        np.testing.assert_array_equal(post[i], np.asarray(g.path_posterior(e[i], lw[i], tau[i])))
-        assert best[i] == float(g.best_path_energy(e[i]))
+        assert agg[i] == float(g.energy.aggregate_paths(e[i], lw[i], tau[i]))
+        np.testing.assert_array_equal(
+            post[i], np.asarray(g.energy.path_posterior(e[i], lw[i], tau[i]))
+        )
+        assert best[i] == float(g.energy.best_path_energy(e[i]))
     assert agg[1, 2] == np.inf and best[1, 2] == np.inf
 
 
 def test_prop2_tau_zero_limit_is_the_prior_on_the_least_energy_paths():
     e = np.array([1.0, 1.0, 2.0, np.inf])
     lw = np.log([0.1, 0.3, 0.2, 0.4])
-    np.testing.assert_allclose(np.exp(np.asarray(g.path_posterior(e, lw, 0.0))), [0.25, 0.75, 0, 0])
+    np.testing.assert_allclose(
+        np.exp(np.asarray(g.energy.path_posterior(e, lw, 0.0))), [0.25, 0.75, 0, 0]
+    )
 
 
 def test_eq11_empty_path_axis_keeps_batch_shape_and_dtype():
-    out = g.best_path_energy(np.zeros((2, 0), np.float32))
+    out = g.energy.best_path_energy(np.zeros((2, 0), np.float32))
     assert out.shape == (2,) and out.dtype == np.float32 and np.all(np.isinf(np.asarray(out)))
 
 
@@ -594,4 +624,4 @@ def test_eq13_small_tau_with_a_tiny_weight_on_the_best_path_is_exact():
     there would cancel (1 + s with s ~ -1 + 1e-10)."""
     e, w, tau = np.array([0.0, 10.0]), np.array([1e-10, 1 - 1e-10]), 0.1
     want = -tau * np.log(w[0] + w[1] * np.exp(-e[1] / tau))  # exact in float64 here
-    assert float(g.aggregate_paths(e, np.log(w), tau)) == pytest.approx(want, rel=1e-12)
+    assert float(g.energy.aggregate_paths(e, np.log(w), tau)) == pytest.approx(want, rel=1e-12)

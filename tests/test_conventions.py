@@ -56,3 +56,45 @@ def test_every_identifier_of_the_package_is_spelled_the_american_way():
         for name in british_identifiers(path.read_text())
     }
     assert not bad, sorted(bad)
+
+
+HAND_WRITTEN_INT_CHECK = re.compile(
+    r"isinstance\(\s*[\w.]+,\s*bool\s*\)\s*or\s+not\s+isinstance\(\s*[\w.]+,\s*"
+    r"(int|\(int, np\.integer\)|int \| np\.integer)\s*\)"
+)
+
+
+def test_one_integer_check():
+    """Integers are checked by ``grounding._checks.check_int`` alone (one message, one rule:
+    Python or NumPy ints, ``bool`` rejected), not re-written module by module."""
+    assert HAND_WRITTEN_INT_CHECK.search(
+        "if isinstance(v, bool) or not isinstance(v, (int, np.integer)):"
+    )
+    assert HAND_WRITTEN_INT_CHECK.search(
+        "if (\n  isinstance(k, bool)\n  or not isinstance(k, int)\n)"
+    )
+    bad = [
+        f"{path.relative_to(PACKAGE.parent)}: {m.group(0)!r}"
+        for path in PACKAGE.rglob("*.py")
+        if path != PACKAGE / "_checks.py"
+        for m in HAND_WRITTEN_INT_CHECK.finditer(path.read_text())
+    ]
+    assert not bad, bad
+
+
+def test_one_inverse_relation_suffix():
+    """Relations read backwards are named in one place (``grounding.graph.INVERSE_SUFFIX``,
+    ``inverse_relation``), not by a suffix literal module by module."""
+    from grounding.graph import INVERSE_SUFFIX, inverse_relation
+
+    assert inverse_relation(inverse_relation("r")) == "r" != inverse_relation("r")
+    assert inverse_relation("r") == "r" + INVERSE_SUFFIX
+    literal = re.compile(r"""["']\^-1["']""")
+    bad = [
+        f"{path.relative_to(PACKAGE.parent)}:{i}"
+        for path in PACKAGE.rglob("*.py")
+        if path != PACKAGE / "graph.py"
+        for i, line in enumerate(path.read_text().splitlines(), 1)
+        if literal.search(line)
+    ]
+    assert not bad, bad

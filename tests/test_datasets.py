@@ -7,14 +7,11 @@ import re
 import numpy as np
 import pytest
 
-from grounding import EvidenceStatus, TypedGraph, chain_path_energies
-from grounding.datasets import (
-    STAND_IN_PRIOR,
-    load_triples,
-    lou_seal,
-    lou_seal_evidence,
-)
+from grounding import EvidenceStatus, TypedGraph
+from grounding.datasets import load_triples, lou_seal, lou_seal_evidence
+from grounding.datasets.lou_seal import STAND_IN_PRIOR
 from grounding.examples import lou_seal_example
+from grounding.paths import chain_path_energies
 from grounding.worlds import hard_rule_requirements, truth
 
 GOOD = "# a comment\n\nlou_seal\tmascot_of\tgiants\t0.9\ngiants\tlocated_in\tsf\n"

@@ -28,7 +28,7 @@ from grounding.testing.strategies import (
 
 def _emb(graph, seed, d=3):
     rng = np.random.default_rng(seed)
-    return rng.normal(size=(graph.n_nodes, d)), g.Translation(
+    return rng.normal(size=(graph.n_nodes, d)), g.geometry.Translation(
         jnp.asarray(rng.normal(size=(len(graph.relations), d)))
     )
 
@@ -46,8 +46,8 @@ def test_def2_energy_depends_only_on_observed_inputs(graph, seed):
         entities=graph.entities,
         relations=graph.relations,
     )
-    e1 = g.chain_energy(graph, emb, tmap, psi, [-1, -1], tau=0.5)
-    e2 = g.chain_energy(rebuilt, emb, tmap, psi, [-1, -1], tau=0.5)
+    e1 = g.paths.chain_energy(graph, emb, tmap, psi, [-1, -1], tau=0.5)
+    e2 = g.paths.chain_energy(rebuilt, emb, tmap, psi, [-1, -1], tau=0.5)
     assert float(e1) == float(e2) or (np.isinf(e1) and np.isinf(e2))
 
 
@@ -75,17 +75,17 @@ def test_sec33_four_statuses_reachable_and_distinct():
 def test_eq8_typed_residual(seed, w, xi):
     rng = np.random.default_rng(seed)
     eu, t = rng.normal(size=4), rng.normal(size=4)
-    tmap = g.Translation(jnp.asarray(t[None]))
-    assert float(g.typed_residual(eu, eu + t, 0, tmap)) == pytest.approx(0.0, abs=1e-12)
-    assert float(g.typed_residual(eu, eu + t, 0, tmap, w, xi)) == pytest.approx(
+    tmap = g.geometry.Translation(jnp.asarray(t[None]))
+    assert float(g.geometry.typed_residual(eu, eu + t, 0, tmap)) == pytest.approx(0.0, abs=1e-12)
+    assert float(g.geometry.typed_residual(eu, eu + t, 0, tmap, w, xi)) == pytest.approx(
         -xi * np.log(w), abs=1e-9
     )
-    assert float(g.typed_residual(eu, eu + t, 0, tmap, w / 2, 1.0)) > float(
-        g.typed_residual(eu, eu + t, 0, tmap, w, 1.0)
+    assert float(g.geometry.typed_residual(eu, eu + t, 0, tmap, w / 2, 1.0)) > float(
+        g.geometry.typed_residual(eu, eu + t, 0, tmap, w, 1.0)
     )
     fwd, rev = (
-        float(g.typed_residual(eu, eu + t, 0, tmap)),
-        float(g.typed_residual(eu + t, eu, 0, tmap)),
+        float(g.geometry.typed_residual(eu, eu + t, 0, tmap)),
+        float(g.geometry.typed_residual(eu + t, eu, 0, tmap)),
     )
     assert rev == pytest.approx(2 * np.linalg.norm(t), rel=1e-9)  # Eq. (25) for translations
     assert rev > fwd  # Axiom 3
@@ -96,12 +96,12 @@ def test_eq8_typed_residual(seed, w, xi):
 def test_eq10_additive_and_alpha_zero(seed, k, alpha):
     rng = np.random.default_rng(seed)
     ent, rel = rng.exponential(size=k + 1), rng.exponential(size=k)
-    e = float(g.path_energy(ent, rel, alpha))
+    e = float(g.energy.path_energy(ent, rel, alpha))
     assert np.isclose(e, ent.sum() + alpha * rel.sum(), **F64)
-    assert np.isclose(float(g.path_energy(ent, rel, 0.0)), ent.sum(), **F64)
+    assert np.isclose(float(g.energy.path_energy(ent, rel, 0.0)), ent.sum(), **F64)
     psi, eta = rng.normal(size=(k + 1, 2)), rng.normal(size=(k + 1, 2))
     assert np.isclose(
-        float(g.entity_cost(psi, eta)), np.linalg.norm(psi - eta, axis=1).sum(), **F64
+        float(g.geometry.entity_cost(psi, eta)), np.linalg.norm(psi - eta, axis=1).sum(), **F64
     )
 
 
@@ -110,7 +110,7 @@ def _brute_chain(graph, emb, tmap, psi, rels, alpha, xi):
     """Obviously-correct oracle: every node sequence and every edge choice between them."""
     T = len(rels)
     trip = graph.triples()
-    res = np.asarray(g.edge_residuals(graph, emb, tmap, xi))
+    res = np.asarray(g.geometry.edge_residuals(graph, emb, tmap, xi))
     best = np.inf
     for nodes in itertools.product(range(graph.n_nodes), repeat=T + 1):
         cost = sum(np.linalg.norm(psi[t] - emb[v]) for t, v in enumerate(nodes))
@@ -133,7 +133,7 @@ def test_eq11_best_path_equals_brute_force_and_inf_iff_no_path(graph, seed, T, t
     rng = np.random.default_rng(seed)
     psi = rng.normal(size=(T + 1, 3))
     rels = list(rng.integers(0, len(graph.relations), T)) if typed else [-1] * T
-    got = float(g.chain_energy(graph, emb, tmap, psi, rels, tau=0.0, alpha=0.7, xi=0.3))
+    got = float(g.paths.chain_energy(graph, emb, tmap, psi, rels, tau=0.0, alpha=0.7, xi=0.3))
     want = _brute_chain(graph, emb, tmap, psi, rels, 0.7, 0.3)
     note(f"got={got} want={want}")
     event(f"a path exists: {np.isfinite(want)}")
@@ -141,34 +141,34 @@ def test_eq11_best_path_equals_brute_force_and_inf_iff_no_path(graph, seed, T, t
         assert np.isinf(got)
     else:
         assert got == pytest.approx(want, rel=1e-9)
-    assert float(g.best_path_energy(jnp.zeros((0,)))) == np.inf
+    assert float(g.energy.best_path_energy(jnp.zeros((0,)))) == np.inf
 
 
 # ----------------------------------------------------------------------------- Eq. (13)
 @given(path_families(), st.floats(1e-3, 10.0))
 def test_eq13_aggregation_limits_monotone_and_bounds(pe, tau):
     e, lw = pe
-    agg = float(g.aggregate_paths(e, lw, tau))
-    lo, hi = (float(v) for v in g.aggregation_bounds(e, lw, tau))
+    agg = float(g.energy.aggregate_paths(e, lw, tau))
+    lo, hi = (float(v) for v in g.energy.aggregation_bounds(e, lw, tau))
     assert lo - 1e-9 <= agg <= hi + 1e-9 * (1 + abs(hi))
     # monotone in tau, with derivative KL(nu* || omega) >= 0
-    assert float(g.aggregate_paths(e, lw, 2 * tau)) >= agg - 1e-9
-    d_tau = float(jax.grad(lambda t: g.aggregate_paths(e, lw, t))(tau))
-    kl = float(g.kl_divergence(g.path_posterior(e, lw, tau), lw))
+    assert float(g.energy.aggregate_paths(e, lw, 2 * tau)) >= agg - 1e-9
+    d_tau = float(jax.grad(lambda t: g.energy.aggregate_paths(e, lw, t))(tau))
+    kl = float(g.kl_divergence(g.energy.path_posterior(e, lw, tau), lw))
     assert d_tau == pytest.approx(kl, rel=1e-6, abs=1e-9)
     # tau -> 0: the minimum over paths with positive prior, at rate -tau log omega(argmin)
-    assert float(g.aggregate_paths(e, lw, 0.0)) == pytest.approx(lo)
-    assert float(g.aggregate_paths(e, lw, 1e-8)) == pytest.approx(lo, abs=1e-6)
+    assert float(g.energy.aggregate_paths(e, lw, 0.0)) == pytest.approx(lo)
+    assert float(g.energy.aggregate_paths(e, lw, 1e-8)) == pytest.approx(lo, abs=1e-6)
 
 
 def test_eq13_upper_bound_attained():
     e, lw = np.array([1.0]), np.array([0.0])
-    assert float(g.aggregate_paths(e, lw, 3.0)) == pytest.approx(
-        float(g.aggregation_bounds(e, lw, 3.0)[1])
+    assert float(g.energy.aggregate_paths(e, lw, 3.0)) == pytest.approx(
+        float(g.energy.aggregation_bounds(e, lw, 3.0)[1])
     )
     e2, lw2 = np.array([2.0, 2.0]), np.log([0.5, 0.5])
-    assert float(g.aggregate_paths(e2, lw2, 3.0)) == pytest.approx(
-        float(g.aggregation_bounds(e2, lw2, 3.0)[1])
+    assert float(g.energy.aggregate_paths(e2, lw2, 3.0)) == pytest.approx(
+        float(g.energy.aggregation_bounds(e2, lw2, 3.0)[1])
     )
 
 
@@ -176,9 +176,9 @@ def test_eq13_upper_bound_attained():
 @given(path_families(allow_inf=False), st.floats(1e-2, 10.0), seeds)
 def test_prop2_variational_form_and_gradient(pe, tau, seed):
     e, lw = pe
-    agg = float(g.aggregate_paths(e, lw, tau))
-    nu = g.path_posterior(e, lw, tau)
-    assert float(g.variational_path_objective(nu, e, lw, tau)) == pytest.approx(
+    agg = float(g.energy.aggregate_paths(e, lw, tau))
+    nu = g.energy.path_posterior(e, lw, tau)
+    assert float(g.energy.variational_path_objective(nu, e, lw, tau)) == pytest.approx(
         agg, rel=1e-9, abs=1e-9
     )
     rng = np.random.default_rng(seed)
@@ -186,8 +186,8 @@ def test_prop2_variational_form_and_gradient(pe, tau, seed):
         q = rng.dirichlet(np.ones(len(e))) * np.isfinite(lw)
         with np.errstate(divide="ignore"):
             lq = np.log(q / q.sum())
-        assert float(g.variational_path_objective(lq, e, lw, tau)) >= agg - 1e-9
-    grad = jax.grad(lambda x: g.aggregate_paths(x, lw, tau))(jnp.asarray(e))
+        assert float(g.energy.variational_path_objective(lq, e, lw, tau)) >= agg - 1e-9
+    grad = jax.grad(lambda x: g.energy.aggregate_paths(x, lw, tau))(jnp.asarray(e))
     np.testing.assert_allclose(np.asarray(grad), np.exp(np.asarray(nu)), rtol=1e-8, atol=1e-12)
 
 
@@ -217,13 +217,15 @@ def test_eq15_coverage_monte_carlo_matches_product_and_union():
     cov_one, _ = worlds.coverage_monte_carlo(
         world, paths[:1], lambda w, r: worlds.independent_edge_retention(w, probs, r), n, 0
     )
-    assert abs(cov_one - float(g.coverage_independent(probs[:2]))) < 4 * np.sqrt(0.25 / n)
+    assert abs(cov_one - float(g.bounds.coverage_independent(probs[:2]))) < 4 * np.sqrt(0.25 / n)
     cov_any, _ = worlds.coverage_monte_carlo(
         world, paths, lambda w, r: worlds.independent_edge_retention(w, probs, r), n, 1
     )
-    exact = g.coverage_any_path([[0, 1], [2, 3]], probs)
+    exact = g.bounds.coverage_any_path([[0, 1], [2, 3]], probs)
     assert abs(cov_any - exact) < 4 * np.sqrt(0.25 / n)
-    assert exact > float(g.coverage_independent(probs[:2]))  # bounding by one named path is invalid
+    assert exact > float(
+        g.bounds.coverage_independent(probs[:2])
+    )  # bounding by one named path is invalid
 
 
 @pytest.mark.parametrize("process", ["independent", "entity_dropout", "relation_dropout"])
@@ -237,8 +239,12 @@ def test_prop4_hard_retention_at_most_coverage(process):
     emb = {e: i for i, e in enumerate(world.entities)}
 
     def retained(r):  # a hard path-complete rule: retain iff some 2-hop a -> c walk is observed
-        walks = g.enumerate_walks(r, 2, sources=[emb["a"]]) if r.n_edges else np.zeros((0, 2), int)
-        return bool(len(walks) and np.any(g.walk_nodes(r, walks)[:, -1] == emb["c"]))
+        walks = (
+            g.paths.enumerate_walks(r, 2, sources=[emb["a"]])
+            if r.n_edges
+            else np.zeros((0, 2), int)
+        )
+        return bool(len(walks) and np.any(g.paths.walk_nodes(r, walks)[:, -1] == emb["c"]))
 
     cov, ret = worlds.coverage_monte_carlo(world, paths, procs[process], 1000, 3, retained)
     assert ret <= cov + 1e-12
@@ -259,7 +265,7 @@ def test_prop11_hard_retention_and_expected_hard_mass_at_most_coverage():
         # rho_dagger's energy by the path engine on the observed graph, not from `covered`
         e0 = np.inf
         if r.n_edges:
-            field = g.energy_field(
+            field = g.semiring.energy_field(
                 r.head, r.tail, jnp.zeros(r.n_edges), jnp.array([a]),
                 n_nodes=r.n_nodes, max_hops=2, tau=0.0,
             )  # fmt: skip
@@ -283,7 +289,7 @@ def test_prop11_hard_retention_and_expected_hard_mass_at_most_coverage():
 )
 def test_eq19_slack(raw, kappa):
     raw = np.asarray(raw)
-    s = np.asarray(g.slack_energy(raw, kappa))
+    s = np.asarray(g.energy.slack_energy(raw, kappa))
     assert np.all(np.isfinite(s)) and np.all(s <= kappa)
     np.testing.assert_array_equal(s[raw <= kappa], raw[raw <= kappa])
 
@@ -329,7 +335,8 @@ def test_prop1_nested_regions_and_projection_equals_exhaustive(n, seed, e1, e2):
     energy = rng.exponential(size=n)
     lo, hi = sorted((e1, e2))
     assert np.all(
-        np.asarray(g.support_region(energy, lo)) <= np.asarray(g.support_region(energy, hi))
+        np.asarray(g.energy.support_region(energy, lo))
+        <= np.asarray(g.energy.support_region(energy, hi))
     )
 
     def dist(a, b):
@@ -338,9 +345,9 @@ def test_prop1_nested_regions_and_projection_equals_exhaustive(n, seed, e1, e2):
     event(f"support region non-empty: {np.any(energy <= hi)}")
     if not np.any(energy <= hi):
         with pytest.raises(ValueError, match="empty"):
-            g.projection(x0, xs, energy, hi, dist)
+            g.energy.projection(x0, xs, energy, hi, dist)
         return
-    i, d2 = g.projection(x0, xs, energy, hi, dist)
+    i, d2 = g.energy.projection(x0, xs, energy, hi, dist)
     brute = min((np.sum((xs[j] - x0) ** 2), j) for j in range(n) if energy[j] <= hi)
     assert energy[int(i)] <= hi  # Eq. (30): the projection lies in the support region
     assert float(d2) == pytest.approx(brute[0], rel=1e-9)
@@ -356,10 +363,10 @@ def test_eq29_revision_never_above_start_and_eq28(n, seed, lam, mu):
     def dist(a, b):
         return jnp.sqrt(jnp.sum((a - b) ** 2))
 
-    i, val = g.revise(xs[start], xs, energy, omega, lam, mu, dist)
-    at_start = float(g.revision_objective(0.0, energy[start], omega[start], lam, mu))
+    i, val = g.energy.revise(xs[start], xs, energy, omega, lam, mu, dist)
+    at_start = float(g.energy.revision_objective(0.0, energy[start], omega[start], lam, mu))
     assert float(val) <= at_start + 1e-12
-    u = g.unified_objective(1.0, energy, np.zeros(n), omega, lam, 0.5, mu)
+    u = g.energy.unified_objective(1.0, energy, np.zeros(n), omega, lam, 0.5, mu)
     np.testing.assert_allclose(np.asarray(u), 1.0 + lam * energy + mu * omega, **F64)
 
 
@@ -427,13 +434,13 @@ def test_prop8_componentwise_perturbation_bound(seed, m, k):
         logw + u(logw.shape, eps[2]),
         kappa + u((), eps[3]),
     )
-    delta = g.energy_perturbation_delta(m, k, *eps, alpha=alpha, xi=xi)
+    delta = g.bounds.energy_perturbation_delta(m, k, *eps, alpha=alpha, xi=xi)
     assert abs(e1 - e2) <= delta + 1e-12
 
 
 def test_prop8_delta_is_attained():
     m, k, eps, alpha, xi = 2, 3, (0.1, 0.2, 0.3, 0.4), 0.5, 2.0
-    delta = g.energy_perturbation_delta(m, k, *eps, alpha=alpha, xi=xi)
+    delta = g.bounds.energy_perturbation_delta(m, k, *eps, alpha=alpha, xi=xi)
     path = m * 1.0 + alpha * k * (1.0 + xi * 1.0)
     moved = m * (1.0 + eps[0]) + alpha * k * ((1.0 + eps[1]) + xi * (1.0 + eps[2]))
     kappa = (
@@ -450,18 +457,20 @@ def test_prop8_delta_is_attained():
 def test_thm3_stability_bounds_hold(pe, lam):
     log_prior, e1, e2 = pe
     p1, p2 = g.gibbs_log_posterior(log_prior, e1, lam), g.gibbs_log_posterior(log_prior, e2, lam)
-    omega = float(g.oscillation(e1, e2, log_prior))
+    omega = float(g.bounds.oscillation(e1, e2, log_prior))
     delta = float(np.max(np.abs(e1 - e2)))
     tv = float(g.tv_distance(p1, p2))
     note(f"tv={tv} omega={omega}")
     assert (
         np.max(np.abs(np.asarray(p1) - np.asarray(p2)))
-        <= float(g.log_ratio_bound(lam, omega)) * (1 + 1e-9) + 1e-9
+        <= float(g.bounds.log_ratio_bound(lam, omega)) * (1 + 1e-9) + 1e-9
     )
-    assert tv <= float(g.tv_bound_sharp(lam, omega)) + 1e-12
-    assert float(g.tv_bound_sharp(lam, omega)) <= float(g.tv_bound(lam, omega))
-    assert tv <= float(g.tv_bound_delta_sharp(lam, delta)) + 1e-12
-    assert float(g.tv_bound_delta_sharp(lam, delta)) <= float(g.tv_bound_delta(lam, delta))
+    assert tv <= float(g.bounds.tv_bound_sharp(lam, omega)) + 1e-12
+    assert float(g.bounds.tv_bound_sharp(lam, omega)) <= float(g.bounds.tv_bound(lam, omega))
+    assert tv <= float(g.bounds.tv_bound_delta_sharp(lam, delta)) + 1e-12
+    assert float(g.bounds.tv_bound_delta_sharp(lam, delta)) <= float(
+        g.bounds.tv_bound_delta(lam, delta)
+    )
 
 
 @given(lambdas(max_value=1e3), st.floats(0.0, 50.0))
@@ -470,11 +479,13 @@ def test_thm3_constants_are_the_papers(lam, omega):
     """The constants themselves, two-sided: Eq. (21)'s tanh(lam omega / 2), the sharp
     tanh(lam omega / 4) and the log-ratio bound lam omega (a larger valid bound fails)."""
     x = lam * omega
-    assert float(g.tv_bound(lam, omega)) == pytest.approx(np.tanh(x / 2), rel=1e-12, abs=1e-300)
-    assert float(g.tv_bound_sharp(lam, omega)) == pytest.approx(
+    assert float(g.bounds.tv_bound(lam, omega)) == pytest.approx(
+        np.tanh(x / 2), rel=1e-12, abs=1e-300
+    )
+    assert float(g.bounds.tv_bound_sharp(lam, omega)) == pytest.approx(
         np.tanh(x / 4), rel=1e-12, abs=1e-300
     )
-    assert float(g.log_ratio_bound(lam, omega)) == pytest.approx(x, rel=1e-12, abs=1e-300)
+    assert float(g.bounds.log_ratio_bound(lam, omega)) == pytest.approx(x, rel=1e-12, abs=1e-300)
 
 
 @given(perturbed_energies(), st.data())
@@ -492,7 +503,7 @@ def test_thm3_oscillation_is_taken_on_the_prior_support(pe, data):
     e2[j] = e1[j] + 1e3  # a huge change where the prior is zero
     on = np.isfinite(lp)
     d = (e1 - e2)[on]
-    assert float(g.oscillation(e1, e2, lp)) == pytest.approx(d.max() - d.min(), abs=1e-9)
+    assert float(g.bounds.oscillation(e1, e2, lp)) == pytest.approx(d.max() - d.min(), abs=1e-9)
 
 
 def test_thm3_symbolic_tanh_identities():
@@ -522,10 +533,10 @@ def test_thm3_sharp_bound_attained_paper_bound_not(lam_omega):
             g.gibbs_log_posterior(log_prior, e1, lam), g.gibbs_log_posterior(log_prior, e2, lam)
         )
     )
-    omega = float(g.oscillation(e1, e2, log_prior))
+    omega = float(g.bounds.oscillation(e1, e2, log_prior))
     assert lam * omega == pytest.approx(lam_omega)
-    assert tv == pytest.approx(float(g.tv_bound_sharp(lam, omega)), rel=TIGHT)
-    assert tv < float(g.tv_bound(lam, omega)) * (1 - 1e-3)
+    assert tv == pytest.approx(float(g.bounds.tv_bound_sharp(lam, omega)), rel=TIGHT)
+    assert tv < float(g.bounds.tv_bound(lam, omega)) * (1 - 1e-3)
 
 
 @settings(max_examples=20)
@@ -541,8 +552,8 @@ def test_thm3_numerical_maximization_finds_the_sharp_constant(lam_omega, seed):
         de = rng.choice([0.0, 1.0], n) * lam_omega
         tv = float(g.tv_distance(g.gibbs_log_posterior(lp, de, 1.0), lp))
         best = max(best, tv)
-    assert best <= float(g.tv_bound_sharp(1.0, lam_omega)) + 1e-12
-    assert best >= 0.9 * float(g.tv_bound_sharp(1.0, lam_omega))
+    assert best <= float(g.bounds.tv_bound_sharp(1.0, lam_omega)) + 1e-12
+    assert best >= 0.9 * float(g.bounds.tv_bound_sharp(1.0, lam_omega))
 
 
 def test_thm3_log_ratio_bound_approached():
@@ -551,7 +562,7 @@ def test_thm3_log_ratio_bound_approached():
     p1 = g.gibbs_log_posterior(lp, np.array([0.0, omega]), lam)
     p2 = g.gibbs_log_posterior(lp, np.array([0.0, 0.0]), lam)
     ratio = float(p1[0] - p2[0])
-    assert ratio == pytest.approx(float(g.log_ratio_bound(lam, omega)), rel=TIGHT)
+    assert ratio == pytest.approx(float(g.bounds.log_ratio_bound(lam, omega)), rel=TIGHT)
 
 
 # ----------------------------------------------------------------------------- Axioms, Table 2

@@ -223,8 +223,8 @@ def test_public_energy_field_on_a_large_graph_uses_the_fused_index():
     graph = layout.as_graph(head, tail, n)
     assert isinstance(graph, semiring.EdgeIndex) and graph.backend == layout.default_backend()
     kw = dict(n_nodes=n, max_hops=2, tau=0.5)
-    traced = jax.jit(lambda h, t: g.energy_field(h, t, cost, src, **kw))(head, tail)
-    assert_fields_equal(g.energy_field(head, tail, cost, src, **kw), traced, tol=F32)
+    traced = jax.jit(lambda h, t: g.semiring.energy_field(h, t, cost, src, **kw))(head, tail)
+    assert_fields_equal(g.semiring.energy_field(head, tail, cost, src, **kw), traced, tol=F32)
 
 
 def test_a_sharded_field_on_a_fused_index_over_two_devices_finishes_and_is_exact():
@@ -239,7 +239,7 @@ rng = np.random.default_rng(0)
 n, m = 20000, 200000
 h, t = rng.integers(0, n, m).astype(np.int32), rng.integers(0, n, m).astype(np.int32)
 c, src = rng.random(m, dtype=np.float32), rng.choice(n, 64, replace=False).astype(np.int32)
-index = g.EdgeIndex.from_edges(h, t, n, backend="fused")
+index = g.semiring.EdgeIndex.from_edges(h, t, n, backend="fused")
 mesh = Mesh(np.array(jax.devices()), ("sources",))
 for tau in (1.0, 0.0):
     kw = dict(max_hops=3, tau=tau)
@@ -274,7 +274,7 @@ for name in ("forward_hops_host", "backward_host"):
 rng = np.random.default_rng(0)
 n, m = 20000, 200000  # large enough that the callback runs on another thread
 h, t = rng.integers(0, n, m).astype(np.int32), rng.integers(0, n, m).astype(np.int32)
-index = g.EdgeIndex.from_edges(h, t, n, backend="fused")
+index = g.semiring.EdgeIndex.from_edges(h, t, n, backend="fused")
 ref = SegmentEdges(jax.numpy.asarray(h), jax.numpy.asarray(t), n)
 c, src = rng.uniform(0, 2, m), np.arange(64)
 with jax.enable_x64(True):

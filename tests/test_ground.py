@@ -63,7 +63,7 @@ def _aggregate(energies, n_family, tau):
     if not len(e):
         return np.inf
     if tau == 0:
-        return float(g.best_path_energy(jnp.asarray(e)))
+        return float(g.energy.best_path_energy(jnp.asarray(e)))
     m = e.min()
     return float(m - tau * (np.log(np.sum(np.exp(-(e - m) / tau))) - np.log(n_family)))
 
@@ -132,7 +132,9 @@ def test_ground_equals_gibbs_of_slack_best_path_energy(gp, lam, kappa, tau):
     raw = oracle_raw(graph, problem, tau, _edge_cost(graph))
     note(f"raw oracle {raw}, ground {np.asarray(res.raw_energy)}")
     np.testing.assert_allclose(res.raw_energy, raw, **F64)
-    want = g.gibbs_log_posterior(problem.log_prior, g.slack_energy(raw, kappa), lam)  # (7), (19)
+    want = g.gibbs_log_posterior(
+        problem.log_prior, g.energy.slack_energy(raw, kappa), lam
+    )  # (7), (19)
     np.testing.assert_allclose(np.exp(res.log_posterior), np.exp(want), **F64)
     np.testing.assert_allclose(res.energy, np.minimum(raw, kappa), **F64)
     supported = raw <= kappa  # default eps_s = kappa; no counter-evidence, all in schema
@@ -181,7 +183,7 @@ def test_certificate_bounds_the_measured_tv_under_random_perturbations(gp, lam, 
         n_paths=0,
     )
     tv = float(g.tv_distance(res.log_posterior, other.log_posterior))
-    omega = float(g.oscillation(res.energy, other.energy, problem.log_prior))
+    omega = float(g.bounds.oscillation(res.energy, other.energy, problem.log_prior))
     c = res.certificate
     note(f"tv {tv}, omega {omega}, certificate {c}")
     assert bool(c.valid)
@@ -242,7 +244,7 @@ def test_answers_at_positive_tau_equal_the_oracle_on_a_cyclic_graph():
 
 def test_chain_statuses_contradiction_and_schema_with_a_realization():
     """Eqs. (8)-(11) under a TransE realization equal the enumeration oracle
-    (:func:`grounding.chain_path_energies`); counter-evidence gives CONTRADICTED and energy
+    (:func:`grounding.paths.chain_path_energies`); counter-evidence gives CONTRADICTED and energy
     kappa + kappa_c (Axiom 4); an unknown relation gives OUT_OF_SCHEMA, raw +inf, energy kappa."""
     rng = np.random.default_rng(0)
     graph = g.TypedGraph.from_triples(
@@ -252,7 +254,9 @@ def test_chain_statuses_contradiction_and_schema_with_a_realization():
         graph, negative=frozenset({("b", "s", "a")}), functional=frozenset({"r"})
     )
     emb = rng.normal(size=(3, 4))
-    real = g.Realization(jnp.asarray(emb), g.Translation(jnp.asarray(rng.normal(size=(2, 4)))))
+    real = g.Realization(
+        jnp.asarray(emb), g.geometry.Translation(jnp.asarray(rng.normal(size=(2, 4))))
+    )
     chains = (
         g.ClaimChain(("a", "b", "c"), ("r", "s"), "ok"),
         g.ClaimChain(("a", "b", "a"), ("r", "s"), "negative"),  # (b, s, a) is a declared negative
@@ -265,7 +269,7 @@ def test_chain_statuses_contradiction_and_schema_with_a_realization():
         psi = emb[[graph.entity_index(x) for x in c.entities if x is not None]]
         if len(psi) < c.n_hops + 1:  # a wildcard mention: its cost is 0 for every node
             continue
-        _, e = g.chain_path_energies(
+        _, e = g.paths.chain_path_energies(
             graph, emb, real.relation_map, psi, [graph.relation_index(r) for r in c.relations]
         )
         np.testing.assert_allclose(res.raw_energy[i], np.min(np.asarray(e)), **F64)
@@ -617,7 +621,7 @@ def test_padding_buckets_edge_padding_and_the_bounded_edge_cache():
     assert len(prepare._EDGE_CACHE) == 8 and id(graphs[0]) not in prepare._EDGE_CACHE
     assert id(graphs[-1]) in prepare._EDGE_CACHE
     for bad in (-1, True, 1.0):
-        with pytest.raises(ValueError, match="^n_paths must be a non-negative int"):
+        with pytest.raises(ValueError, match="^n_paths must be an int >= 0"):
             g.GroundingConfig(lam=1.0, kappa=1.0, n_paths=bad)
     assert g.GroundingConfig(lam=1.0, kappa=1.0, n_paths=np.int64(2)).n_paths == 2
 
@@ -642,7 +646,7 @@ def test_edge_cost_is_eqs_8_to_10():
         **F64,
     )
     emb, t = rng.normal(size=(2, 3)), rng.normal(size=(2, 3))
-    real = g.Realization(jnp.asarray(emb), g.Translation(jnp.asarray(t)))
+    real = g.Realization(jnp.asarray(emb), g.geometry.Translation(jnp.asarray(t)))
     h, r, tl = (np.asarray(a) for a in (graph.head, graph.relation, graph.tail))
     geo = np.linalg.norm(emb[h] + t[r] - emb[tl], axis=1)  # d(T_r eta(u), eta(v)), Eq. (8)
     want = 0.2 + 0.5 * (geo + 1.5 * -np.log(np.asarray(graph.reliability)))

@@ -276,7 +276,8 @@ def test_ground_batch_reports_walks_under_the_realization_as_ground_does():
         [0.9, 0.8, 0.7, 0.6],
     )
     real = g.Realization(
-        jnp.asarray(rng.normal(size=(3, 4))), g.Translation(jnp.asarray(rng.normal(size=(2, 4))))
+        jnp.asarray(rng.normal(size=(3, 4))),
+        g.geometry.Translation(jnp.asarray(rng.normal(size=(2, 4)))),
     )
     chains = tuple(g.ClaimChain(("a", None, t), ("r", "s")) for t in ("b", "c"))
     p = g.GroundingProblem("q", chains, jnp.log(jnp.array([0.4, 0.6])))

@@ -12,7 +12,8 @@ from _tol import F64
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grounding.datasets import KG_DATASETS, KGSplits, load_kg, load_kg_splits
+from grounding.datasets import KGSplits, load_kg, load_kg_splits
+from grounding.datasets.kg import KG_DATASETS
 from grounding.geometry import edge_residuals
 from grounding.learn import (
     KGEModel,
@@ -255,7 +256,7 @@ def test_kge_bad_input(tmp_path):
         train(_tiny_kg(), "distmult")
     with pytest.raises(ValueError, match="even"):
         init_model("rotate", 3, 1, 3)
-    with pytest.raises(ValueError, match="positive int"):
+    with pytest.raises(ValueError, match="an int >= 1"):
         TrainConfig(dim=0)
     with pytest.raises(ValueError, match="loss"):
         TrainConfig(loss="hinge")

@@ -48,7 +48,8 @@ def test_posterior_by_the_solver_equals_eqs_19_and_7_and_fits_through_it():
     uses — and ``jax.grad`` through it matches finite differences."""
     import jax
 
-    from grounding import gibbs_log_posterior, slack_energy
+    from grounding import gibbs_log_posterior
+    from grounding.energy import slack_energy
 
     kg = load_kg("nations")
     cfg = TrainConfig(dim=8, epochs=2, eval_every=2, batch_size=512)

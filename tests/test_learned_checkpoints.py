@@ -15,7 +15,7 @@ import pytest
 from grounding import TypedGraph
 from grounding.query import Query
 from grounding.retrieval import GNNConfig, TripleRetriever
-from grounding.retrieval._checkpoint import graph_sha256
+from grounding.retrieval.learned._checkpoint import graph_sha256
 
 CONFIG = GNNConfig(gate="structural", layers=1, hidden=8)
 QUERY = Query("alpha city gamma lake", anchor="a", relevant=("c",), id="q")

@@ -16,15 +16,14 @@ from hypothesis import strategies as st
 from grounding import TypedGraph
 from grounding.query import Query
 from grounding.retrieval import (
-    FactGraph,
     GNNConfig,
-    QuestionSubgraph,
-    TrainConfig,
+    RetrieverTrainConfig,
     TripleRetriever,
     answer_recall_at_k,
-    gold_facts,
 )
-from grounding.retrieval.gnn import (
+from grounding.retrieval.learned import FactGraph, QuestionSubgraph, gold_facts
+from grounding.retrieval.learned.features import dde, shortest_path_labels, structural_tags
+from grounding.retrieval.learned.gnn import (
     dirichlet_energy,
     entity_states,
     gate_values,
@@ -33,7 +32,6 @@ from grounding.retrieval.gnn import (
     make_batch,
 )
 from grounding.retrieval.metrics import recall_at_k
-from grounding.retrieval.subgraph import dde, shortest_path_labels, structural_tags
 
 
 def chain_graph(n_extra: int = 0) -> TypedGraph:
@@ -271,7 +269,7 @@ def trained():
         Query("alpha city gamma lake", anchor="a", relevant=("c",), id=f"q{i}") for i in range(4)
     ]
     r = TripleRetriever(g, GNNConfig(gate="structural", layers=1, hidden=8), n_anchors=1, seed=3)
-    log = r.fit(queries, queries, TrainConfig(epochs=30, patience=30, lr=3e-2, seed=0))
+    log = r.fit(queries, queries, RetrieverTrainConfig(epochs=30, patience=30, lr=3e-2, seed=0))
     return r, queries, log
 
 
@@ -311,7 +309,7 @@ def test_training_is_deterministic_given_a_seed():
     runs = []
     for _ in range(2):
         r = TripleRetriever(g, GNNConfig(gate="semantic", layers=1, hidden=8), n_anchors=1, seed=5)
-        log = r.fit(queries, [], TrainConfig(epochs=3, seed=1))
+        log = r.fit(queries, [], RetrieverTrainConfig(epochs=3, seed=1))
         assert log.best_epoch == 2 and len(log.loss) == 3  # no validation: the last epoch
         runs.append(jax.tree_util.tree_leaves(r.params))
     for a, b in zip(*runs):
@@ -324,7 +322,7 @@ def test_divergence_stops_with_the_epoch():
     r = TripleRetriever(g, GNNConfig(gate="mean", layers=1, hidden=8), n_anchors=0)
     r.params = jax.tree_util.tree_map(lambda x: x * jnp.nan, r.params)
     with pytest.raises(FloatingPointError, match="epoch 0"):
-        r.fit(queries, queries, TrainConfig(epochs=2))
+        r.fit(queries, queries, RetrieverTrainConfig(epochs=2))
 
 
 def test_bad_input_is_refused():
@@ -340,7 +338,7 @@ def test_bad_input_is_refused():
         GNNConfig(gate="attention")
     for bad in (dict(epochs=0), dict(lr=-1.0), dict(lr=float("nan")), dict(batch_size=True)):
         with pytest.raises(ValueError):
-            TrainConfig(**bad)
+            RetrieverTrainConfig(**bad)
     with pytest.raises(ValueError, match="layers >= 1"):
         GNNConfig(gate="mean", layers=0)
     with pytest.raises(ValueError, match="n_anchors"):

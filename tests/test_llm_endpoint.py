@@ -14,7 +14,7 @@ import pytest
 from _stub import _choice, _completion
 
 from grounding.llm import Endpoint, EndpointError, HTTPStatusError, json_content
-from grounding.retrieval import LLMPlanner, PlanError
+from grounding.plans import LLMPlanner, PlanError
 
 KEY = "sk-secret-0123456789abcdef"
 OK = _completion([_choice("Lipid", [-0.1])])

@@ -16,29 +16,33 @@ from hypothesis import strategies as st
 from grounding import TypedGraph
 from grounding.datasets import KGQuestion, kgqa_benchmark, load_kg, load_musique
 from grounding.llm import Endpoint, EndpointError
-from grounding.qa import Candidates, PankRAG
-from grounding.retrieval import (
-    ALPHA,
-    PCR,
-    Communities,
-    CommunityRetriever,
+from grounding.plans import (
     FlatPlanner,
     HeuristicPlanner,
     LLMPlanner,
-    LLMSummarizer,
     Plan,
     PlanError,
-    Query,
     SubQuestion,
     TemplatePlanner,
+    plan_from_decomposition,
+)
+from grounding.qa import Candidates, PankRAG
+from grounding.retrieval import (
+    PCR,
+    Communities,
+    CommunityRetriever,
+    LLMSummarizer,
+    Query,
     TextIndex,
     dependency_rerank,
+)
+from grounding.retrieval.rerank import (
+    ALPHA,
     dependency_score,
     embedding_agreement,
     graph_agreement,
-    minmax,
-    plan_from_decomposition,
 )
+from grounding.retrieval.text import minmax
 
 # --------------------------------------------------------------------------- plans
 

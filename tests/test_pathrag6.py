@@ -12,14 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from experiments._pathrag6_reconstruction import generate_pathrag6
 from grounding.datasets import (
-    PATHRAG6_DOMAINS,
     RetrievalBenchmark,
-    generate_pathrag6,
     kg_retrieval_benchmark,
     load_kg,
     load_pathrag6,
 )
+from grounding.datasets.pathrag6 import PATHRAG6_DOMAINS
 
 SHIPPED = Path(str(resources.files("grounding.datasets") / "data" / "pathrag6"))
 ORIGINAL = Path("/work/shared/data/pathrag6")
@@ -281,7 +281,7 @@ def test_reconstruction_shape_and_labels():
 
 
 def test_reconstruction_relevant_nodes_are_one_topic():
-    from grounding.datasets.pathrag6_reconstruction import _VOCAB
+    from experiments._pathrag6_reconstruction import _VOCAB
 
     for domain, b in generate_pathrag6(seed=0).items():
         names = [name for name, _ in _VOCAB[domain]]

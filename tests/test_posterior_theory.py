@@ -176,7 +176,7 @@ def test_eq20_log_odds_identity(pe, lam):
 def test_cor1_pairwise_ranking_iff(pe, lam):
     log_prior, e = pe
     post = np.asarray(g.gibbs_log_posterior(log_prior, e, lam))
-    cond = bool(g.pairwise_ranking_condition(log_prior[0], log_prior[1], e[0], e[1], lam))
+    cond = bool(g.bounds.pairwise_ranking_condition(log_prior[0], log_prior[1], e[0], e[1], lam))
     margin = lam * (e[1] - e[0]) - (log_prior[1] - log_prior[0])
     event(f"condition holds: {cond}" if abs(margin) >= 1e-9 else "tie")
     if abs(margin) < 1e-9:  # boundary: the two are tied up to rounding
@@ -221,7 +221,7 @@ def test_prop5_concentration_with_explicit_rate(pe, lam):
             post, np.log(np.where(limit > 0, limit, 1e-300)) + np.where(limit > 0, 0, -np.inf)
         )
     )
-    bound = float(g.concentration_tv_bound(log_prior, e, lam))
+    bound = float(g.bounds.concentration_tv_bound(log_prior, e, lam))
     # the log-posterior subtracts terms of size lam * |E|: its float64 rounding error, and so
     # the computed TV's, is a few eps * (1 + lam * max|E|) even where the bound underflows to 0
     rounding = 8 * np.finfo(float).eps * (1 + lam * np.max(np.abs(e)))
@@ -236,7 +236,7 @@ def test_prop5_rate_is_attained_with_equal_gaps():
         limit = np.log([1.0, 1e-300, 1e-300])
         limit[1:] = -np.inf
         tv = float(g.tv_distance(post, limit))
-        assert tv == pytest.approx(float(g.concentration_tv_bound(lp, e, lam)), rel=TIGHT)
+        assert tv == pytest.approx(float(g.bounds.concentration_tv_bound(lp, e, lam)), rel=TIGHT)
 
 
 # ----------------------------------------------------------------------------- Prop. 6
@@ -250,9 +250,9 @@ def test_prop6_hard_limit_with_exact_rate(log_prior, seed, log_lam_m):
     )  # truncated E_M, lambda=lam_m, M=1
     hard = g.hard_log_posterior(log_prior, np.where(s, 0.0, 1.0), 0.0)
     tv = float(g.tv_distance(soft, hard))
-    rate = float(g.hard_limit_tv(log_prior, s, lam_m))
+    rate = float(g.bounds.hard_limit_tv(log_prior, s, lam_m))
     assert tv == pytest.approx(rate, rel=1e-9, abs=1e-15)  # an equality: the rate is tight
-    assert float(g.hard_limit_tv(log_prior, s, 10 * lam_m)) <= rate + 1e-15
+    assert float(g.bounds.hard_limit_tv(log_prior, s, 10 * lam_m)) <= rate + 1e-15
 
 
 # ----------------------------------------------------------------------------- Prop. 7
@@ -265,7 +265,7 @@ def test_prop7_margin_condition_gives_unique_map(pe, lam, best, target):
         )
     target = target % len(e)
     post = np.asarray(g.gibbs_log_posterior(log_prior, e, lam))
-    holds = bool(g.margin_condition(log_prior, e, lam, target))
+    holds = bool(g.bounds.margin_condition(log_prior, e, lam, target))
     event(f"margin premise holds: {holds}")
     if holds:
         others = np.delete(post, target)
@@ -286,10 +286,10 @@ def test_prop7_probability_by_simulation():
         map_ok = int(g.map_index(g.gibbs_log_posterior(log_prior, e, lam))) == 0
         wins += map_ok * np.sum(e_dagger == ed)
     p_map = wins / n
-    bound = g.map_probability_lower_bound(eps, k)
+    bound = g.bounds.map_probability_lower_bound(eps, k)
     # Binomial standard error at n = 20000 is < 0.0036; 4 sigma margin.
     assert p_map >= bound - 4 * np.sqrt(bound * (1 - bound) / n)
-    assert g.margin_condition(log_prior, np.array([0.0, kappa, kappa]), lam, 0)
+    assert g.bounds.margin_condition(log_prior, np.array([0.0, kappa, kappa]), lam, 0)
 
 
 # ----------------------------------------------------------------------------- Prop. 11
@@ -298,7 +298,7 @@ def test_prop11_soft_floor(pe, lam, i):
     log_prior, e = pe
     i = i % len(e)
     post = np.asarray(g.gibbs_log_posterior(log_prior, e, lam))
-    floor = float(g.soft_floor(log_prior[i], lam, e[i]))
+    floor = float(g.bounds.soft_floor(log_prior[i], lam, e[i]))
     assert post[i] >= floor - 1e-9 * (1 + abs(floor))
 
 
@@ -308,7 +308,7 @@ def test_prop11_soft_floor_tight_when_others_have_zero_energy():
     e = np.array([3.0, 0.0])
     lam = 0.01
     post = np.asarray(g.gibbs_log_posterior(lp, e, lam))
-    floor = float(g.soft_floor(lp[0], lam, 3.0))
+    floor = float(g.bounds.soft_floor(lp[0], lam, 3.0))
     assert np.exp(floor) / np.exp(post[0]) == pytest.approx(1.0, abs=TIGHT)
 
 
@@ -317,7 +317,7 @@ def test_prop11_soft_floor_tight_when_others_have_zero_energy():
 def test_prop13_tradeoff_on_gibbs_family(pe, lams):
     log_prior, e = pe
     lams = np.sort(np.asarray(lams))
-    f, gg = (np.asarray(a) for a in g.constraint_tradeoff(log_prior, e, lams))
+    f, gg = (np.asarray(a) for a in g.bounds.constraint_tradeoff(log_prior, e, lams))
     assert np.all(np.diff(gg) <= 1e-9 * (1 + np.abs(gg[:-1])))
     assert np.all(np.diff(f) >= -1e-9 * (1 + np.abs(f[:-1])))
 
@@ -347,7 +347,7 @@ def test_prop14_set_level_suppression(pe, lam):
         return
     post = np.asarray(g.gibbs_log_posterior(log_prior, e, lam))
     lhs = float(g._numerics.logsumexp(post[b_set]) - g._numerics.logsumexp(post[s_set]))
-    rhs = float(g.suppression_log_ratio_bound(log_prior, b_set, s_set, lam, gap))
+    rhs = float(g.bounds.suppression_log_ratio_bound(log_prior, b_set, s_set, lam, gap))
     assert lhs <= rhs + 1e-9 * (1 + abs(rhs))
 
 
@@ -357,7 +357,9 @@ def test_prop14_tight_for_single_level_sets():
     b, s = np.array([0, 0, 1, 1], bool), np.array([1, 1, 0, 0], bool)
     post = np.asarray(g.gibbs_log_posterior(lp, e, 2.0))
     lhs = float(g._numerics.logsumexp(post[b]) - g._numerics.logsumexp(post[s]))
-    assert lhs == pytest.approx(float(g.suppression_log_ratio_bound(lp, b, s, 2.0, 1.5)), rel=1e-12)
+    assert lhs == pytest.approx(
+        float(g.bounds.suppression_log_ratio_bound(lp, b, s, 2.0, 1.5)), rel=1e-12
+    )
 
 
 # ----------------------------------------------------------------------------- Prop. 15
@@ -368,7 +370,7 @@ def test_prop15_amplification(log_prior, mask, seed):
     feasible[0] = True
     rng = np.random.default_rng(seed)
     correct = feasible & (rng.random(n) < 0.7)
-    p_plus, p_hard = (float(v) for v in g.amplification(log_prior, feasible, correct))
+    p_plus, p_hard = (float(v) for v in g.bounds.amplification(log_prior, feasible, correct))
     assert p_hard >= p_plus - 1e-12
     removed = _p(log_prior)[~feasible].sum()
     event(f"strict amplification premise: {removed > 1e-9 and p_plus > 0}")
@@ -376,7 +378,7 @@ def test_prop15_amplification(log_prior, mask, seed):
         assert p_hard > p_plus
     if not feasible.all():  # a correct candidate outside F_R violates the premise
         with pytest.raises(ValueError, match="Gamma"):
-            g.amplification(log_prior, feasible, ~feasible)
+            g.bounds.amplification(log_prior, feasible, ~feasible)
 
 
 # ----------------------------------------------------------------------------- Prop. 12
@@ -391,7 +393,7 @@ def test_prop12_hoeffding_simulation():
         draws = rng.binomial(1, mean_e, size=(trials, m, 4)).mean(axis=1)  # energies in {0, B}
         s_hat = prior_cost + lam * draws
         fail = np.mean(np.argmin(s_hat, axis=1) != 0)
-        b = g.hoeffding_failure_bound(m, gamma, lam, bound, 4)
+        b = g.bounds.hoeffding_failure_bound(m, gamma, lam, bound, 4)
         assert fail <= min(b, 1.0) + 3 * np.sqrt(0.25 / trials)
 
 
@@ -400,9 +402,9 @@ def test_prop12_sample_size_symbolic_inversion():
     tail = 2 * n * sp.exp(-m * gam**2 / (2 * lam**2 * b**2))
     m_star = sp.solve(sp.Eq(tail, delta), m)[0]
     assert sp.simplify(m_star - 2 * lam**2 * b**2 / gam**2 * sp.log(2 * n / delta)) == 0
-    need = g.hoeffding_sample_size(0.1, 1.0, 1.0, 10, 0.05)
-    assert g.hoeffding_failure_bound(need, 0.1, 1.0, 1.0, 10) <= 0.05
-    assert g.hoeffding_failure_bound(need - 1, 0.1, 1.0, 1.0, 10) > 0.05
+    need = g.bounds.hoeffding_sample_size(0.1, 1.0, 1.0, 10, 0.05)
+    assert g.bounds.hoeffding_failure_bound(need, 0.1, 1.0, 1.0, 10) <= 0.05
+    assert g.bounds.hoeffding_failure_bound(need - 1, 0.1, 1.0, 1.0, 10) > 0.05
 
 
 # ----------------------------------------------------------------------------- batch axes

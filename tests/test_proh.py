@@ -15,20 +15,16 @@ from hypothesis import strategies as st
 from grounding.datasets import hypergraph_qa_benchmark, load_wd50k, read_statements
 from grounding.hypergraph import KnowledgeHypergraph, hop_relations, parse_role, role_name
 from grounding.llm import Endpoint, EndpointError
+from grounding.plans import HypergraphTemplatePlanner, LLMPlanner, Plan, SubQuestion
 from grounding.qa import PRoH
 from grounding.retrieval import (
     HypergraphIndex,
-    HypergraphTemplatePlanner,
     HyperPath,
-    LLMPlanner,
     LLMRelevance,
-    Plan,
-    SubQuestion,
     beam_search,
-    ewo,
-    path_answers,
     plan_context,
 )
+from grounding.retrieval.hypergraph import ewo, path_answers
 
 ENTS = [f"e{i}" for i in range(6)]
 RELS = ["r", "s", "q"]

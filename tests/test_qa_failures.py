@@ -13,6 +13,14 @@ from grounding.datasets import KGQuestion
 from grounding.hypergraph import KnowledgeHypergraph
 from grounding.learn import KGEModel
 from grounding.llm import EndpointError
+from grounding.plans import (
+    HeuristicPlanner,
+    HypergraphTemplatePlanner,
+    Plan,
+    PlanError,
+    SubQuestion,
+    TemplatePlanner,
+)
 from grounding.qa import (
     CandidateModelError,
     Candidates,
@@ -25,18 +33,7 @@ from grounding.qa import (
     expected_calibration_error,
     score_probabilities,
 )
-from grounding.retrieval import (
-    PCR,
-    HeuristicPlanner,
-    HypergraphIndex,
-    HypergraphTemplatePlanner,
-    Plan,
-    PlanError,
-    SubQuestion,
-    TemplatePlanner,
-    TextIndex,
-    beam_search,
-)
+from grounding.retrieval import PCR, HypergraphIndex, TextIndex, beam_search
 
 NAN, INF = float("nan"), float("inf")
 
@@ -432,10 +429,10 @@ def test_candidate_counts_must_be_positive_ints():
     ans = _answerer()
     q = KGQuestion("q", "?", "e0", ("a",), (), (), "test")
     for k in (-1, 0, True, 2.0):
-        with pytest.raises(ValueError, match="k must be a positive int"):
+        with pytest.raises(ValueError, match="k must be an int >= 1"):
             ans.propose(q, k)
     assert len(ans.propose(q, 3).entities) == 3
-    with pytest.raises(ValueError, match="k must be a positive int"):
+    with pytest.raises(ValueError, match="k must be an int >= 1"):
         Candidates.from_scores(["a", "b"], [0.0, 0.0], k=True)
     with pytest.raises(TypeError, match="entities"):
         Candidates.from_scores("ab", [0.0, 0.0])

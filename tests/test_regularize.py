@@ -675,35 +675,3 @@ def _blamed_file():
     trampoline module, whose two frames sit between the caller and the shim (so a dropped
     stacklevel still shows; 3 instead of 2 cannot: scripts/mutation_equivalents.toml)."""
     return "trampoline.py" if "MUTANT_UNDER_TEST" in os.environ else os.path.basename(__file__)
-
-
-def test_deprecated_names_warn_at_the_caller_and_still_work():
-    """``grounding.regularize.BuiltinMap`` / ``RelationMap`` warn once per access, at the
-    caller's line, with the replacement named, and return the working objects."""
-    with pytest.warns(DeprecationWarning) as rec:
-        builtin = reg.BuiltinMap
-    (w,) = rec
-    assert os.path.basename(w.filename) == _blamed_file()
-    assert str(w.message) == (
-        "grounding.regularize.BuiltinMap is deprecated and will be removed in the next release; "
-        "use grounding.geometry.translation_map / linear_map / rotation_map / identity_map"
-    )
-    x = np.array([1.0, 2.0])
-    for kind, params, want in (
-        ("identity", None, x),
-        ("translation", np.ones((1, 2)), x + 1),
-        ("linear", 2 * np.eye(2)[None], 2 * x),
-        ("rotation", np.array([[np.pi / 2]]), np.array([-2.0, 1.0])),
-    ):
-        np.testing.assert_allclose(builtin(kind, params)(0, x), want, atol=1e-6)
-    with pytest.raises(ValueError, match=r"^kind must be one of \['identity', 'linear'"):
-        builtin("shear")
-    with pytest.warns(DeprecationWarning) as rec:
-        assert reg.RelationMap is geometry.RelationMap
-    (w,) = rec
-    assert os.path.basename(w.filename) == _blamed_file()
-    assert str(w.message) == (
-        "grounding.regularize.RelationMap is deprecated; use grounding.geometry.RelationMap"
-    )
-    with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
-        reg.Nope  # noqa: B018

@@ -17,16 +17,9 @@ from hypothesis import strategies as st
 
 from grounding import EvidenceState, TypedGraph
 from grounding.datasets import kgqa_benchmark
-from grounding.retrieval import (
-    PCR,
-    UNREACHABLE,
-    Query,
-    TextIndex,
-    _batch,
-    compact_evidence_batch,
-    subgraph_evidence,
-    subgraph_evidence_batch,
-)
+from grounding.retrieval import PCR, Query, TextIndex, _batch, subgraph_evidence
+from grounding.retrieval.base import compact_evidence_batch, subgraph_evidence_batch
+from grounding.semiring.recursion import UNREACHABLE
 from grounding.testing.strategies import seeds, typed_graphs
 
 

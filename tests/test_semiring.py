@@ -128,7 +128,7 @@ def oracle_field(gr, sources, hops, tau, prior):
 
 
 def field(gr, sources, k, tau, prior, **kw):
-    return g.energy_field(
+    return g.semiring.energy_field(
         gr.head,
         gr.tail,
         gr.cost,
@@ -170,7 +170,7 @@ def test_eq13_energy_field_equals_walk_enumeration(gr, k, tau, prior, sources):
 @given(weighted_digraphs(), st.integers(1, 4), taus, st.booleans(), sources_of)
 def test_eq13_exact_hop_fields_equal_enumeration(gr, k, tau, prior, sources):
     sources = _clip(sources, gr.n_nodes)
-    got = g.hop_energy_fields(
+    got = g.semiring.hop_energy_fields(
         gr.head, gr.tail, gr.cost, np.asarray(sources, np.int32), n_nodes=gr.n_nodes,
         max_hops=k, tau=tau, log_step_prior=gr.log_prior if prior else None,
     )  # fmt: skip
@@ -198,7 +198,7 @@ def test_per_source_costs_equal_separate_runs(gr, k, tau, sources):
     sources = _clip(sources, gr.n_nodes)
     rng = np.random.default_rng(len(sources))
     costs = gr.cost[None, :] + rng.uniform(0, 1, (len(sources), len(gr.cost)))
-    got = g.energy_field(gr.head, gr.tail, costs, np.asarray(sources, np.int32),
+    got = g.semiring.energy_field(gr.head, gr.tail, costs, np.asarray(sources, np.int32),
                          n_nodes=gr.n_nodes, max_hops=k, tau=tau)  # fmt: skip
     for i, s in enumerate(sources):
         want = field(gr._replace(cost=costs[i]), [s], k, tau, False)
@@ -254,7 +254,7 @@ def test_min_plus_without_a_hop_limit_is_the_shortest_walk_of_at_least_one_edge(
     w = sp.csr_matrix((list(best.values()), (rows, cols)), shape=(n, n))
     dist = shortest_path(w, method="D", directed=True)
     got = np.asarray(
-        g.energy_field(
+        g.semiring.energy_field(
             gr.head,
             gr.tail,
             gr.cost,
@@ -275,16 +275,18 @@ def test_min_plus_without_a_hop_limit_relaxes_through_a_long_cycle():
     relaxation needs n - 1 hops to reach the far end (a hop budget below that stops short)."""
     n = 12
     head, tail = np.arange(n), (np.arange(n) + 1) % n
-    got = g.energy_field(head, tail, np.ones(n), np.array([0]), n_nodes=n, max_hops=None, tau=0.0)
+    got = g.semiring.energy_field(
+        head, tail, np.ones(n), np.array([0]), n_nodes=n, max_hops=None, tau=0.0
+    )
     np.testing.assert_array_equal(np.asarray(got), [[n, *range(1, n)]])
 
 
 def test_unlimited_hops_need_min_plus_and_non_negative_costs():
     h, t = np.array([0, 1]), np.array([1, 0])
     with pytest.raises(ValueError, match="tau == 0"):
-        g.energy_field(h, t, np.ones(2), np.array([0]), n_nodes=2, max_hops=None, tau=0.5)
+        g.semiring.energy_field(h, t, np.ones(2), np.array([0]), n_nodes=2, max_hops=None, tau=0.5)
     with pytest.raises(ValueError, match="non-negative"):
-        g.energy_field(
+        g.semiring.energy_field(
             h, t, np.array([1.0, -2.0]), np.array([0]), n_nodes=2, max_hops=None, tau=0.0
         )
 
@@ -309,17 +311,19 @@ def test_min_plus_equals_hop_limited_bellman_ford(gr, k, sources):
 def test_unreachable_nodes_are_inf_not_nan_with_finite_gradients():
     head, tail, cost = np.array([0, 1]), np.array([1, 0]), np.array([1.0, 2.0])
     for tau in (0.0, 0.5):
-        f = g.energy_field(head, tail, cost, np.array([0, 2]), n_nodes=4, max_hops=3, tau=tau)
+        f = g.semiring.energy_field(
+            head, tail, cost, np.array([0, 2]), n_nodes=4, max_hops=3, tau=tau
+        )
         assert np.isinf(f[:, 3]).all() and np.isinf(f[1]).all() and not np.isnan(f).any()
         grad = jax.grad(
-            lambda c, tau=tau: jnp.sum(jnp.where(jnp.isfinite(f := g.energy_field(
+            lambda c, tau=tau: jnp.sum(jnp.where(jnp.isfinite(f := g.semiring.energy_field(
                 head, tail, c, np.array([0, 2]), n_nodes=4, max_hops=3, tau=tau)), f, 0.0))
         )(cost)  # fmt: skip
         assert np.isfinite(grad).all()
 
 
 def test_empty_graph_gives_all_inf():
-    f = g.energy_field(np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0), np.array([0]),
+    f = g.semiring.energy_field(np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0), np.array([0]),
                        n_nodes=3, max_hops=2, tau=1.0)  # fmt: skip
     assert np.isinf(f).all()
 
@@ -353,7 +357,7 @@ def test_prop2_gradient_is_the_enumerated_edge_marginal_of_nu_star(gr, k, tau, p
     rng = np.random.default_rng(seed)
     sources = [walk_source(gr, rng) for _ in range(3)]
     targets = [reached_target(gr, s, range(1, k + 1), rng, tau, prior) for s in sources]
-    got = np.asarray(g.edge_usage(gr.head, gr.tail, gr.cost, sources, targets, n_nodes=gr.n_nodes,
+    got = np.asarray(g.semiring.edge_usage(gr.head, gr.tail, gr.cost, sources, targets, n_nodes=gr.n_nodes,
                                   max_hops=k, tau=tau,
                                   log_step_prior=gr.log_prior if prior else None))  # fmt: skip
     assert got.shape == (3, len(gr.cost))
@@ -378,7 +382,7 @@ def test_prop2_min_plus_gradient_is_the_best_walk_usage_when_unique(gr, k, seed)
     s = walk_source(gr, rng)
     t = reached_target(gr, s, range(1, k + 1), rng)
     scored = walk_scores(gr, s, range(1, k + 1), 0.0, False).get(t, [])
-    got = np.asarray(g.edge_usage(gr.head, gr.tail, gr.cost, [s], [t], n_nodes=gr.n_nodes,
+    got = np.asarray(g.semiring.edge_usage(gr.head, gr.tail, gr.cost, [s], [t], n_nodes=gr.n_nodes,
                                   max_hops=k, tau=0.0))[0]  # fmt: skip
     sc = np.array([x for _, x in scored])
     event("no walk" if not scored else f"unique best walk: {(sc == sc.max()).sum() == 1}")
@@ -401,7 +405,7 @@ def test_top_paths_are_the_k_best_enumerated_walks(gr, k, tau, n_best, seed):
     rng = np.random.default_rng(seed)
     s = walk_source(gr, rng)
     t = reached_target(gr, s, range(1, k + 1), rng)
-    tp = g.top_paths(gr.head, gr.tail, gr.cost, s, t, n_nodes=gr.n_nodes, max_hops=k, k=n_best,
+    tp = g.paths.top_paths(gr.head, gr.tail, gr.cost, s, t, n_nodes=gr.n_nodes, max_hops=k, k=n_best,
                      tau=tau, log_step_prior=gr.log_prior)  # fmt: skip
     scored = walk_scores(gr, s, range(1, k + 1), tau, True).get(t, [])
     event(f"a walk reaches the target: {bool(scored)}")
@@ -429,7 +433,7 @@ def test_top_paths_weights_are_probabilities_at_small_tau_or_refused(x64):
     cost = np.array([1.0, 1.0, 2.5, 0.3])
     with jax.enable_x64(x64):
         for tau in (1.0, 1e-1, 1e-2, 1e-3, 1e-4):
-            tp = g.top_paths(h, t, cost, 0, 2, n_nodes=3, max_hops=3, k=10, tau=tau)
+            tp = g.paths.top_paths(h, t, cost, 0, 2, n_nodes=3, max_hops=3, k=10, tau=tau)
             assert np.all(np.isfinite(tp.weight)) and np.all(tp.weight >= 0)
             assert tp.weight.sum() <= 1 + 1e-12 and tp.weight.max() <= 1
             # the two best walks cost 2.0 and 2.3 (0->1->2, 0->1->2->2): log-ratio 0.3 / tau
@@ -438,7 +442,7 @@ def test_top_paths_weights_are_probabilities_at_small_tau_or_refused(x64):
                 np.testing.assert_allclose(log_ratio, 0.3 / tau, rtol=1e-9)
         for tau in (1e-8, 1e-12):
             with pytest.raises(FloatingPointError, match="too small for float64"):
-                g.top_paths(h, t, cost, 0, 2, n_nodes=3, max_hops=3, k=10, tau=tau)
+                g.paths.top_paths(h, t, cost, 0, 2, n_nodes=3, max_hops=3, k=10, tau=tau)
 
 
 def test_top_paths_precision_threshold_is_the_documented_one():
@@ -448,10 +452,10 @@ def test_top_paths_precision_threshold_is_the_documented_one():
     eps = np.finfo(np.float64).eps
     for hops in (1, 2, 3):
         tau_star = 4 * (hops + 1) * eps * hops * 2.0 / 1e-6  # where the bound equals 1e-6
-        tp = g.top_paths(h, t, cost, 0, 1, n_nodes=2, max_hops=hops, tau=tau_star * 1.01)
+        tp = g.paths.top_paths(h, t, cost, 0, 1, n_nodes=2, max_hops=hops, tau=tau_star * 1.01)
         np.testing.assert_allclose(tp.weight, [1.0], **F64)  # the only walk carries all mass
         with pytest.raises(FloatingPointError, match="too small for float64"):
-            g.top_paths(h, t, cost, 0, 1, n_nodes=2, max_hops=hops, tau=tau_star * 0.99)
+            g.paths.top_paths(h, t, cost, 0, 1, n_nodes=2, max_hops=hops, tau=tau_star * 0.99)
 
 
 def test_top_paths_defaults_dtypes_and_no_finite_walk():
@@ -460,13 +464,13 @@ def test_top_paths_defaults_dtypes_and_no_finite_walk():
     # six walks 0 -> 1 of one or two edges: three parallel edges, and 0 -> 2 -> 1 in 1 x 3 ways
     h, t = np.array([0, 0, 0, 0, 2, 2, 2]), np.array([1, 1, 1, 2, 1, 1, 1])
     cost = np.array([1.0, 2.0, 3.0, 0.5, 1.0, 2.0, 4.0])
-    tp = g.top_paths(jnp.asarray(h, jnp.int32), jnp.asarray(t, jnp.int32), cost, 0, 1,
+    tp = g.paths.top_paths(jnp.asarray(h, jnp.int32), jnp.asarray(t, jnp.int32), cost, 0, 1,
                      n_nodes=3, max_hops=2)  # fmt: skip
     assert tp.weight is None and len(tp.edges) == 5
     np.testing.assert_allclose(tp.cost, [1.0, 1.5, 2.0, 2.5, 3.0])
     assert all(w.dtype == np.int64 and n.dtype == np.int64 for w, n in zip(tp.edges, tp.nodes))
     for tau in (0.0, 0.5):
-        none = g.top_paths(h, t, np.full(7, np.inf), 0, 1, n_nodes=3, max_hops=2, tau=tau)
+        none = g.paths.top_paths(h, t, np.full(7, np.inf), 0, 1, n_nodes=3, max_hops=2, tau=tau)
         assert none.edges == [] and none.nodes == [] and len(none.cost) == 0
         assert (none.weight is None) if tau == 0 else (none.weight.shape == (0,))
 
@@ -479,8 +483,10 @@ def test_top_paths_input_contract():
     h, t = np.array([0, 1, 0]), np.array([1, 2, 2])
     cost, kw = np.array([1.0, 1.0, 3.0]), dict(n_nodes=3, max_hops=2, k=3)
     for tau in (0.0, 0.5):
-        ref = g.top_paths(h, t, cost, 0, 2, tau=tau, **kw)
-        row = g.top_paths(h, t, cost[None], 0, 2, tau=tau, log_step_prior=np.zeros((1, 3)), **kw)
+        ref = g.paths.top_paths(h, t, cost, 0, 2, tau=tau, **kw)
+        row = g.paths.top_paths(
+            h, t, cost[None], 0, 2, tau=tau, log_step_prior=np.zeros((1, 3)), **kw
+        )
         assert [w.tolist() for w in row.edges] == [w.tolist() for w in ref.edges] == [[0, 1], [2]]
         assert row.cost.shape == (2,) and (tau == 0 or row.weight.shape == (2,))
         np.testing.assert_array_equal(row.weight, ref.weight)
@@ -492,14 +498,16 @@ def test_top_paths_input_contract():
     ):  # fmt: skip
         args = {"edge_cost": cost, "log_step_prior": None, name: bad}
         with pytest.raises(ValueError, match=match):
-            g.top_paths(h, t, args["edge_cost"], 0, 2, log_step_prior=args["log_step_prior"], **kw)
+            g.paths.top_paths(
+                h, t, args["edge_cost"], 0, 2, log_step_prior=args["log_step_prior"], **kw
+            )
     for source, target, name in ((3, 2, "source"), (0, 3, "target")):
         with pytest.raises(ValueError, match=f"^{name} must lie in \\[0, 3\\)"):
-            g.top_paths(h, t, cost, source, target, **kw)
-    banned = g.top_paths(h, t, cost, 0, 2, log_step_prior=np.array([0.0, -np.inf, 0.0]), **kw)
+            g.paths.top_paths(h, t, cost, source, target, **kw)
+    banned = g.paths.top_paths(h, t, cost, 0, 2, log_step_prior=np.array([0.0, -np.inf, 0.0]), **kw)
     assert [w.tolist() for w in banned.edges] == [[2]] and banned.cost.tolist() == [3.0]
     c32 = np.array([0.1, 0.2, 0.33], np.float32)
-    tp = g.top_paths(h, t, jnp.asarray(c32), 0, 2, tau=0.01, **kw)
+    tp = g.paths.top_paths(h, t, jnp.asarray(c32), 0, 2, tau=0.01, **kw)
     c64 = c32.astype(np.float64)
     scores = np.array([-(c64[0] + c64[1]), -c64[2]]) / 0.01
     np.testing.assert_allclose(tp.weight, np.exp(scores - np.logaddexp.reduce(scores)), rtol=1e-12)
@@ -521,7 +529,7 @@ def test_count_optimal_walks_is_the_enumerated_count_of_best_walks(n, T, to_targ
     finite = [x for x in map(score, family) if x > -np.inf]
     want = (max(finite), finite.count(max(finite))) if finite else (-np.inf, 0)
     event(f"optimal walks: {min(want[1], 2)}")
-    assert g.count_optimal_walks(**kw) == want
+    assert g.paths.count_optimal_walks(**kw) == want
 
 
 @given(st.integers(1, 4), st.integers(1, 3), st.integers(1, 6), st.booleans(), st.booleans(),
@@ -554,12 +562,14 @@ def test_chain_energies_without_walks_keep_the_cost_dtype():
     emb = np.zeros((2, 2), np.float32)
     with jax.enable_x64(True):
         for dtype in (np.float32, np.float64):
-            args = (graph, emb.astype(dtype), g.identity_map())
-            _, e1 = g.chain_path_energies(*args, np.zeros((2, 2), dtype), np.array([0]))
-            w, e = g.chain_path_energies(*args, np.zeros((3, 2), dtype), np.array([0, 0]))
+            args = (graph, emb.astype(dtype), g.geometry.identity_map())
+            _, e1 = g.paths.chain_path_energies(*args, np.zeros((2, 2), dtype), np.array([0]))
+            w, e = g.paths.chain_path_energies(*args, np.zeros((3, 2), dtype), np.array([0, 0]))
             assert w.shape == (0, 2) and w.dtype == np.int64 and e.shape == (0,)
             assert e1.shape == (1,) and e.dtype == e1.dtype == dtype
-            none = g.chain_energy(*args, np.zeros((3, 2), dtype), np.array([0, 0]), simple=True)
+            none = g.paths.chain_energy(
+                *args, np.zeros((3, 2), dtype), np.array([0, 0]), simple=True
+            )
             assert none == np.inf and none.dtype == dtype
 
 
@@ -572,24 +582,24 @@ def test_enumerated_walks_and_simple_paths_are_the_brute_force_families(graph, n
     sources = data.draw(st.one_of(st.none(), st.lists(st.integers(0, graph.n_nodes - 1))))
     starts = range(graph.n_nodes) if sources is None else sorted(set(sources))
     want = sorted(w for s in starts for w in walks(head, tail, s, n_hops))
-    got = g.enumerate_walks(graph, n_hops, sources)
+    got = g.paths.enumerate_walks(graph, n_hops, sources)
     assert got.dtype == np.int64 and got.shape == (len(want), n_hops)
     assert sorted(map(tuple, got.tolist())) == want
-    nodes = g.walk_nodes(graph, got)
+    nodes = g.paths.walk_nodes(graph, got)
     assert nodes.shape == (len(want), n_hops + 1) and nodes.dtype == np.int64
     for w, row in zip(got, nodes):
         assert row.tolist() == [head[w[0]], *tail[w].tolist()]
-    simple = g.simple_paths(graph, got)
+    simple = g.paths.simple_paths(graph, got)
     keep = [tuple(w) for w, row in zip(got.tolist(), nodes.tolist()) if len(set(row)) == len(row)]
     event(f"some walk revisits a node: {len(keep) < len(want)}")
     assert simple.shape == (len(keep), n_hops) and [tuple(w) for w in simple.tolist()] == keep
     emb = np.random.default_rng(0).normal(size=(graph.n_nodes, 2))
     psi = np.random.default_rng(1).normal(size=(n_hops + 1, 2))
     claim = -np.ones(n_hops, int)
-    args = (graph, emb, g.translation_map(np.zeros((len(graph.relations), 2))), psi, claim)
-    w_all, e_all = g.chain_path_energies(*args)  # walks from every node
-    w_simple, e_simple = g.chain_path_energies(*args, simple=True)
-    assert w_simple.tolist() == g.simple_paths(graph, w_all).tolist()
+    args = (graph, emb, g.geometry.translation_map(np.zeros((len(graph.relations), 2))), psi, claim)
+    w_all, e_all = g.paths.chain_path_energies(*args)  # walks from every node
+    w_simple, e_simple = g.paths.chain_path_energies(*args, simple=True)
+    assert w_simple.tolist() == g.paths.simple_paths(graph, w_all).tolist()
     index = {tuple(w): i for i, w in enumerate(w_all.tolist())}
     rows = [index[tuple(w)] for w in w_simple.tolist()]
     np.testing.assert_allclose(e_simple, np.asarray(e_all)[rows].reshape(-1), **F64)
@@ -600,13 +610,13 @@ def test_enumerated_walks_and_simple_paths_are_the_brute_force_families(graph, n
 @given(weighted_digraphs(), st.one_of(st.none(), st.integers(1, 4)), sources_of)
 def test_hop_distances_equal_networkx_bfs(gr, d_max, anchors):
     anchors = _clip(anchors, gr.n_nodes)
-    got = np.asarray(g.hop_distances(gr.head, gr.tail, np.asarray(anchors), n_nodes=gr.n_nodes,
+    got = np.asarray(g.semiring.hop_distances(gr.head, gr.tail, np.asarray(anchors), n_nodes=gr.n_nodes,
                                      max_hops=d_max))  # fmt: skip
     G = nx.MultiDiGraph()
     G.add_nodes_from(range(gr.n_nodes))
     G.add_edges_from(zip(gr.head.tolist(), gr.tail.tolist()))
     for i, a in enumerate(anchors):
-        want = np.full(gr.n_nodes, g.UNREACHABLE)
+        want = np.full(gr.n_nodes, g.semiring.UNREACHABLE)
         for v, d in nx.single_source_shortest_path_length(G, a, cutoff=d_max).items():
             want[v] = d
         np.testing.assert_array_equal(got[i], want)
@@ -620,17 +630,17 @@ def test_hop_distances_equal_networkx_bfs(gr, d_max, anchors):
 def test_chain_energy_by_dp_equals_enumeration(graph, T, tau, mismatch, seed):
     rng = np.random.default_rng(seed)
     emb = rng.normal(size=(graph.n_nodes, 2))
-    tmap = g.Translation(jnp.asarray(rng.normal(size=(len(graph.relations), 2))))
+    tmap = g.geometry.Translation(jnp.asarray(rng.normal(size=(len(graph.relations), 2))))
     psi = rng.normal(size=(T + 1, 2))
     rels = rng.integers(-1, len(graph.relations), T)
     kw = dict(alpha=0.8, xi=0.5, mismatch_cost=mismatch)
-    _, e = g.chain_path_energies(graph, emb, tmap, psi, rels, **kw)
+    _, e = g.paths.chain_path_energies(graph, emb, tmap, psi, rels, **kw)
     e = np.asarray(e)
     if e.size == 0:
         want = np.inf
     else:
-        want = float(g.aggregate_paths(e, np.full(e.shape, -np.log(e.size)), tau))
-    got = float(g.chain_energy(graph, emb, tmap, psi, rels, tau=tau, **kw))
+        want = float(g.energy.aggregate_paths(e, np.full(e.shape, -np.log(e.size)), tau))
+    got = float(g.paths.chain_energy(graph, emb, tmap, psi, rels, tau=tau, **kw))
     assert_energies_equal(np.array([got]), np.array([want]))
 
 
@@ -641,7 +651,7 @@ def test_chain_energy_over_simple_paths_and_its_defaults(graph, T, tau, seed):
     ``+inf`` with none; the defaults are ``tau = 0``, ``alpha = xi = 1``, typed claims exact."""
     rng = np.random.default_rng(seed)
     emb = rng.normal(size=(graph.n_nodes, 2))
-    tmap = g.Translation(jnp.asarray(rng.normal(size=(len(graph.relations), 2))))
+    tmap = g.geometry.Translation(jnp.asarray(rng.normal(size=(len(graph.relations), 2))))
     psi = rng.normal(size=(T + 1, 2))
     rels = rng.integers(-1, len(graph.relations), T)
 
@@ -652,13 +662,13 @@ def test_chain_energy_over_simple_paths_and_its_defaults(graph, T, tau, seed):
         return e.min() if t == 0 else -t * (np.logaddexp.reduce(-e / t) - np.log(e.size))
 
     kw = dict(alpha=0.8, xi=0.5, mismatch_cost=0.7, metric="manhattan")
-    _, e_simple = g.chain_path_energies(graph, emb, tmap, psi, rels, **kw, simple=True)
-    got = g.chain_energy(graph, emb, tmap, psi, rels, tau=tau, **kw, simple=True)
+    _, e_simple = g.paths.chain_path_energies(graph, emb, tmap, psi, rels, **kw, simple=True)
+    got = g.paths.chain_energy(graph, emb, tmap, psi, rels, tau=tau, **kw, simple=True)
     event(f"a simple path exists: {e_simple.size > 0}")
     assert_energies_equal(np.array([float(got)]), np.array([aggregate(e_simple, tau)]))
-    _, e_all = g.chain_path_energies(graph, emb, tmap, psi, rels, alpha=1.0, xi=1.0,
+    _, e_all = g.paths.chain_path_energies(graph, emb, tmap, psi, rels, alpha=1.0, xi=1.0,
                                      mismatch_cost=np.inf)  # fmt: skip
-    default = g.chain_energy(graph, emb, tmap, psi, rels)
+    default = g.paths.chain_energy(graph, emb, tmap, psi, rels)
     assert_energies_equal(np.array([float(default)]), np.array([aggregate(e_all, 0.0)]))
 
 
@@ -675,25 +685,27 @@ def test_chain_energy_from_costs_with_absent_edges_is_the_subgraph_energy(tau):
     sub = g.TypedGraph(graph.head[keep], graph.relation[keep], graph.tail[keep],
                        graph.reliability[keep], graph.entities, graph.relations)  # fmt: skip
     emb, psi = rng.normal(size=(4, 2)), rng.normal(size=(3, 2))
-    tmap, claim = g.identity_map(), np.array([0, -1])
+    tmap, claim = g.geometry.identity_map(), np.array([0, -1])
     node, step = costs.chain_costs(graph, emb, tmap, psi, claim, 1.0, 1.0, np.inf, "euclidean")
     step = jnp.where(keep, step, jnp.inf)
     t = jnp.asarray(tau)
     full = layout.as_graph(graph.head, graph.tail, 4)
-    got = g.chain_energy_from_costs(full, node, step, t, tau == 0, edge_exists=jnp.asarray(keep))
-    want = g.chain_energy(sub, emb, tmap, psi, claim, tau=tau)
+    got = g.paths.chain_energy_from_costs(
+        full, node, step, t, tau == 0, edge_exists=jnp.asarray(keep)
+    )
+    want = g.paths.chain_energy(sub, emb, tmap, psi, claim, tau=tau)
     np.testing.assert_allclose(got, want, rtol=1e-5)
     if tau > 0:  # without the mask the extra edges would count in W_T: a different energy
-        other = g.chain_energy_from_costs(full, node, step, t, False)
+        other = g.paths.chain_energy_from_costs(full, node, step, t, False)
         assert abs(float(other) - float(want)) > 1e-3
 
 
 def test_chain_costs_reads_a_scalar_claim_and_refuses_a_flat_psi():
     graph = g.TypedGraph.from_triples([("a", "r", "b"), ("b", "r", "a")])
     emb = np.eye(2)
-    one = costs.chain_costs(graph, emb, g.identity_map(), np.ones((2, 2)), 0, 1, 1, np.inf,
+    one = costs.chain_costs(graph, emb, g.geometry.identity_map(), np.ones((2, 2)), 0, 1, 1, np.inf,
                              "euclidean")  # fmt: skip
-    ref = costs.chain_costs(graph, emb, g.identity_map(), np.ones((2, 2)), [0], 1, 1, np.inf,
+    ref = costs.chain_costs(graph, emb, g.geometry.identity_map(), np.ones((2, 2)), [0], 1, 1, np.inf,
                              "euclidean")  # fmt: skip
     for a, b in zip(one, ref):
         np.testing.assert_array_equal(a, b)
@@ -701,15 +713,17 @@ def test_chain_costs_reads_a_scalar_claim_and_refuses_a_flat_psi():
     emb, psi, tmap = (
         rng.normal(size=(2, 2)),
         rng.normal(size=(2, 2)),
-        g.translation_map(np.ones((1, 2))),
+        g.geometry.translation_map(np.ones((1, 2))),
     )
     node, step = costs.chain_costs(graph, emb, tmap, psi, [-1], 0.5, 0.8, np.inf, "manhattan")
     np.testing.assert_allclose(node, np.abs(psi[:, None] - emb[None]).sum(-1), rtol=1e-6)
-    want = 0.5 * np.asarray(g.edge_residuals(graph, emb, tmap, 0.8, "manhattan"))
+    want = 0.5 * np.asarray(g.geometry.edge_residuals(graph, emb, tmap, 0.8, "manhattan"))
     np.testing.assert_allclose(step[0], want, rtol=1e-6)
-    assert not np.allclose(want, 0.5 * np.asarray(g.edge_residuals(graph, emb, tmap, 0.8)))
+    assert not np.allclose(want, 0.5 * np.asarray(g.geometry.edge_residuals(graph, emb, tmap, 0.8)))
     with pytest.raises(ValueError, match="^psi must have at least 2 dimension"):
-        costs.chain_costs(graph, emb, g.identity_map(), np.ones(2), [0], 1, 1, np.inf, "euclidean")
+        costs.chain_costs(
+            graph, emb, g.geometry.identity_map(), np.ones(2), [0], 1, 1, np.inf, "euclidean"
+        )
 
 
 # ---------------------------------------------------------------- transforms and dtypes
@@ -722,16 +736,18 @@ def _small():
 @pytest.mark.parametrize("tau", [0.0, 0.6])
 def test_jit_with_traced_edges_and_vmap_over_costs(tau):
     head, tail, cost, src = _small()
-    eager = g.energy_field(head, tail, cost, src, n_nodes=8, max_hops=3, tau=tau)
+    eager = g.semiring.energy_field(head, tail, cost, src, n_nodes=8, max_hops=3, tau=tau)
     jitted = jax.jit(
-        lambda h, t, c: g.energy_field(h, t, c, src, n_nodes=8, max_hops=3, tau=tau)
+        lambda h, t, c: g.semiring.energy_field(h, t, c, src, n_nodes=8, max_hops=3, tau=tau)
     )(head, tail, cost)  # fmt: skip
     assert_energies_equal(jitted, eager)
     batch = np.stack([cost, cost * 2, cost + 1])
-    vm = jax.vmap(lambda c: g.energy_field(head, tail, c, src, n_nodes=8, max_hops=3, tau=tau))
+    vm = jax.vmap(
+        lambda c: g.semiring.energy_field(head, tail, c, src, n_nodes=8, max_hops=3, tau=tau)
+    )
     for b, out in zip(batch, vm(batch)):
         assert_energies_equal(
-            out, g.energy_field(head, tail, b, src, n_nodes=8, max_hops=3, tau=tau)
+            out, g.semiring.energy_field(head, tail, b, src, n_nodes=8, max_hops=3, tau=tau)
         )
 
 
@@ -743,10 +759,10 @@ def test_traced_tau_agrees_with_the_concrete_call_including_zero():
     taus = np.array([0.0, 0.6, 2.0])
 
     def field(t, **kw):
-        return g.energy_field(head, tail, cost, src, n_nodes=8, max_hops=3, tau=t, **kw)
+        return g.semiring.energy_field(head, tail, cost, src, n_nodes=8, max_hops=3, tau=t, **kw)
 
     def per_hop(t):
-        return g.hop_energy_fields(head, tail, cost, src, n_nodes=8, max_hops=3, tau=t)
+        return g.semiring.hop_energy_fields(head, tail, cost, src, n_nodes=8, max_hops=3, tau=t)
 
     for fn in (field, per_hop):
         eager = [fn(float(t)) for t in taus]
@@ -762,10 +778,10 @@ def test_traced_tau_agrees_with_the_concrete_call_including_zero():
     rng = np.random.default_rng(0)
     graph = g.TypedGraph.from_triples([("a", "r", "b"), ("b", "r", "c"), ("a", "r", "c")])
     emb, psi = rng.normal(size=(3, 2)), rng.normal(size=(3, 2))
-    tmap = g.Translation(jnp.asarray(rng.normal(size=(1, 2))))
+    tmap = g.geometry.Translation(jnp.asarray(rng.normal(size=(1, 2))))
 
     def chain(t):
-        return g.chain_energy(graph, emb, tmap, psi, np.array([0, 0]), tau=t)
+        return g.paths.chain_energy(graph, emb, tmap, psi, np.array([0, 0]), tau=t)
 
     for t in taus:
         assert_energies_equal(jax.jit(chain)(t)[None], chain(float(t))[None])
@@ -775,7 +791,7 @@ def test_gradient_in_tau_is_finite_and_matches_finite_difference():
     head, tail, cost, src = _small()
 
     def total(tau):
-        f = g.energy_field(head, tail, cost, src, n_nodes=8, max_hops=3, tau=tau)
+        f = g.semiring.energy_field(head, tail, cost, src, n_nodes=8, max_hops=3, tau=tau)
         return jnp.sum(jnp.where(jnp.isfinite(f), f, 0.0))
 
     d = float(jax.grad(total)(0.7))
@@ -785,8 +801,10 @@ def test_gradient_in_tau_is_finite_and_matches_finite_difference():
 
 def test_float32_agrees_with_float64():
     head, tail, cost, src = _small()
-    f64 = g.energy_field(head, tail, cost, src, n_nodes=8, max_hops=3, tau=0.6)
-    f32 = g.energy_field(head, tail, cost.astype(np.float32), src, n_nodes=8, max_hops=3, tau=0.6)
+    f64 = g.semiring.energy_field(head, tail, cost, src, n_nodes=8, max_hops=3, tau=0.6)
+    f32 = g.semiring.energy_field(
+        head, tail, cost.astype(np.float32), src, n_nodes=8, max_hops=3, tau=0.6
+    )
     assert f32.dtype == jnp.float32
     assert_energies_equal(f32, f64, tol=F32)
 
@@ -795,7 +813,7 @@ def test_index_methods_and_typed_graph_index_match_the_array_api():
     graph = g.TypedGraph.from_triples([("a", "r", "b"), ("b", "s", "c"), ("c", "r", "a")])
     index = graph.edge_index()
     cost = np.array([1.0, 2.0, 0.5])
-    want = g.energy_field(graph.head, graph.tail, cost, np.array([0]), n_nodes=3, max_hops=4,
+    want = g.semiring.energy_field(graph.head, graph.tail, cost, np.array([0]), n_nodes=3, max_hops=4,
                           tau=0.3)  # fmt: skip
     assert_energies_equal(index.energy_field(cost, np.array([0]), max_hops=4, tau=0.3), want)
     np.testing.assert_array_equal(index.hop_distances(np.array([1])), [[2, 0, 1]])
@@ -815,16 +833,18 @@ def test_index_takes_per_source_costs_and_priors_keeps_float32_and_int32_indices
     for tau in (0.0, 0.6):
         kw = dict(max_hops=3, tau=tau, log_step_prior=prior)
         for fn in ("energy_field", "hop_energy_fields"):
-            want = getattr(g, fn)(edge_cost=per_source, sources=src, **arrays, **kw)
+            want = getattr(g.semiring, fn)(edge_cost=per_source, sources=src, **arrays, **kw)
             assert_energies_equal(getattr(index, fn)(per_source, src, **kw), want)
         usage = index.edge_usage(per_source, src, np.array([1, 2, 4]), **kw)
-        want = g.edge_usage(head, tail, per_source, src, np.array([1, 2, 4]), n_nodes=8, **kw)
+        want = g.semiring.edge_usage(
+            head, tail, per_source, src, np.array([1, 2, 4]), n_nodes=8, **kw
+        )
         np.testing.assert_allclose(np.asarray(usage), np.asarray(want), **F64)
     for c in (cost, per_source):
         c32 = c.astype(np.float32)
         kw = dict(max_hops=3, tau=0.6, log_step_prior=prior)
         assert index.energy_field(c32, src, **kw).dtype == jnp.float32
-        assert g.energy_field(head, tail, c32, src, n_nodes=8, **kw).dtype == jnp.float32
+        assert g.semiring.energy_field(head, tail, c32, src, n_nodes=8, **kw).dtype == jnp.float32
     leaves = [ell.head, ell.tail, ell.final_row, *ell.slots, *jax.tree.leaves(index.csr)]
     assert all(a.dtype == jnp.int32 for a in leaves + [s for lv in ell.srcs for s in lv])
 
@@ -840,8 +860,8 @@ def test_large_concrete_graphs_take_the_ell_layout_and_agree_with_traced_edges(t
     assert isinstance(layout.as_graph(head, tail, n), semiring.EdgeIndex)
     assert isinstance(layout.as_graph(head[:-1], tail[:-1], n), SegmentEdges)
     kw = dict(n_nodes=n, max_hops=2, tau=tau)
-    eager = g.energy_field(head, tail, cost, src, **kw)
-    traced = jax.jit(lambda h, t: g.energy_field(h, t, cost, src, **kw))(head, tail)
+    eager = g.semiring.energy_field(head, tail, cost, src, **kw)
+    traced = jax.jit(lambda h, t: g.semiring.energy_field(h, t, cost, src, **kw))(head, tail)
     assert np.isfinite(np.asarray(eager)).sum() > 100
     assert_energies_equal(traced, eager)
 
@@ -853,10 +873,12 @@ def test_unlimited_hops_take_zero_costs_and_traced_costs():
     head, tail, cost, src = _small()
     cost = np.where(np.arange(30) < 6, 0.0, cost)
     kw = dict(n_nodes=8, tau=0.0)
-    eager = g.energy_field(head, tail, cost, src, max_hops=None, **kw)
-    traced = jax.jit(lambda c: g.energy_field(head, tail, c, src, max_hops=None, **kw))(cost)
+    eager = g.semiring.energy_field(head, tail, cost, src, max_hops=None, **kw)
+    traced = jax.jit(lambda c: g.semiring.energy_field(head, tail, c, src, max_hops=None, **kw))(
+        cost
+    )
     assert_energies_equal(traced, eager)
-    assert_energies_equal(eager, g.energy_field(head, tail, cost, src, max_hops=8, **kw))
+    assert_energies_equal(eager, g.semiring.energy_field(head, tail, cost, src, max_hops=8, **kw))
 
 
 # ------------------------------------------------------------------------------ sharding
@@ -872,8 +894,8 @@ def test_a_mesh_in_process_gives_the_unsharded_field_laid_out_on_the_mesh():
     for sources in (src[:1], src, np.tile(src, 3)[:8]) if mesh.size > 1 else (src,):
         per_source = cost[None] + np.arange(len(sources))[:, None] / 7
         calls = (
-            partial(g.energy_field, head, tail, per_source, sources, n_nodes=8),
-            partial(g.hop_energy_fields, head, tail, cost, sources, n_nodes=8),
+            partial(g.semiring.energy_field, head, tail, per_source, sources, n_nodes=8),
+            partial(g.semiring.hop_energy_fields, head, tail, cost, sources, n_nodes=8),
             partial(index.energy_field, cost, sources, log_step_prior=prior),
             partial(index.hop_energy_fields, per_source, sources),
         )
@@ -901,13 +923,13 @@ for n_src in (16, 13):  # divisible by the 8 devices, and padded
     for tau in (0.0, 0.7):
         for c in (cost, per_source):
             kw = dict(n_nodes=n, max_hops=3, tau=tau, log_step_prior=prior)
-            want = g.energy_field(head, tail, c, src, **kw)
-            got = g.energy_field(head, tail, c, src, mesh=mesh, **kw)
+            want = g.semiring.energy_field(head, tail, c, src, **kw)
+            got = g.semiring.energy_field(head, tail, c, src, mesh=mesh, **kw)
             np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12, atol=1e-12)
             if n_src % 8 == 0:
                 assert len(got.sharding.device_set) == 8, got.sharding
-            hw = g.hop_energy_fields(head, tail, c, src, **kw)
-            hg = g.hop_energy_fields(head, tail, c, src, mesh=mesh, **kw)
+            hw = g.semiring.hop_energy_fields(head, tail, c, src, **kw)
+            hg = g.semiring.hop_energy_fields(head, tail, c, src, mesh=mesh, **kw)
             np.testing.assert_allclose(np.asarray(hg), np.asarray(hw), rtol=1e-12, atol=1e-12)
 print("SHARDED_OK")
 """
@@ -925,64 +947,84 @@ def test_sharded_over_eight_host_devices_equals_unsharded():
 H, T_, C = np.array([0, 1]), np.array([1, 2]), np.array([1.0, 1.0])
 BAD = [
     (
-        lambda: g.energy_field(H, T_, C, [0], n_nodes=0, max_hops=2, tau=1.0),
+        lambda: g.semiring.energy_field(H, T_, C, [0], n_nodes=0, max_hops=2, tau=1.0),
         "^n_nodes must be an int >= 1",
     ),
     (
-        lambda: g.energy_field(H, T_[:1], C, [0], n_nodes=3, max_hops=2, tau=1.0),
+        lambda: g.semiring.energy_field(H, T_[:1], C, [0], n_nodes=3, max_hops=2, tau=1.0),
         "^head and tail must have the same length",
     ),
     (
-        lambda: g.energy_field(H, T_ + 5, C, [0], n_nodes=3, max_hops=2, tau=1.0),
+        lambda: g.semiring.energy_field(H, T_ + 5, C, [0], n_nodes=3, max_hops=2, tau=1.0),
         "^edge endpoints must lie in",
     ),
     (
-        lambda: g.energy_field(H * 1.0, T_, C, [0], n_nodes=3, max_hops=2, tau=1.0),
+        lambda: g.semiring.energy_field(H * 1.0, T_, C, [0], n_nodes=3, max_hops=2, tau=1.0),
         "^head must be a 1-D integer array",
     ),
-    (lambda: g.energy_field(H, T_, C, [7], n_nodes=3, max_hops=2, tau=1.0), "^sources must lie in"),
     (
-        lambda: g.energy_field(H, T_, [1.0, np.nan], [0], n_nodes=3, max_hops=2, tau=1.0),
+        lambda: g.semiring.energy_field(H, T_, C, [7], n_nodes=3, max_hops=2, tau=1.0),
+        "^sources must lie in",
+    ),
+    (
+        lambda: g.semiring.energy_field(H, T_, [1.0, np.nan], [0], n_nodes=3, max_hops=2, tau=1.0),
         "^edge_cost contains NaN",
     ),
     (
-        lambda: g.energy_field(H, T_, [1.0, -np.inf], [0], n_nodes=3, max_hops=2, tau=1.0),
+        lambda: g.semiring.energy_field(H, T_, [1.0, -np.inf], [0], n_nodes=3, max_hops=2, tau=1.0),
         "^edge_cost contains -inf",
     ),
     (
-        lambda: g.energy_field(H, T_, [1.0], [0], n_nodes=3, max_hops=2, tau=1.0),
+        lambda: g.semiring.energy_field(H, T_, [1.0], [0], n_nodes=3, max_hops=2, tau=1.0),
         r"^edge_cost must have shape \[2\] or \[1, 2\]",
     ),
     (
-        lambda: g.energy_field(H, T_, C, [0], n_nodes=3, max_hops=0, tau=1.0),
+        lambda: g.semiring.energy_field(H, T_, C, [0], n_nodes=3, max_hops=0, tau=1.0),
         "^max_hops must be an int >= 1",
     ),
-    (lambda: g.energy_field(H, T_, C, [0], n_nodes=3, max_hops=2, tau=-1.0), "^tau must be >= 0"),
     (
-        lambda: g.energy_field(
+        lambda: g.semiring.energy_field(H, T_, C, [0], n_nodes=3, max_hops=2, tau=-1.0),
+        "^tau must be >= 0",
+    ),
+    (
+        lambda: g.semiring.energy_field(
             H, T_, C, [0], n_nodes=3, max_hops=2, tau=1.0, log_step_prior=[0.0, np.inf]
         ),  # fmt: skip
         "^log_step_prior contains inf",
     ),
     (
-        lambda: g.edge_usage(H, T_, C, [0, 1], [2], n_nodes=3, max_hops=2, tau=1.0),
+        lambda: g.semiring.edge_usage(H, T_, C, [0, 1], [2], n_nodes=3, max_hops=2, tau=1.0),
         "^targets must match",
     ),
-    (lambda: g.hop_distances(H, T_, [[0]], n_nodes=3), "^anchors must be a 1-D integer array"),
-    (lambda: g.edge_usage(H, T_, C, [0], [9], n_nodes=3, max_hops=2, tau=1.0), "^targets must lie"),
     (
-        lambda: g.edge_usage(H, T_, [[1.0], [1.0, 2.0]], [0], [2], n_nodes=3, max_hops=2, tau=1.0),
+        lambda: g.semiring.hop_distances(H, T_, [[0]], n_nodes=3),
+        "^anchors must be a 1-D integer array",
+    ),
+    (
+        lambda: g.semiring.edge_usage(H, T_, C, [0], [9], n_nodes=3, max_hops=2, tau=1.0),
+        "^targets must lie",
+    ),
+    (
+        lambda: g.semiring.edge_usage(
+            H, T_, [[1.0], [1.0, 2.0]], [0], [2], n_nodes=3, max_hops=2, tau=1.0
+        ),
         "^edge_cost must be a rectangular array",
     ),
     (
-        lambda: g.energy_field(
+        lambda: g.semiring.energy_field(
             H, T_, C, [0], n_nodes=3, max_hops=2, tau=1.0, log_step_prior=np.zeros((2, 2))
         ),
         r"^log_step_prior must have shape \[2\] or \[1, 2\]",
     ),
-    (lambda: g.hop_distances(H, T_, [0], n_nodes=3, max_hops=0), "^max_hops must be an int >= 1"),
-    (lambda: g.top_paths(H, T_, C, 0, 2, n_nodes=3, max_hops=2, k=0), "^k must be an int >= 1"),
-    (lambda: g.top_paths(H, T_, C, 0, 9, n_nodes=3, max_hops=2), "^target must lie in"),
+    (
+        lambda: g.semiring.hop_distances(H, T_, [0], n_nodes=3, max_hops=0),
+        "^max_hops must be an int >= 1",
+    ),
+    (
+        lambda: g.paths.top_paths(H, T_, C, 0, 2, n_nodes=3, max_hops=2, k=0),
+        "^k must be an int >= 1",
+    ),
+    (lambda: g.paths.top_paths(H, T_, C, 0, 9, n_nodes=3, max_hops=2), "^target must lie in"),
 ]
 
 

@@ -41,8 +41,8 @@ def _fd(f, x, h=1e-5):
         ("theta", 1.5, "theta must lie in"),
         ("contradiction_penalty", 0.0, "contradiction_penalty must be > 0"),
         ("min_reliability", 2.0, "min_reliability must lie in"),
-        ("n_paths", -1, "n_paths must be a non-negative int"),
-        ("path_candidates", 1.5, "path_candidates must be a non-negative int"),
+        ("n_paths", -1, "n_paths must be an int >= 0"),
+        ("path_candidates", 1.5, "path_candidates must be an int >= 0"),
         ("lam", [1.0, 2.0], "lam must be a scalar"),
     ],
 )

@@ -27,7 +27,7 @@ E2 = np.array([0.7, 0.9, 2.5, 0.1])
 @functools.cache
 def translation():
     with jax.ensure_compile_time_eval():
-        return g.Translation(jnp.asarray([[1.0, 0.0, -1.0]]))
+        return g.geometry.Translation(jnp.asarray([[1.0, 0.0, -1.0]]))
 
 
 @functools.cache
@@ -54,13 +54,21 @@ CASES = {
         (1, 2),
     ),
     "hard_log_posterior": (lambda lp, e: g.hard_log_posterior(lp, e, 0.6), (LP, E), ()),
-    "aggregate_paths": (lambda e, lw, tau: g.aggregate_paths(e, lw, tau), (E, LP, 0.5), (0, 1, 2)),
-    "aggregate_paths_tau0": (lambda e, lw: g.aggregate_paths(e, lw, 0.0), (E, LP), (0,)),
-    "path_posterior": (lambda e, lw, tau: g.path_posterior(e, lw, tau), (E, LP, 0.5), (0, 2)),
-    "slack_energy": (lambda e, k: g.slack_energy(e, k), (E, 1.5), (0, 1)),
+    "aggregate_paths": (
+        lambda e, lw, tau: g.energy.aggregate_paths(e, lw, tau),
+        (E, LP, 0.5),
+        (0, 1, 2),
+    ),
+    "aggregate_paths_tau0": (lambda e, lw: g.energy.aggregate_paths(e, lw, 0.0), (E, LP), (0,)),
+    "path_posterior": (
+        lambda e, lw, tau: g.energy.path_posterior(e, lw, tau),
+        (E, LP, 0.5),
+        (0, 2),
+    ),
+    "slack_energy": (lambda e, k: g.energy.slack_energy(e, k), (E, 1.5), (0, 1)),
     "tv_distance": (lambda a, b: g.tv_distance(a, b), (LP, LP[::-1].copy()), (0, 1)),
-    "tv_bound": (lambda lam, om: g.tv_bound(lam, om), (2.0, 0.7), (0, 1)),
-    "tv_bound_sharp": (lambda lam, om: g.tv_bound_sharp(lam, om), (2.0, 0.7), (0, 1)),
+    "tv_bound": (lambda lam, om: g.bounds.tv_bound(lam, om), (2.0, 0.7), (0, 1)),
+    "tv_bound_sharp": (lambda lam, om: g.bounds.tv_bound_sharp(lam, om), (2.0, 0.7), (0, 1)),
     "kl_objective": (
         lambda p, lp, e, lam: g.kl_objective(p, lp, e, lam),
         (LP[::-1].copy(), LP, EF, 2.0),
@@ -68,47 +76,59 @@ CASES = {
     ),
     "kl_divergence": (lambda p, q: g.kl_divergence(p, q), (LP[::-1].copy(), LP), (0, 1)),
     "log_partition": (lambda lp, e, lam: g.log_partition(lp, e, lam), (LP, E, 2.0), (1, 2)),
-    "oscillation": (lambda a, b, lp: g.oscillation(a, b, lp), (EF, E2, LP), (0, 1)),
+    "oscillation": (lambda a, b, lp: g.bounds.oscillation(a, b, lp), (EF, E2, LP), (0, 1)),
     "concentration_tv_bound": (
-        lambda lp, e, lam: g.concentration_tv_bound(lp, e, lam),
+        lambda lp, e, lam: g.bounds.concentration_tv_bound(lp, e, lam),
         (LP, EF, 2.0),
         (2,),
     ),
     "typed_residual": (
-        lambda u, v, w: g.typed_residual(u, v, 0, translation(), w),
+        lambda u, v, w: g.geometry.typed_residual(u, v, 0, translation(), w),
         (np.zeros(3), np.array([1.0, 0.0, -1.0]), 0.5),
         (0, 1, 2),
     ),
     "entity_cost": (
-        lambda psi, eta: g.entity_cost(psi, eta),
+        lambda psi, eta: g.geometry.entity_cost(psi, eta),
         (np.ones((3, 2)), np.ones((3, 2))),
         (0, 1),
     ),
-    "path_energy": (lambda a, b, al: g.path_energy(a, b, al), (EF, E2, 0.3), (0, 1, 2)),
-    "aggregation_bounds": (lambda e, lw: g.aggregation_bounds(e, lw, 0.5)[1], (EF, LP), (0, 1)),
-    "best_path_energy": (lambda e: g.best_path_energy(e), (E,), (0,)),
+    "path_energy": (lambda a, b, al: g.energy.path_energy(a, b, al), (EF, E2, 0.3), (0, 1, 2)),
+    "aggregation_bounds": (
+        lambda e, lw: g.energy.aggregation_bounds(e, lw, 0.5)[1],
+        (EF, LP),
+        (0, 1),
+    ),
+    "best_path_energy": (lambda e: g.energy.best_path_energy(e), (E,), (0,)),
     "expected_energy": (lambda lp, e: g.expected_energy(lp, e), (LP, EF), (0, 1)),
     "hard_limit_tv": (
-        lambda lp, lm: g.hard_limit_tv(lp, np.array([1, 0, 1, 0], bool), lm),
+        lambda lp, lm: g.bounds.hard_limit_tv(lp, np.array([1, 0, 1, 0], bool), lm),
         (LP, 3.0),
         (0, 1),
     ),
     "suppression_log_ratio_bound": (
-        lambda lp, lam: g.suppression_log_ratio_bound(
+        lambda lp, lam: g.bounds.suppression_log_ratio_bound(
             lp, np.array([1, 1, 0, 0], bool), np.array([0, 0, 1, 1], bool), lam, 0.5
         ),
         (LP, 2.0),
         (0, 1),
     ),
-    "soft_floor": (lambda lp0, lam, b: g.soft_floor(lp0, lam, b), (-1.2, 2.0, 0.7), (0, 1, 2)),
+    "soft_floor": (
+        lambda lp0, lam, b: g.bounds.soft_floor(lp0, lam, b),
+        (-1.2, 2.0, 0.7),
+        (0, 1, 2),
+    ),
     "coverage_independent": (
-        lambda c: g.coverage_independent(c),
+        lambda c: g.bounds.coverage_independent(c),
         (np.array([0.9, 0.5, 0.7]),),
         (0,),
     ),
-    "margin_condition": (lambda lp, e, lam: g.margin_condition(lp, e, lam, 3), (LP, EF, 2.0), ()),
+    "margin_condition": (
+        lambda lp, e, lam: g.bounds.margin_condition(lp, e, lam, 3),
+        (LP, EF, 2.0),
+        (),
+    ),
     "pairwise_ranking_condition": (
-        lambda a, b, c, d, lam: g.pairwise_ranking_condition(a, b, c, d, lam),
+        lambda a, b, c, d, lam: g.bounds.pairwise_ranking_condition(a, b, c, d, lam),
         (-1.0, -0.5, 0.2, 0.9, 2.0),
         (),
     ),
@@ -121,14 +141,18 @@ CASES = {
         (),
     ),
     "edge_residuals": (
-        lambda emb, t: g.edge_residuals(graph(), emb, g.Translation(t[None])),
+        lambda emb, t: g.geometry.edge_residuals(graph(), emb, g.geometry.Translation(t[None])),
         (np.arange(9.0).reshape(3, 3) / 9, np.array([1.0, 0.0, -1.0])),
         (0, 1),
     ),
-    "tv_bound_delta_sharp": (lambda lam, d: g.tv_bound_delta_sharp(lam, d), (2.0, 0.3), (0, 1)),
-    "log_ratio_bound": (lambda lam, om: g.log_ratio_bound(lam, om), (2.0, 0.7), (0, 1)),
+    "tv_bound_delta_sharp": (
+        lambda lam, d: g.bounds.tv_bound_delta_sharp(lam, d),
+        (2.0, 0.3),
+        (0, 1),
+    ),
+    "log_ratio_bound": (lambda lam, om: g.bounds.log_ratio_bound(lam, om), (2.0, 0.7), (0, 1)),
     "variational_path_objective": (
-        lambda nu, e, lw: g.variational_path_objective(nu, e, lw, 0.5),
+        lambda nu, e, lw: g.energy.variational_path_objective(nu, e, lw, 0.5),
         (LP[::-1].copy(), EF, LP),
         (0, 1),
     ),
@@ -207,7 +231,7 @@ BAD = [
     (lambda: g.gibbs_log_posterior(LP, E, np.ones(3)), ValueError, "lam must be a scalar"),
     (lambda: g.log_partition(LP, E, np.ones(3)), ValueError, "lam must be a scalar"),
     (lambda: g.hard_log_posterior(LP, E, np.ones(2)), ValueError, "eps must be a scalar"),
-    (lambda: g.aggregate_paths(E, LP, np.ones(2)), ValueError, "tau must be a scalar"),
+    (lambda: g.energy.aggregate_paths(E, LP, np.ones(2)), ValueError, "tau must be a scalar"),
     (
         lambda: g.gibbs_log_posterior(np.log([0.5, 0.6]), [0.0, 1.0], 1.0),
         ValueError,
@@ -237,22 +261,26 @@ BAD = [
     (lambda: g.gibbs_log_posterior(LP, np.full(4, np.inf), 1.0), ValueError, "Z_R"),
     (lambda: g.gibbs_log_posterior("abc", E, 1.0), TypeError, "log_prior"),
     (lambda: g.hard_log_posterior(LP, np.full(4, 5.0), 1.0), ValueError, "zero prior mass"),
-    (lambda: g.aggregate_paths(E, LP, -0.1), ValueError, "tau must be >= 0"),
-    (lambda: g.aggregate_paths(E, np.log([0.5, 0.5, 0.5, 0.5]), 0.1), ValueError, "log_path_prior"),
-    (lambda: g.slack_energy(E, -1.0), ValueError, "kappa must be > 0"),
-    (lambda: g.slack_energy(E, 0.0), ValueError, "kappa must be > 0"),
+    (lambda: g.energy.aggregate_paths(E, LP, -0.1), ValueError, "tau must be >= 0"),
     (
-        lambda: g.typed_residual(np.zeros(3), np.ones(3), 0, translation(), 1.5),
+        lambda: g.energy.aggregate_paths(E, np.log([0.5, 0.5, 0.5, 0.5]), 0.1),
+        ValueError,
+        "log_path_prior",
+    ),
+    (lambda: g.energy.slack_energy(E, -1.0), ValueError, "kappa must be > 0"),
+    (lambda: g.energy.slack_energy(E, 0.0), ValueError, "kappa must be > 0"),
+    (
+        lambda: g.geometry.typed_residual(np.zeros(3), np.ones(3), 0, translation(), 1.5),
         ValueError,
         "reliability must lie in",
     ),
     (
-        lambda: g.typed_residual(np.zeros(3), np.ones(3), 0, translation(), 0.0),
+        lambda: g.geometry.typed_residual(np.zeros(3), np.ones(3), 0, translation(), 0.0),
         ValueError,
         "reliability must lie in",
     ),
     (
-        lambda: g.typed_residual(np.zeros(3), np.ones(2), 0, translation()),
+        lambda: g.geometry.typed_residual(np.zeros(3), np.ones(2), 0, translation()),
         ValueError,
         "eta_u and eta_v",
     ),
@@ -269,20 +297,28 @@ BAD = [
         ValueError,
         "coverage",
     ),
-    (lambda: g.energy_perturbation_delta(1, 1, -0.1, 0, 0, 0, 1, 1), ValueError, "eps_ent"),
-    (lambda: g.hoeffding_sample_size(0.1, 1.0, 1.0, 10, 1.5), ValueError, "delta"),
+    (lambda: g.bounds.energy_perturbation_delta(1, 1, -0.1, 0, 0, 0, 1, 1), ValueError, "eps_ent"),
+    (lambda: g.bounds.hoeffding_sample_size(0.1, 1.0, 1.0, 10, 1.5), ValueError, "delta"),
     # each names its argument (these used to surface as NumPy/JAX internals)
     (
         lambda: g.gibbs_log_posterior(LP[:2] - np.log(0.3), [[1.0], [1.0, 2.0]], 1.0),
         ValueError,
         "^energy must be a rectangular array",
     ),  # fmt: skip
-    (lambda: g.slack_energy([[1.0], [1.0, 2.0]], 1.0), ValueError, "^energy must be a rect"),
-    (lambda: g.support_region(E, "1.0"), TypeError, "^eps must be an array of numbers"),
+    (lambda: g.energy.slack_energy([[1.0], [1.0, 2.0]], 1.0), ValueError, "^energy must be a rect"),
+    (lambda: g.energy.support_region(E, "1.0"), TypeError, "^eps must be an array of numbers"),
     (lambda: g.hard_log_posterior(LP, E, "1.0"), TypeError, "^eps must be an array of numbers"),
     (lambda: g.hard_feasible(E, "1.0"), TypeError, "^eps must be an array of numbers"),
-    (lambda: g.slack_energy(E, np.ones(3)), ValueError, "^kappa must be a scalar or broadcast"),
-    (lambda: g.support_region(E, np.ones((2, 4))), ValueError, "^eps must be a scalar or broad"),
+    (
+        lambda: g.energy.slack_energy(E, np.ones(3)),
+        ValueError,
+        "^kappa must be a scalar or broadcast",
+    ),
+    (
+        lambda: g.energy.support_region(E, np.ones((2, 4))),
+        ValueError,
+        "^eps must be a scalar or broad",
+    ),
 ]
 
 

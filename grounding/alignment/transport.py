@@ -15,7 +15,7 @@ import numpy as np
 from jax.typing import ArrayLike
 from scipy.optimize import linear_sum_assignment, linprog
 
-from grounding._checks import is_concrete
+from grounding._checks import check_int, is_concrete
 from grounding._numerics import logsumexp, xlogy
 from grounding.alignment._common import bucket, check_array, check_marginal, check_param, pad_to
 
@@ -83,8 +83,7 @@ def sinkhorn(
 def _sinkhorn(cost, a, b, epsilon, n_iter) -> SinkhornResult:
     cost = check_array(cost, "cost", 2)
     eps = check_param(epsilon, "epsilon", strict=True).astype(cost.dtype)
-    if not isinstance(n_iter, int) or n_iter < 1:
-        raise ValueError(f"n_iter must be a positive int, got {n_iter!r}")
+    check_int(n_iter, "n_iter")
     (n, m), dt = cost.shape, cost.dtype
     a, b = check_marginal(a, n, "a", dt), check_marginal(b, m, "b", dt)
     pn, pm = bucket(n) - n, bucket(m) - m  # padded points carry zero mass

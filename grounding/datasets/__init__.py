@@ -1,18 +1,14 @@
 """Datasets (leaves: they import only the loaders here and the data types
 :mod:`grounding.graph`, :mod:`grounding.evidence`, :mod:`grounding.query`): the Lou Seal
 running example's data, real benchmark knowledge graphs, a TSV loader, and retrieval
-benchmarks (PathRAG-6, its reconstruction, anchored retrieval on knowledge graphs), and
+benchmarks (PathRAG-6, anchored retrieval on knowledge graphs), and
 MuSiQue's gold question decompositions (planning)."""
-
-import importlib as _importlib
-import warnings as _warnings
 
 from grounding.datasets import kg as _kg
 from grounding.datasets import kgqa as _kgqa
 from grounding.datasets import lou_seal as _lou_seal
 from grounding.datasets import musique as _musique
 from grounding.datasets import pathrag6 as _pathrag6
-from grounding.datasets import pathrag6_reconstruction as _pathrag6_reconstruction
 from grounding.datasets import tsv as _tsv
 from grounding.datasets import wd50k as _wd50k
 from grounding.datasets.kg import *  # noqa: F403  (names listed once, in each module's __all__)
@@ -20,7 +16,6 @@ from grounding.datasets.kgqa import *  # noqa: F403
 from grounding.datasets.lou_seal import *  # noqa: F403
 from grounding.datasets.musique import *  # noqa: F403
 from grounding.datasets.pathrag6 import *  # noqa: F403
-from grounding.datasets.pathrag6_reconstruction import *  # noqa: F403
 from grounding.datasets.tsv import *  # noqa: F403
 from grounding.datasets.wd50k import *  # noqa: F403
 
@@ -29,33 +24,7 @@ __all__ = [
     *_kg.__all__,
     *_lou_seal.__all__,
     *_pathrag6.__all__,
-    *_pathrag6_reconstruction.__all__,
     *_kgqa.__all__,
     *_musique.__all__,
     *_wd50k.__all__,
 ]
-
-#: Names that moved out of the datasets (they build on the core): ``old -> (module, new)``.
-#: Each resolves with a DeprecationWarning for one release. The modules are imported by name
-#: when such a name is used, so the datasets never import the core themselves.
-_MOVED = {
-    "lou_seal_example": ("grounding.examples", "lou_seal_example"),
-    "LouSealExample": ("grounding.examples", "LouSealExample"),
-    "CANDIDATES": ("grounding.examples", "CANDIDATES"),
-    "ClaimChain": ("grounding.examples", "legacy_claim_chain"),
-    "Grounded": ("grounding.result", "GroundingResult"),
-    "fit_translation_embeddings": ("grounding.learn.fit", "fit_translation_embeddings"),
-}
-
-
-def __getattr__(name: str):
-    if name in _MOVED:
-        module, new = _MOVED[name]
-        _warnings.warn(
-            f"grounding.datasets.{name} is deprecated and will be removed in the next release; "
-            f"use {module}.{new}",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(_importlib.import_module(module), new)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -32,7 +32,7 @@ import numpy as np
 from grounding.datasets.tsv import read_triples
 from grounding.graph import Triple, TypedGraph
 
-__all__ = ["KGSplits", "KG_DATASETS", "load_kg", "load_kg_splits", "codex_labels"]
+__all__ = ["KGSplits", "load_kg", "load_kg_splits", "codex_labels"]
 
 #: Shipped real knowledge graphs (``grounding/datasets/data/<name>/{train,valid,test}.txt``).
 KG_DATASETS = ("umls", "nations", "kinships", "codex-s", "codex-m")

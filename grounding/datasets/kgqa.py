@@ -39,9 +39,10 @@ from collections.abc import Sequence
 import jax.numpy as jnp
 import numpy as np
 
+from grounding._checks import check_int
 from grounding.datasets.kg import KGSplits, load_kg
 from grounding.datasets.pathrag6 import RetrievalBenchmark
-from grounding.graph import TypedGraph
+from grounding.graph import INVERSE_SUFFIX, TypedGraph, inverse_relation
 from grounding.query import Query
 
 __all__ = [
@@ -49,17 +50,10 @@ __all__ = [
     "KGQuestion",
     "KGQABenchmark",
     "kgqa_benchmark",
-    "inverse_relation",
     "chain_answers",
 ]
 
-INVERSE = "^-1"
 QA_SPLITS = ("train", "valid", "test")
-
-
-def inverse_relation(name: str) -> str:
-    """The name of a relation read backwards: ``"P27" -> "P27^-1"`` and back."""
-    return name[: -len(INVERSE)] if name.endswith(INVERSE) else name + INVERSE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,7 +89,7 @@ class KGQuestion:
         return tuple(a for a in self.answers if a not in seen)
 
     def query(self) -> Query:
-        """The question as a retrieval :class:`~grounding.Query` anchored at its topic."""
+        """The question as a retrieval :class:`~grounding.query.Query` anchored at its topic."""
         return Query(self.text, anchor=self.topic, relevant=self.answers, id=self.id)
 
 
@@ -211,7 +205,7 @@ def chain_answers(
 def _text(topic_text: str, chain: Sequence[str], labels: dict[str, str]) -> str:
     x = topic_text
     for r in chain:
-        if r.endswith(INVERSE):
+        if r.endswith(INVERSE_SUFFIX):
             x = f"the entity whose {labels[inverse_relation(r)]} is {x}"
         else:
             x = f"the {labels[r]} of {x}"
@@ -259,8 +253,7 @@ def kgqa_benchmark(
         ("max_frontier", max_frontier),
         ("max_per_template", max_per_template),
     ):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"{arg} must be a positive int, got {v!r}")
+        check_int(v, arg)
     fr = np.asarray(split_fractions, float)
     if fr.shape != (3,) or (fr < 0).any() or abs(fr.sum() - 1) > 1e-9:
         raise ValueError(f"split_fractions must be 3 shares >= 0 summing to 1, got {fr!r}")

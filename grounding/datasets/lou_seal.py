@@ -28,11 +28,6 @@ from grounding.graph import TypedGraph
 __all__ = [
     "lou_seal",
     "lou_seal_evidence",
-    "QUESTION",
-    "CLAIMS",
-    "STAND_IN_PRIOR",
-    "FUNCTIONAL",
-    "ANTISYMMETRIC",
 ]
 
 GIANTS = "san_francisco_giants"

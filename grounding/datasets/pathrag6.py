@@ -5,7 +5,7 @@ queries with known relevant nodes, and a label saying where they come from):
 
 - :func:`load_pathrag6`: the **real** PathRAG-6 data released with the PCR paper, shipped in
   ``data/pathrag6/`` (MIT; see its ``README.md`` and ``LICENSE``). Use it first.
-- :func:`~grounding.datasets.pathrag6_reconstruction.generate_pathrag6`: a seeded
+- :func:`~experiments._pathrag6_reconstruction.generate_pathrag6`: a seeded
   **reconstruction** of the protocol (six domains, 30 nodes, 60 directed edges, anchored
   queries), for scale and sweeps; always labeled as such.
 - :func:`~grounding.datasets.kgqa.kg_retrieval_benchmark`: anchored retrieval on a real
@@ -56,7 +56,6 @@ from grounding.graph import TypedGraph
 from grounding.query import Query
 
 __all__ = [
-    "PATHRAG6_DOMAINS",
     "RetrievalBenchmark",
     "load_pathrag6",
 ]

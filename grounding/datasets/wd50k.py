@@ -27,8 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
+from grounding._checks import check_int
 from grounding.datasets._lines import bad_name, decode_utf8, excerpt, split_lines
 from grounding.datasets.kg import codex_labels
+from grounding.graph import INVERSE_SUFFIX
 from grounding.hypergraph import KnowledgeHypergraph, Statement, role_name
 
 __all__ = [
@@ -149,7 +151,7 @@ class HyperQuestion:
     def chain(self) -> tuple[str, ...]:
         """The bipartite relation chain (two relations per hop, see
         :func:`grounding.hypergraph.hop_relations`)."""
-        return tuple(x for a, b in self.roles for x in (a, b + "^-1"))
+        return tuple(x for a, b in self.roles for x in (a, b + INVERSE_SUFFIX))
 
     @property
     def unobserved(self) -> tuple[str, ...]:
@@ -257,8 +259,7 @@ def hypergraph_qa_benchmark(
         raise ValueError(f"hops must be a non-empty subset of 1..8, got {hops!r}")
     for arg, v in (("questions_per_hop", questions_per_hop), ("max_answers", max_answers),
                    ("max_frontier", max_frontier), ("max_per_template", max_per_template)):  # fmt: skip
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"{arg} must be a positive int, got {v!r}")
+        check_int(v, arg)
     fr = np.asarray(split_fractions, float)
     if fr.shape != (3,) or (fr < 0).any() or abs(fr.sum() - 1) > 1e-9:
         raise ValueError(f"split_fractions must be 3 shares >= 0 summing to 1, got {fr!r}")

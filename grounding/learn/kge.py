@@ -35,7 +35,6 @@ import io
 import json
 import math
 import time
-import warnings
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -46,6 +45,7 @@ import numpy as np
 import optax
 from tqdm import tqdm
 
+from grounding._checks import check_int
 from grounding.datasets.kg import KGSplits
 from grounding.geometry import Linear, RelationMap, Rotation, Translation, get_metric
 from grounding.io import atomic_write_bytes
@@ -53,10 +53,8 @@ from grounding.learn.linkpred import filtered_ranks, rank_metrics
 from grounding.learn.reciprocal import ReciprocalModel
 
 __all__ = [
-    "KINDS",
     "KGEModel",
     "TrainConfig",
-    "DEFAULTS",
     "init_model",
     "train",
     "TrainResult",
@@ -149,8 +147,7 @@ def init_model(
     if kind == "rotate" and dim % 2:
         raise ValueError(f"rotate needs an even dim, got {dim}")
     for name, v in (("n_entities", n_entities), ("n_relations", n_relations), ("dim", dim)):
-        if not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
+        check_int(v, name)
     if p not in (1, 2):
         raise ValueError(f"p must be 1 or 2, got {p!r}")
     k_e, k_r = jax.random.split(jax.random.PRNGKey(seed))
@@ -195,9 +192,7 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         for name in ("dim", "epochs", "batch_size", "n_negatives", "eval_every", "patience"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
+            check_int(getattr(self, name), name)
         if self.loss not in ("margin", "softplus"):
             raise ValueError(f"loss must be 'margin' or 'softplus', got {self.loss!r}")
         for name, low in (("lr", 0.0), ("margin", None), ("adversarial_temperature", None)):
@@ -435,15 +430,3 @@ def load_checkpoint(path: str | Path) -> tuple[Any, dict]:
         except (KeyError, ValueError) as err:
             raise ValueError(f"{path}: not a grounding KGE checkpoint ({err})") from None
     return model, header["meta"]
-
-
-def __getattr__(name: str):
-    if name == "evaluate":  # renamed: retrieval has an evaluate of its own
-        warnings.warn(
-            "grounding.learn.kge.evaluate is deprecated and will be removed in the next release; "
-            "use evaluate_link_prediction",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return evaluate_link_prediction
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -31,6 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from grounding._checks import check_int
 from grounding.datasets.kg import KGSplits
 from grounding.learn.kge import TrainResult, fit_with_early_stopping
 from grounding.learn.reciprocal import RECIPROCAL_KINDS, ReciprocalModel
@@ -63,9 +64,7 @@ class OneVsAllConfig:
 
     def __post_init__(self) -> None:
         for name in ("dim", "epochs", "batch_size", "eval_every", "patience"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
+            check_int(getattr(self, name), name)
         if isinstance(self.n_shared_negatives, bool) or self.n_shared_negatives < 0:
             raise ValueError(f"n_shared_negatives must be >= 0, got {self.n_shared_negatives!r}")
         for name in ("lr", "init_scale"):

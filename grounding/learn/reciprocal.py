@@ -21,7 +21,9 @@ import jax.numpy as jnp
 
 from grounding.geometry import RelationMap, Translation
 
-__all__ = ["ReciprocalModel", "RECIPROCAL_KINDS"]
+__all__ = [
+    "ReciprocalModel",
+]
 
 RECIPROCAL_KINDS = ("transe", "complex")
 

@@ -47,6 +47,8 @@ import time
 import urllib.parse
 from collections.abc import Mapping
 
+from grounding._checks import check_int
+
 __all__ = ["Endpoint", "EndpointError", "HTTPStatusError", "message_content", "json_content"]
 
 #: HTTP statuses worth another try: the server is busy or briefly down.
@@ -120,8 +122,8 @@ class Endpoint:
             raise ValueError(f"the key in {where} must be printable ASCII without spaces")
         self.model = model
         self.timeout = _positive_number("timeout", timeout)
-        self.max_bytes = _count("max_bytes", max_bytes, 1)
-        self.retries = _count("retries", retries, 0)
+        self.max_bytes = check_int(max_bytes, "max_bytes")
+        self.retries = check_int(retries, "retries", 0)
         self.backoff = _positive_number("backoff", backoff, zero_ok=True)
         self._key = key or None
         split = urllib.parse.urlsplit(self.url)
@@ -389,9 +391,3 @@ def _positive_number(name: str, x: object, *, zero_ok: bool = False) -> float:
         bound = ">= 0" if zero_ok else "> 0"
         raise ValueError(f"{name} must be a finite number of seconds {bound}, got {x!r}")
     return float(x)  # type: ignore[arg-type]
-
-
-def _count(name: str, x: object, low: int) -> int:
-    if isinstance(x, bool) or not isinstance(x, int) or x < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {x!r}")
-    return x

@@ -19,8 +19,8 @@ from jax.typing import ArrayLike
 from grounding._checks import (
     check_edge_values,
     check_edges,
+    check_int,
     check_nodes,
-    check_positive_int,
     check_tau,
 )
 
@@ -204,7 +204,7 @@ def top_paths(
 
     With ``tau > 0`` the weights :math:`\nu^*(w) = \omega(w)e^{-c(w)/\tau}/Z` use the exact
     partition function :math:`Z` over every walk (the forward recursion of
-    :func:`grounding.energy_field`, in float64 whatever JAX's precision), so ``weight.sum()``
+    :func:`grounding.semiring.energy_field`, in float64 whatever JAX's precision), so ``weight.sum()``
     is the share of the posterior the reported walks carry.
 
     Args:
@@ -238,8 +238,8 @@ def top_paths(
     Prop. 2 (the optimizer :math:`\nu^*`) and Eq. (11) (its ``tau -> 0`` limit) of the paper.
     """
     h, t = (np.asarray(a, np.int64) for a in check_edges(head, tail, n_nodes))
-    max_hops = check_positive_int(max_hops, "max_hops")
-    k = check_positive_int(k, "k")
+    max_hops = check_int(max_hops, "max_hops")
+    k = check_int(k, "k")
     tropical = check_tau(tau).tropical
     tau = float(np.asarray(tau, np.float64))  # not via a float32 JAX array
     for name, v in (("source", source), ("target", target)):

@@ -1,27 +1,42 @@
 """Grounded question answering: candidate models (the paper's LLM prior), the loop from a
-question to a grounded answer or an abstention, and its metrics."""
+question to a grounded answer or an abstention, the systems that compose a planner and
+retrieval with it (:mod:`~grounding.qa.decomposed` on a binary graph,
+:mod:`~grounding.qa.hypergraph` on a knowledge hypergraph), and the metrics."""
 
-from grounding.qa import answerer as _answerer
-from grounding.qa import candidates as _candidates
-from grounding.qa import loop as _loop
-from grounding.qa import metrics as _metrics
-from grounding.qa import openai as _openai
-from grounding.qa import pankrag as _pankrag
-from grounding.qa import proh as _proh
-from grounding.qa.answerer import *  # noqa: F403
-from grounding.qa.candidates import *  # noqa: F403
-from grounding.qa.loop import *  # noqa: F403
-from grounding.qa.metrics import *  # noqa: F403
-from grounding.qa.openai import *  # noqa: F403
-from grounding.qa.pankrag import *  # noqa: F403
-from grounding.qa.proh import *  # noqa: F403
+from grounding.qa.answerer import KGEAnswerer
+from grounding.qa.candidates import CandidateModel, CandidateModelError, Candidates, QuestionLike
+from grounding.qa.decomposed import PankRAG, PankRAGOutcome, StepOutcome
+from grounding.qa.hypergraph import PRoH, PRoHOutcome, Solution, StepAnswer
+from grounding.qa.loop import GroundedQA, QAOutcome, grounding_problem
+from grounding.qa.metrics import (
+    answer_f1,
+    answer_set,
+    expected_calibration_error,
+    risk_coverage,
+    score_probabilities,
+)
+from grounding.qa.openai import OpenAICompatibleModel
 
 __all__ = [
-    *_candidates.__all__,
-    *_answerer.__all__,
-    *_loop.__all__,
-    *_metrics.__all__,
-    *_openai.__all__,
-    *_pankrag.__all__,
-    *_proh.__all__,
+    "Candidates",
+    "CandidateModel",
+    "CandidateModelError",
+    "QuestionLike",
+    "KGEAnswerer",
+    "OpenAICompatibleModel",
+    "GroundedQA",
+    "QAOutcome",
+    "grounding_problem",
+    "PankRAG",
+    "PankRAGOutcome",
+    "StepOutcome",
+    "PRoH",
+    "PRoHOutcome",
+    "StepAnswer",
+    "Solution",
+    "answer_set",
+    "answer_f1",
+    "score_probabilities",
+    "risk_coverage",
+    "expected_calibration_error",
 ]

@@ -50,14 +50,6 @@ def check_ground_kwargs(
     return out
 
 
-def check_int(name: str, value: object, low: int = 1) -> int:
-    """An int (not a bool) ``>= low``; a ``ValueError`` names ``name`` otherwise."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        kind = "a positive int" if low == 1 else f"an int >= {low}"
-        raise ValueError(f"{name} must be {kind}, got {value!r:.100}")
-    return int(value)
-
-
 def check_real(
     name: str,
     value: object,

@@ -21,16 +21,17 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.special import logsumexp
 
+from grounding._checks import check_int
 from grounding.geometry import Rotation, Translation
+from grounding.graph import INVERSE_SUFFIX
 from grounding.learn import KGEModel, ReciprocalModel
 from grounding.qa.candidates import Candidates, QuestionLike
 
-__all__ = ["KGEAnswerer", "INVERSE_SUFFIX"]
+__all__ = ["KGEAnswerer"]
 
 _MEMO = 65536  # memoized proposals kept (a few kB each)
 
 #: How a relation read backwards is named (``"P27^-1"``), as in :mod:`grounding.datasets.kgqa`.
-INVERSE_SUFFIX = "^-1"
 
 
 class KGEAnswerer:
@@ -43,7 +44,8 @@ class KGEAnswerer:
     Args:
         model: the trained embeddings.
         entities: the model's entity names (row order of ``model.entity``).
-        relations: the model's relation names; ``name + "^-1"`` reads a relation backwards.
+        relations: the model's relation names (a name's
+            :func:`~grounding.graph.inverse_relation` reads it backwards).
         temperature: :math:`T > 0` of the scores ``-d/T`` (:meth:`fit_temperature` fits it).
 
     Example:
@@ -130,8 +132,7 @@ class KGEAnswerer:
         Raises:
             ValueError: ``k`` is not a positive int.
         """
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"k must be a positive int, got {k!r:.100}")
+        check_int(k, "k")
         key = (
             question.topic,
             tuple(question.chain),

@@ -17,6 +17,8 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from scipy.special import logsumexp
 
+from grounding._checks import check_int
+
 __all__ = ["Candidates", "CandidateModel", "CandidateModelError", "QuestionLike"]
 
 
@@ -112,8 +114,8 @@ class Candidates:
             raise ValueError(f"{len(entities)} entities but log_weights of shape {w.shape}")
         if np.isnan(w).any() or np.isposinf(w).any():
             raise ValueError("log_weights must not be NaN or +inf")
-        if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1):
-            raise ValueError(f"k must be a positive int or None, got {k!r}")
+        if k is not None:
+            check_int(k, "k")
         if len(set(entities)) == len(entities):
             names, lw = list(entities), w
         else:

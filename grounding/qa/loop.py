@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from grounding._checks import check_int
 from grounding.evidence import EvidenceState
 from grounding.graph import Triple
 from grounding.problem import ClaimChain, GroundingProblem
@@ -34,7 +35,6 @@ from grounding.qa._checks import (
     QUESTION_ERRORS,
     check_ground_kwargs,
     check_has,
-    check_int,
     check_questions,
     check_triples,
     checked_candidates,
@@ -43,7 +43,7 @@ from grounding.qa._checks import (
 from grounding.qa.candidates import CandidateModel, Candidates, QuestionLike
 from grounding.query import Query
 from grounding.result import GroundingResult
-from grounding.retrieval import Retriever, compact_evidence_batch
+from grounding.retrieval.base import Retriever, compact_evidence_batch
 from grounding.solver import ground, ground_batch
 
 __all__ = [
@@ -130,7 +130,7 @@ def compact_evidence(state: EvidenceState, keep: Sequence[str] = (), min_size: i
     entities to a power of two (``>= min_size``) so that questions of similar size share one
     compiled program. Grounding results are unchanged: walks only use edges, and every entity
     a problem names is kept. (One state of
-    :func:`~grounding.retrieval.compact_evidence_batch`.)"""
+    :func:`~grounding.retrieval.base.compact_evidence_batch`.)"""
     return compact_evidence_batch([state], [keep], min_size)[0]
 
 
@@ -138,7 +138,7 @@ def ground_many(
     problems: Sequence[GroundingProblem], states: Sequence[EvidenceState], **ground_kwargs
 ) -> list[GroundingResult]:
     """:func:`grounding.ground` of each problem on its evidence state, batched: the states are
-    compacted once (:func:`~grounding.retrieval.compact_evidence_batch`) to one vocabulary size
+    compacted once (:func:`~grounding.retrieval.base.compact_evidence_batch`) to one vocabulary size
     so that problems of the same kind share one :func:`grounding.ground_batch` program. Same
     results as grounding them one by one."""
     if len(problems) != len(states):
@@ -232,8 +232,8 @@ class GroundedQA:
             )
         self.model = model
         self._retriever = retriever
-        self.k_candidates = check_int("k_candidates", k_candidates)
-        self.k_nodes = check_int("k_nodes", k_nodes)
+        self.k_candidates = check_int(k_candidates, "k_candidates")
+        self.k_nodes = check_int(k_nodes, "k_nodes")
         self.negative = check_triples(negative)
         self.ground_kwargs = ground_kwargs  # {"config": GroundingConfig, ...}
 

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from grounding._checks import check_int
+
 __all__ = [
     "answer_set",
     "answer_f1",
@@ -145,8 +147,7 @@ def expected_calibration_error(
     if not np.isin(y, (0.0, 1.0)).all():
         bad = y[~np.isin(y, (0.0, 1.0))][:5].tolist()
         raise ValueError(f"correct must be 0/1 (or bool), got {bad}")
-    if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
-        raise ValueError(f"n_bins must be a positive int, got {n_bins!r:.100}")
+    n_bins = check_int(n_bins, "n_bins")
     bins = np.minimum((c * n_bins).astype(int), n_bins - 1)
     ece = 0.0
     for b in np.unique(bins):

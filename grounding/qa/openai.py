@@ -42,6 +42,7 @@ import math
 import re
 from collections.abc import Sequence
 
+from grounding._checks import check_int
 from grounding.llm import Endpoint, EndpointError, HTTPStatusError
 from grounding.qa.candidates import CandidateModelError, Candidates, QuestionLike
 
@@ -104,8 +105,7 @@ class OpenAICompatibleModel:
         if not _finite(temperature) or temperature < 0:
             raise ValueError(f"temperature must be finite and >= 0, got {temperature!r}")
         for name, v in (("n_samples", n_samples), ("max_tokens", max_tokens)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+            check_int(v, name)
         self.endpoint, self.url, self.entities = endpoint, endpoint.url, entities
         self.temperature = float(temperature)
         self.n_samples, self.max_tokens = n_samples, max_tokens

@@ -15,9 +15,6 @@ The relation maps are :mod:`grounding.geometry`'s (re-exported here: :func:`iden
 
 from __future__ import annotations
 
-import warnings
-
-from grounding import geometry as _geometry
 from grounding.geometry import identity_map, linear_map, rotation_map, translation_map
 from grounding.regularize import smoothing as _smoothing
 from grounding.regularize import typed as _typed
@@ -32,37 +29,3 @@ __all__ = [
     "rotation_map",
     *_typed.__all__,
 ]
-
-_BUILTIN_KINDS = {
-    "identity": lambda params: identity_map(),
-    "translation": translation_map,
-    "linear": linear_map,
-    "rotation": rotation_map,
-}
-
-
-def _builtin_map(kind: str, params=None):
-    """Deprecated: ``BuiltinMap(kind, params)``; use :mod:`grounding.geometry`'s maps."""
-    if kind not in _BUILTIN_KINDS:
-        raise ValueError(f"kind must be one of {sorted(_BUILTIN_KINDS)}, got {kind!r}")
-    return _BUILTIN_KINDS[kind](params)
-
-
-def __getattr__(name: str):
-    if name == "BuiltinMap":
-        warnings.warn(
-            "grounding.regularize.BuiltinMap is deprecated and will be removed in the next "
-            "release; use grounding.geometry.translation_map / linear_map / rotation_map / "
-            "identity_map",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return _builtin_map
-    if name == "RelationMap":
-        warnings.warn(
-            "grounding.regularize.RelationMap is deprecated; use grounding.geometry.RelationMap",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return _geometry.RelationMap
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,7 +16,7 @@ from jax.typing import ArrayLike
 from grounding._checks import (
     check_arcs,
     check_features,
-    check_positive_int,
+    check_int,
     check_square_matrix,
     host_value,
 )
@@ -53,7 +53,7 @@ def adjacency(
         >>> adjacency([0, 0], [1, 1], [1.0, 2.0], 2).tolist()
         [[0.0, 3.0], [0.0, 0.0]]
     """
-    n_nodes = check_positive_int(n_nodes, "n_nodes")
+    n_nodes = check_int(n_nodes, "n_nodes")
     head, tail, weight = check_arcs(n_nodes, head, tail, weight)
     return _adjacency(head, tail, weight, n_nodes, bool(symmetrize))
 

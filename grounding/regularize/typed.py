@@ -24,6 +24,7 @@ from grounding._checks import (
     check_arcs,
     check_features,
     check_index_array,
+    check_int,
     is_concrete,
 )
 from grounding._numerics import safe_norm
@@ -180,8 +181,7 @@ def minimize(
 
 
 def _check_descent(steps, lr) -> None:
-    if not isinstance(steps, (int, np.integer)) or isinstance(steps, bool) or steps < 0:
-        raise ValueError(f"steps must be a non-negative int, got {steps!r}")
+    check_int(steps, "steps", 0)
     if not np.isscalar(lr) or not float(lr) > 0:
         raise ValueError(f"lr must be a positive number, got {lr!r}")
 

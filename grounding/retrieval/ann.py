@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from grounding._checks import check_int
+
 __all__ = ["ANNIndex"]
 
 _MIN_PER_CELL = 39  # faiss's k-means wants at least this many training vectors per centroid
@@ -129,7 +131,6 @@ class ANNIndex:
 
 
 def _check_count(value: int, name: str, upper: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"ANNIndex: {name} must be an integer, got {value!r}")
-    if not 1 <= value <= upper:
+    check_int(value, f"ANNIndex: {name}")
+    if not value <= upper:
         raise ValueError(f"ANNIndex: {name} must lie in [1, {upper}], got {value}")

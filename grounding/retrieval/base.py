@@ -8,7 +8,7 @@ a :class:`~grounding.TypedGraph` (node texts in :attr:`~grounding.TypedGraph.nod
 Where a new retriever goes: a node ranker subclasses :class:`BaseRetriever` (or
 :class:`AnchoredRetriever` when it needs topic entities); a triple retriever fills
 ``Retrieval.triples`` / ``triple_scores`` and, when it has its own reliabilities, passes its
-own ``evidence``; a planner builds a :class:`~grounding.retrieval.plan.Plan` and calls
+own ``evidence``; a planner builds a :class:`~grounding.plans.dag.Plan` and calls
 retrievers per sub-question.
 """
 
@@ -21,6 +21,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from grounding._checks import check_int
 from grounding.evidence import EvidenceState
 from grounding.graph import TypedGraph
 from grounding.query import Query
@@ -170,9 +171,7 @@ class Retriever(Protocol):
 
 def check_k(k: int) -> int:
     """A positive integer ``k`` (``bool`` rejected)."""
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
-    return int(k)
+    return check_int(k, "k")
 
 
 def check_queries(queries: Sequence[Query]) -> list[Query]:
@@ -298,13 +297,7 @@ class AnchoredRetriever(BaseRetriever):
         super().__init__(index)
         if fallback not in FALLBACKS:
             raise ValueError(f"fallback must be one of {FALLBACKS}, got {fallback!r}")
-        if max_hops is not None and (
-            isinstance(max_hops, bool)
-            or not isinstance(max_hops, (int, np.integer))
-            or max_hops < 0
-        ):
-            raise ValueError(f"max_hops must be a non-negative integer or None, got {max_hops!r}")
-        self.max_hops = None if max_hops is None else int(max_hops)
+        self.max_hops = None if max_hops is None else check_int(max_hops, "max_hops (or None)", 0)
         self.fallback = fallback
 
     def resolve(self, query: Query) -> tuple[np.ndarray, str | None]:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from grounding._checks import check_positive_int
+from grounding._checks import check_int
 from grounding.graph import TypedGraph
 from grounding.llm import Endpoint
 from grounding.retrieval.base import BaseRetriever, Query, Retrieval, TextIndex, check_k, dots
@@ -91,10 +91,7 @@ class Communities:
         """
         import graspologic_native as gn
 
-        if isinstance(max_cluster_size, bool) or not isinstance(max_cluster_size, int):
-            raise ValueError(f"max_cluster_size must be an int >= 2, got {max_cluster_size!r}")
-        if max_cluster_size < 2:
-            raise ValueError(f"max_cluster_size must be an int >= 2, got {max_cluster_size!r}")
+        check_int(max_cluster_size, "max_cluster_size", 2)
         head, tail = np.asarray(graph.head), np.asarray(graph.tail)
         pairs = np.sort(np.stack([head, tail], 1), axis=1)
         pairs = pairs[pairs[:, 0] != pairs[:, 1]]
@@ -180,7 +177,7 @@ class LLMSummarizer:
         if not isinstance(endpoint, Endpoint):
             raise TypeError(f"endpoint must be a grounding.llm.Endpoint, got {endpoint!r:.100}")
         self.endpoint, self.url = endpoint, endpoint.url
-        self.max_members = check_positive_int(max_members, "max_members")
+        self.max_members = check_int(max_members, "max_members")
 
     def __call__(self, member_texts: Sequence[str], relation_labels: Sequence[str]) -> str:
         prompt = self.PROMPT.format(

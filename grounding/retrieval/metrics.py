@@ -16,14 +16,13 @@ unreachable):
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Collection, Sequence
 
 import numpy as np
 
 from grounding.graph import TypedGraph
 from grounding.retrieval.base import Query, check_k
-from grounding.semiring import UNREACHABLE
+from grounding.semiring.recursion import UNREACHABLE
 
 __all__ = [
     "relevance_at_k",
@@ -170,18 +169,6 @@ def _nearest(dists: list[np.ndarray]) -> np.ndarray:
     d = np.stack(dists).astype(float)
     d = np.where(d >= 0, d, np.inf).min(axis=0)
     return np.where(np.isfinite(d), d, UNREACHABLE).astype(np.int64)
-
-
-def __getattr__(name: str):
-    if name == "evaluate":  # renamed: learn has a link-prediction evaluation of its own
-        warnings.warn(
-            "grounding.retrieval.evaluate is deprecated and will be removed in the next "
-            "release; use evaluate_retrieval",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return evaluate_retrieval
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def answer_recall_at_k(head: np.ndarray, tail: np.ndarray, answers, k: int) -> float:

@@ -29,6 +29,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import scipy.sparse as sp
 
+from grounding._checks import check_int
 from grounding.io import atomic_write_bytes
 
 __all__ = [
@@ -134,11 +135,7 @@ class HashingEncoder:
     idf: np.ndarray | None = dataclasses.field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        if isinstance(self.dim, bool) or not isinstance(self.dim, int | np.integer):
-            raise TypeError(f"dim must be an int, got {type(self.dim).__name__}")
-        if self.dim <= 0:
-            raise ValueError(f"dim must be > 0, got {self.dim}")
-        object.__setattr__(self, "dim", int(self.dim))
+        object.__setattr__(self, "dim", check_int(self.dim, "dim"))
         rng = tuple(self.ngram_range)
         if len(rng) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) for v in rng):
             raise TypeError(f"ngram_range must be two ints (lo, hi), got {self.ngram_range!r}")
@@ -234,8 +231,7 @@ class SentenceTransformerEncoder:
     """
 
     def __init__(self, model: str | None = None, batch_size: int = 64):
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        check_int(batch_size, "batch_size")
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         source = model

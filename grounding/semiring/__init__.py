@@ -19,7 +19,7 @@ differentiable, and the gradient of :math:`E(s, v)` with respect to the edge cos
 expected edge usage under the optimizer :math:`\nu^*` of Prop. 2 (:func:`edge_usage`).
 
 The recursion runs over *walks* (nodes may repeat). Simple paths — the family
-:func:`grounding.simple_paths` enumerates — have no such factorization; on a DAG the two
+:func:`grounding.paths.simple_paths` enumerates — have no such factorization; on a DAG the two
 families coincide.
 
 Layout. Values are kept node-major, ``[n_nodes, n_sources]``, so one gather moves a
@@ -43,6 +43,6 @@ from grounding.semiring import reach as _reach
 from grounding.semiring.fields import *  # noqa: F403  (names listed once, in each module's __all__)
 from grounding.semiring.layout import *  # noqa: F403
 from grounding.semiring.reach import *  # noqa: F403
-from grounding.semiring.recursion import UNREACHABLE
+from grounding.semiring.recursion import UNREACHABLE  # noqa: F401  (importable; a constant, not in __all__)
 
-__all__ = [*_layout.__all__, *_fields.__all__, "UNREACHABLE", *_reach.__all__]
+__all__ = [*_layout.__all__, *_fields.__all__, *_reach.__all__]

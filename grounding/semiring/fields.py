@@ -61,7 +61,7 @@ def energy_field(
     ``+inf`` unless a cycle leads back to it (entry ``[0, 0]`` in the example below).
     Differentiable in ``edge_cost``, ``log_step_prior`` and ``tau``. The end node's
     entity-alignment cost (Eq. (9)) is additive: ``field + c_end[None, :]``; per-hop claim
-    and node costs of a claim chain are in :func:`grounding.chain_energy`.
+    and node costs of a claim chain are in :func:`grounding.paths.chain_energy`.
     {args}
     Returns:
         ``[S, n_nodes]`` energies.

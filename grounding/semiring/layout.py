@@ -168,21 +168,21 @@ class EdgeIndex:
 
     # the array-level API on this prebuilt index (no rebuild)
     def energy_field(self, edge_cost, sources, *, max_hops, tau, log_step_prior=None, mesh=None):
-        """:func:`grounding.energy_field` on this index."""
+        """:func:`grounding.semiring.energy_field` on this index."""
         return fields(self, edge_cost, sources, max_hops, tau, log_step_prior, mesh, False)
 
     def hop_energy_fields(
         self, edge_cost, sources, *, max_hops, tau, log_step_prior=None, mesh=None
     ):
-        """:func:`grounding.hop_energy_fields` on this index."""
+        """:func:`grounding.semiring.hop_energy_fields` on this index."""
         return fields(self, edge_cost, sources, max_hops, tau, log_step_prior, mesh, True)
 
     def edge_usage(self, edge_cost, sources, targets, *, max_hops, tau, log_step_prior=None):
-        """:func:`grounding.edge_usage` on this index."""
+        """:func:`grounding.semiring.edge_usage` on this index."""
         return edge_usage(self, edge_cost, sources, targets, max_hops, tau, log_step_prior)
 
     def hop_distances(self, anchors, *, max_hops=None):
-        """:func:`grounding.hop_distances` on this index."""
+        """:func:`grounding.semiring.hop_distances` on this index."""
         return bfs(self, anchors, max_hops)
 
 

@@ -11,7 +11,7 @@ included) and hop distances: the path engine's one reachability implementation.
 
 :meth:`Reachability.distances` gives the hop distances themselves, by breadth-first search
 on the same CSR adjacency (scipy); unreached nodes are
-:data:`~grounding.semiring.UNREACHABLE`. They agree with the batched JAX search of
+:data:`~grounding.semiring.recursion.UNREACHABLE`. They agree with the batched JAX search of
 :func:`grounding.semiring.hop_distances` (Boolean semiring) and with NetworkX (tested).
 """
 
@@ -25,6 +25,7 @@ import scipy.sparse as sp
 from jax.typing import ArrayLike
 from scipy.sparse import csgraph
 
+from grounding._checks import check_int
 from grounding.semiring.recursion import UNREACHABLE
 
 __all__ = ["Reachability"]
@@ -56,12 +57,8 @@ class Reachability:
 
     @staticmethod
     def _check_depth(max_hops: int | None) -> None:
-        if max_hops is not None and (
-            isinstance(max_hops, bool)
-            or not isinstance(max_hops, (int, np.integer))
-            or max_hops < 0
-        ):
-            raise ValueError(f"max_hops must be a non-negative integer or None, got {max_hops!r}")
+        if max_hops is not None:
+            check_int(max_hops, "max_hops (or None)", 0)
 
     @functools.cached_property
     def _csr(self) -> sp.csr_matrix:

@@ -19,8 +19,8 @@ from grounding._checks import (
     Tau,
     as_float_array,
     check_edge_values,
+    check_int,
     check_nodes,
-    check_positive_int,
     check_tau,
     is_concrete,
 )
@@ -30,7 +30,7 @@ from grounding.semiring.kernels import SegmentEdges
 # Kernels are jitted by assignment (``f = jax.jit(f, ...)``) rather than by decorator, so that
 # mutation testing (scripts/mutation.sh; mutmut skips decorated functions) reaches their bodies.
 
-__all__ = ["UNREACHABLE", "by_temperature", "fields", "run", "edge_usage", "bfs", "exact_hops"]
+__all__ = ["by_temperature", "fields", "run", "edge_usage", "bfs", "exact_hops"]
 
 UNREACHABLE = -1
 """Hop distance reported for nodes not reached (the package's one such constant)."""
@@ -143,7 +143,7 @@ def fields(graph, edge_cost, sources, max_hops, tau, log_step_prior, mesh, per_h
         if not tau.tropical or per_hop:
             raise ValueError("max_hops=None (walks of any length) needs tau == 0 and a total")
     else:
-        max_hops = check_positive_int(max_hops, "max_hops")
+        max_hops = check_int(max_hops, "max_hops")
     n_nodes = graph.n_nodes
     sources = check_nodes(sources, n_nodes)
     n_src, n_e = sources.shape[0], graph.n_edges
@@ -255,7 +255,7 @@ def bfs(graph, anchors, max_hops):
     reached within ``max_hops``; ``None``: unlimited)."""
     n_nodes = graph.n_nodes
     anchors = check_nodes(anchors, n_nodes, "anchors")
-    limit = max(n_nodes - 1, 1) if max_hops is None else check_positive_int(max_hops, "max_hops")
+    limit = max(n_nodes - 1, 1) if max_hops is None else check_int(max_hops, "max_hops")
     return _bfs(graph, anchors, limit)
 
 

@@ -4,7 +4,7 @@ r""":func:`ground`: a :class:`~grounding.GroundingProblem` and an evidence state
 For each candidate :math:`\rho`:
 
 1. raw energy :math:`E^{\mathrm{path}}_R(\rho)`: a claim chain over every ``T``-hop walk
-   (:func:`grounding.chain_energy_from_costs`), an answer over every walk of
+   (:func:`grounding.paths.chain_energy_from_costs`), an answer over every walk of
    ``min_hops..max_hops`` edges from the anchors (:func:`grounding.semiring.recursion.run`),
    with edge costs :func:`grounding.edge_cost` — Eq. (11) at ``tau = 0``, Eq. (13) with the
    uniform prior over the walk family otherwise;

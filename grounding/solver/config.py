@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from grounding._checks import check_nonnegative_scalar, is_concrete
+from grounding._checks import check_int, check_nonnegative_scalar, is_concrete
 from grounding.evidence import check_min_reliability
 
 __all__ = ["GroundingConfig"]
@@ -110,10 +110,10 @@ class GroundingConfig:
                     f"{float(np.asarray(self.theta))}"
                 )
         object.__setattr__(self, "min_reliability", check_min_reliability(self.min_reliability))
-        object.__setattr__(self, "n_paths", _count("n_paths", self.n_paths))
+        object.__setattr__(self, "n_paths", check_int(self.n_paths, "n_paths", 0))
         if self.path_candidates is not None:
             object.__setattr__(
-                self, "path_candidates", _count("path_candidates", self.path_candidates)
+                self, "path_candidates", check_int(self.path_candidates, "path_candidates", 0)
             )
         # Eq. (11) (best walk) or Eq. (13) (entropic): decided here, where tau is concrete
         # unless the caller traces it, and carried through jit as static data
@@ -239,9 +239,3 @@ def _check_scalar(name: str, x: ArrayLike, **kw) -> None:
     a = check_nonnegative_scalar(x, name, **kw)
     if a.ndim:
         raise ValueError(f"{name} must be a scalar for one question, got shape {a.shape}")
-
-
-def _count(name: str, x: object) -> int:
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 0:
-        raise ValueError(f"{name} must be a non-negative int, got {x!r}")
-    return int(x)

@@ -100,7 +100,7 @@ def _shared_prefix(layout, cost, ev, q, t, idx, tropical, realization, metric, n
     and every claimed relation: the forward messages :math:`m_T(v)` of the shared prefix are
     computed once (the recursion of Eqs. (11)/(13) with the last node cost left out), and each
     chain adds its own last node cost, :math:`a_T(v) = m_T(v) - c_T(v)/\tau`: the same
-    arithmetic as grounding each chain alone (:func:`grounding.chain_energy_and_log_mass`)."""
+    arithmetic as grounding each chain alone (:func:`grounding.paths.chain_energy_and_log_mass`)."""
     rep = idx[0]
     node, step = chain_costs(
         q["mentions"][rep, : t + 1], q["claimed"][rep, :t], cost, ev, q, realization, metric,

@@ -17,6 +17,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from grounding._checks import check_int
+
 __all__ = ["free_port", "local_env", "run_processes"]
 
 
@@ -30,8 +32,7 @@ def free_port() -> int:
 def local_env(n_devices: int, path: str | os.PathLike | None = None) -> dict:
     """This process's environment for a child with ``n_devices`` CPU devices (JAX on the CPU
     only), ``path`` (the source tree the child must import) first on ``PYTHONPATH``."""
-    if isinstance(n_devices, bool) or not isinstance(n_devices, int) or n_devices < 1:
-        raise ValueError(f"n_devices must be a positive int, got {n_devices!r}")
+    check_int(n_devices, "n_devices")
     paths = [str(path) if path is not None else None, os.environ.get("PYTHONPATH")]
     return dict(
         os.environ,

@@ -13,7 +13,7 @@ def thm3_sharp_instance(lam_omega: float, lam: float = 1.0):
     :math:`E_{R'} = 0`, :math:`E_R = (0, \omega)`, and the prior equals the reference posterior
     :math:`Q = (1/(1+\sqrt b), \sqrt b/(1+\sqrt b))` (the larger mass on the candidate whose
     energy rises) with :math:`b = e^{\lambda\omega}` (see
-    :func:`grounding.tv_bound_sharp`).
+    :func:`grounding.bounds.tv_bound_sharp`).
 
     Returns:
         ``(log_prior, energy_r, energy_r2, lam)``.

@@ -1,4 +1,4 @@
-r"""Question planners: a question in, a :class:`~grounding.retrieval.Plan` (sub-question DAG) out.
+r"""Question planners: a question in, a :class:`~grounding.plans.Plan` (sub-question DAG) out.
 
 Three planners behind one protocol (``plan(question) -> Plan``), after *PankRAG: Enhancing
 Graph Retrieval via Globally Aware Query Resolution and Dependency-Aware Reranking Mechanism*
@@ -27,8 +27,11 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Literal, Protocol
 
+from grounding._checks import check_int
+from grounding.graph import INVERSE_SUFFIX
+from grounding.hypergraph import KnowledgeHypergraph, hop_relations, parse_role
 from grounding.llm import Endpoint, json_content
-from grounding.retrieval.plan import Plan, SubQuestion, plan_from_decomposition
+from grounding.plans.dag import Plan, SubQuestion, plan_from_decomposition
 
 __all__ = [
     "Planner",
@@ -37,13 +40,10 @@ __all__ = [
     "FlatPlanner",
     "HeuristicPlanner",
     "LLMPlanner",
-    "INVERSE_SUFFIX",
+    "HypergraphTemplatePlanner",
     "DECOMPOSE_PROMPT",
     "REWRITE_PROMPT",
 ]
-
-#: How a relation read backwards is named, as in :mod:`grounding.datasets.kgqa`.
-INVERSE_SUFFIX = "^-1"
 
 
 class PlanError(ValueError):
@@ -70,7 +70,8 @@ class TemplatePlanner:
     carries its relation in :attr:`SubQuestion.relations`.
 
     Args:
-        relation_labels: a label per relation name (``name + "^-1"`` reads it backwards).
+        relation_labels: a label per relation name (its
+            :func:`~grounding.graph.inverse_relation` reads it backwards).
         texts: optional display text per entity name (default: the name).
 
     Example:
@@ -178,9 +179,7 @@ class HeuristicPlanner:
         max_steps: int = 4,
         abstract_cues: Sequence[str] = ("what are the main", "what themes", "summarize", "overall"),
     ):
-        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
-            raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}")
-        self.max_steps = max_steps
+        self.max_steps = check_int(max_steps, "max_steps")
         self.abstract_cues = tuple(c.lower() for c in abstract_cues)
 
     def decompose(self, question: str) -> list[str]:
@@ -292,8 +291,7 @@ class LLMPlanner:
             raise ValueError(f"temperature must be a number >= 0, got {temperature!r}")
         if not 0 <= temperature < float("inf"):
             raise ValueError(f"temperature must be a number >= 0, got {temperature!r}")
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-            raise ValueError(f"max_tokens must be an int >= 1, got {max_tokens!r}")
+        check_int(max_tokens, "max_tokens")
         self.endpoint, self.url = endpoint, endpoint.url
         self.fallback, self.rewrite = fallback, bool(rewrite)
         self.temperature, self.max_tokens = float(temperature), max_tokens
@@ -383,3 +381,47 @@ def _checked(question: str, texts: list[str], flags: list[bool], phase: str) -> 
         return plan_from_decomposition(question, texts, flags)
     except ValueError as err:
         raise PlanError(f"invalid {phase}: {err}") from None
+
+
+class HypergraphTemplatePlanner:
+    """One step per hop of a templated hypergraph question (exact by construction: it reads the
+    role chain the question was generated from). Step ``k`` follows
+    :func:`~grounding.hypergraph.hop_relations` of hop ``k`` from step ``k-1``'s answers.
+    """
+
+    name = "hypergraph-template"
+
+    def __init__(self, hypergraph: KnowledgeHypergraph):
+        self.hypergraph = hypergraph
+
+    def _phrase(self, role: str) -> str:
+        kind, rel = parse_role(role)
+        label = self.hypergraph.label(rel)
+        return f"subject of {label}" if kind == 0 else label
+
+    def plan(self, question) -> Plan:
+        roles = tuple(getattr(question, "roles", ()) or ())
+        if not roles:
+            raise ValueError(f"the question has no role chain: {question!r}")
+        texts = self.hypergraph.entity_texts
+        subject = texts[self.hypergraph.entity_index(question.topic)].replace("{", "{{").replace(
+            "}", "}}"
+        )  # fmt: skip
+        steps = []
+        for k, (a, b) in enumerate(roles, 1):
+            text = (
+                f"What is the {self._phrase(b)} of the statement whose {self._phrase(a)} is "
+                f"{subject}?"
+            )
+            deps = (f"q{k - 1}",) if k > 1 else ()
+            steps.append(
+                SubQuestion(
+                    f"q{k}",
+                    text,
+                    deps,
+                    anchors=(question.topic,) if k == 1 else (),
+                    relations=hop_relations(a, b),
+                )  # fmt: skip
+            )
+            subject = "{" + f"q{k}" + "}"
+        return Plan(question.text, tuple(steps))

@@ -1,6 +1,6 @@
 r"""Learned triple scorers in JAX: SubgraphRAG's MLP and the structurally gated GNN.
 
-One question is a padded :class:`Batch` row (its :class:`~grounding.retrieval.subgraph.
+One question is a padded :class:`Batch` row (its :class:`~grounding.retrieval.learned.features.
 QuestionSubgraph` with text embeddings); :func:`logits` scores every candidate fact.
 
 * **Scoring head** (SubgraphRAG): ``Linear -> ReLU -> Linear`` on
@@ -33,7 +33,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from grounding.retrieval.subgraph import N_DDE, N_TAGS, QuestionSubgraph
+from grounding._checks import check_int
+from grounding.retrieval.learned.features import N_DDE, N_TAGS, QuestionSubgraph
 
 __all__ = [
     "GNNConfig",
@@ -72,11 +73,7 @@ class GNNConfig:
         if self.gate not in GATES:
             raise ValueError(f"gate must be one of {GATES}, got {self.gate!r}")
         for name in ("layers", "hidden", "gate_hidden"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < (0 if name == "layers" else 1):
-                raise ValueError(
-                    f"{name} must be a {'non-negative' if name == 'layers' else 'positive'} int, got {v!r}"
-                )
+            check_int(getattr(self, name), name, 0 if name == "layers" else 1)
         if self.gate != "none" and self.layers == 0:
             raise ValueError(f"gate {self.gate!r} needs layers >= 1 (layers=0 is gate='none')")
 

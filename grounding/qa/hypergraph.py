@@ -11,7 +11,7 @@ implementation, offline (no LLM), with the choices below stated where the paper 
    around the anchors; planners that accept a context (the LLM planner) get its text; the
    beam search favors its hyperedges (``context_bonus``).
 3. **Plans**: up to ``n_plans`` distinct plans from the planner (a templated planner gives
-   one), each reduced to its Hasse diagram (:meth:`~grounding.retrieval.Plan.transitive_reduction`).
+   one), each reduced to its Hasse diagram (:meth:`~grounding.plans.Plan.transitive_reduction`).
 4. **State search** (``search="dfs"`` or ``"bfs"``): a state is a plan, the number of levels
    resolved and one chosen answer per resolved step, with the sum of their log-probabilities;
    a transition resolves the next level, branching on each step's ``branch`` most probable
@@ -31,7 +31,7 @@ implementation, offline (no LLM), with the choices below stated where the paper 
 
 The answer distribution mixes the solutions' final distributions by their scores.
 
-Failures are per question (:data:`~grounding.qa.QUESTION_ERRORS`): a planner or refiner that
+Failures are per question (:data:`~grounding.qa.loop.QUESTION_ERRORS`): a planner or refiner that
 fails (a refiner must return one score in ``[0, 1]`` per entity text), or a question the index
 cannot read, gives that question an outcome without answers whose reason names the failure; a
 step
@@ -51,14 +51,15 @@ from typing import Literal
 import numpy as np
 from scipy.special import logsumexp
 
+from grounding._checks import check_int
 from grounding.evidence import EvidenceState
+from grounding.plans import Plan, Planner, SubQuestion
 from grounding.problem import ClaimChain, GroundingProblem
 from grounding.qa._checks import (
     QUESTION_ERRORS,
     check_bool,
     check_ground_kwargs,
     check_has,
-    check_int,
     check_questions,
     check_real,
     failure,
@@ -68,14 +69,11 @@ from grounding.result import GroundingResult
 from grounding.retrieval import (
     HypergraphIndex,
     HyperPath,
-    Plan,
-    Planner,
-    SubQuestion,
     beam_search,
-    path_answers,
     plan_context,
     target_hyperedges,
 )
+from grounding.retrieval.hypergraph import path_answers
 
 __all__ = ["PRoH", "PRoHOutcome", "StepAnswer", "Solution"]
 
@@ -190,7 +188,7 @@ class PRoH:
                     width=width, n_targets=n_targets, k_candidates=k_candidates,
                     max_states=max_states, max_refined=max_refined)  # fmt: skip
         for name, v in ints.items():
-            setattr(self, name, check_int(name, v))
+            setattr(self, name, check_int(v, name))
         self.temperature = check_real("temperature", temperature, low=0.0, open_low=True)
         self.context_bonus = check_real("context_bonus", context_bonus, low=0.0)
         self.refine_threshold = check_real("refine_threshold", refine_threshold, low=0.0, high=1.0)

@@ -5,7 +5,7 @@ A *fact* is one edge of the searched :class:`~grounding.TypedGraph`; when the gr
 every fact twice (``(h, r, t)`` and its inverse ``(t, r^-1, h)``, as the question-answering
 benchmark's evidence does) the inverse copy is dropped and remembered
 (:class:`FactGraph`), so a fact is ranked once. Everything here is NumPy preprocessing done
-once per question; the learned part is :mod:`grounding.retrieval.gnn`.
+once per question; the learned part is :mod:`grounding.retrieval.learned.gnn`.
 
 Definitions (SubgraphRAG: "Simple is Effective: The Roles of Graphs and Large Language Models
 in Knowledge-Graph-Based Retrieval-Augmented Generation", Li, Miao and Li, 2025):
@@ -32,7 +32,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
-from grounding.graph import TypedGraph
+from grounding.graph import INVERSE_SUFFIX, TypedGraph
+from grounding.semiring import Reachability
 
 __all__ = [
     "FactGraph",
@@ -46,7 +47,6 @@ __all__ = [
     "N_TAGS",
 ]
 
-INVERSE = "^-1"
 N_DDE = 10  # topic one-hot (2) + 2 forward + 2 reverse rounds (2 each)
 TOPIC_BINS = 5  # hop distance from the topic: 0, 1, 2, 3, >= 4 or unreachable
 ANCHOR_BINS = 4  # hop distance from the nearest anchor entity: 0, 1, 2, >= 3 or none
@@ -75,7 +75,7 @@ class FactGraph:
     adjacency: sp.csr_matrix = dataclasses.field(repr=False)
 
     @classmethod
-    def from_graph(cls, graph: TypedGraph, inverse_suffix: str = INVERSE) -> FactGraph:
+    def from_graph(cls, graph: TypedGraph, inverse_suffix: str = INVERSE_SUFFIX) -> FactGraph:
         """Facts of ``graph``: an edge ``(t, r + inverse_suffix, h)`` whose forward edge
         ``(h, r, t)`` is stored too is the same fact read backwards and is dropped."""
         if graph.n_edges == 0:
@@ -163,20 +163,12 @@ def _level(A: sp.csr_matrix, sources: np.ndarray, hops: int, head, tail) -> np.n
 
 def hop_distances(A: sp.spmatrix, sources: np.ndarray, max_hops: int | None = None) -> np.ndarray:
     """``[n]`` hop distance from the nearest of ``sources`` over the (symmetric) adjacency
-    ``A`` by breadth-first search, -1 where unreachable (or beyond ``max_hops``)."""
-    A = sp.csr_matrix(A)
-    n = A.shape[0]
-    dist = np.full(n, -1, np.int64)
-    frontier = np.unique(np.asarray(sources, np.int64))
-    dist[frontier] = 0
-    k = 0
-    while len(frontier) and (max_hops is None or k < max_hops):
-        k += 1
-        nxt = np.unique(A[frontier].indices)
-        nxt = nxt[dist[nxt] < 0]
-        dist[nxt] = k
-        frontier = nxt
-    return dist
+    ``A``, :data:`~grounding.semiring.recursion.UNREACHABLE` (-1) where unreachable (or beyond
+    ``max_hops``): the path engine's multi-source breadth-first search
+    (:meth:`grounding.semiring.Reachability.distances_to_nearest`)."""
+    A = sp.coo_matrix(A)
+    reach = Reachability(A.row, A.col, A.shape[0])
+    return reach.distances_to_nearest([np.asarray(sources, np.int64)], max_hops)[0]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -356,7 +348,7 @@ def stable_seed(text: str) -> int:
 
 def gold_facts(facts: FactGraph, topics: Sequence[int], answers: Sequence[int]) -> np.ndarray:
     """Fact indices on a shortest path between a topic and an answer in the *whole* graph
-    (the labels of :mod:`grounding.retrieval.subgraph` without a candidate cut): one target
+    (the labels of :mod:`grounding.retrieval.learned.features` without a candidate cut): one target
     set per question, the same for every retriever."""
     n = facts.n_entities
     topic, answer = np.zeros(n, bool), np.zeros(n, bool)

@@ -5,7 +5,7 @@ structurally gated GNN retriever (anchors + ``gate="structural"``) or any ablati
 them. For a query it (1) picks ``n_anchors`` anchor facts by cosine between the question and
 each fact's text embedding (the normalized sum of its head, relation and tail embeddings),
 (2) collects the candidate facts (:meth:`FactGraph.candidates`: ``hops`` from the topic,
-``anchor_hops`` from the anchors), (3) scores them (:mod:`grounding.retrieval.gnn`) and
+``anchor_hops`` from the anchors), (3) scores them (:mod:`grounding.retrieval.learned.gnn`) and
 returns the top ``k`` as a :class:`~grounding.retrieval.Retrieval` whose evidence state holds
 those facts (and their stored inverse copies) for :func:`grounding.ground`.
 
@@ -30,11 +30,13 @@ import numpy as np
 import optax
 from tqdm import tqdm
 
+from grounding._checks import check_int
 from grounding.evidence import EvidenceState
 from grounding.graph import TypedGraph
 from grounding.io import atomic_write_bytes
 from grounding.query import Query
-from grounding.retrieval._checkpoint import (
+from grounding.retrieval.base import Retrieval, check_k
+from grounding.retrieval.learned._checkpoint import (
     CHECKPOINT_VERSION,
     check_compatible,
     check_leaves,
@@ -42,26 +44,25 @@ from grounding.retrieval._checkpoint import (
     graph_sha256,
     read_checkpoint,
 )
-from grounding.retrieval.base import Retrieval, check_k
-from grounding.retrieval.gnn import Batch, GNNConfig, init_params, logits, make_batch
-from grounding.retrieval.metrics import recall_at_k
-from grounding.retrieval.subgraph import (
+from grounding.retrieval.learned.features import (
     FactGraph,
     QuestionSubgraph,
     stable_seed,
 )
+from grounding.retrieval.learned.gnn import Batch, GNNConfig, init_params, logits, make_batch
+from grounding.retrieval.metrics import recall_at_k
 from grounding.retrieval.text import Encoder, HashingEncoder
 from grounding.solver.prepare import bucket
 
 __all__ = [
-    "TrainConfig",
+    "RetrieverTrainConfig",
     "TrainLog",
     "TripleRetriever",
 ]
 
 
 @dataclasses.dataclass(frozen=True)
-class TrainConfig:
+class RetrieverTrainConfig:
     """Training schedule (SubgraphRAG's optimizer, loss and stopping rule).
 
     Attributes:
@@ -82,9 +83,7 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         for name in ("epochs", "patience", "batch_size", "eval_k"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
+            check_int(getattr(self, name), name)
         if not (isinstance(self.lr, (int, float)) and np.isfinite(self.lr) and self.lr > 0):
             raise ValueError(f"lr must be a finite positive number, got {self.lr!r}")
 
@@ -143,8 +142,7 @@ class TripleRetriever:
             ("anchor_hops", anchor_hops, 0),
             ("max_facts", max_facts, 1),
         ):
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
-                raise ValueError(f"{label} must be an int >= {lo}, got {v!r}")
+            check_int(v, label, lo)
         config = config if config is not None else GNNConfig()
         self.graph, self.config = graph, config
         self.facts = facts if facts is not None else FactGraph.from_graph(graph)
@@ -231,7 +229,7 @@ class TripleRetriever:
 
     def batch(self, subs: Sequence[QuestionSubgraph], qs: np.ndarray, n_rows=None) -> Batch:
         """The model input of subgraphs ``subs`` with question embeddings ``qs`` (``n_rows``:
-        pad to that many rows, :func:`~grounding.retrieval.gnn.make_batch`)."""
+        pad to that many rows, :func:`~grounding.retrieval.learned.gnn.make_batch`)."""
         return make_batch(subs, qs, self.entity_text, n_rows=n_rows)
 
     # ------------------------------------------------------------------------- scoring
@@ -301,13 +299,13 @@ class TripleRetriever:
         self,
         train: Sequence[Query],
         valid: Sequence[Query],
-        config: TrainConfig | None = None,
+        config: RetrieverTrainConfig | None = None,
         progress: bool = False,
     ) -> TrainLog:
         """Train on ``train`` (queries with ``relevant`` answers), stop early on ``valid``
         (keep the parameters of the best validation epoch); with no ``valid`` questions, train
         every epoch and keep the last parameters."""
-        config = config if config is not None else TrainConfig()
+        config = config if config is not None else RetrieverTrainConfig()
         log = TrainLog()
         t0 = time.perf_counter()
         tq, vq = self.embed(train), self.embed(valid)

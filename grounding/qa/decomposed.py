@@ -3,8 +3,8 @@ by retrieval, dependency-aware reranking and :func:`grounding.ground`.
 
 After *PankRAG: Enhancing Graph Retrieval via Globally Aware Query Resolution and
 Dependency-Aware Reranking Mechanism* (Li, Liu, Shan, Huang, Gong and Li). A
-:class:`PankRAG` pipeline plans a question (any :class:`~grounding.retrieval.Planner`), then
-runs the plan's levels (:meth:`~grounding.retrieval.Plan.levels`; steps of one level are
+:class:`PankRAG` pipeline plans a question (any :class:`~grounding.plans.Planner`), then
+runs the plan's levels (:meth:`~grounding.plans.Plan.levels`; steps of one level are
 parallel and are grounded in one batch). For each step:
 
 1. **Anchors**: the entities the step names, and the answers of the steps it depends on:
@@ -27,7 +27,7 @@ parallel and are grounded in one batch). For each step:
 
 The final step's distribution answers the question. A step whose model abstains, or whose
 dependency has no answer, has no answer, with the reason (never a silent empty answer). Failures
-are per question and step (:data:`~grounding.qa.QUESTION_ERRORS`): a planner that fails gives
+are per question and step (:data:`~grounding.qa.loop.QUESTION_ERRORS`): a planner that fails gives
 that question an outcome without a plan and with the reason; a retriever or candidate model
 that fails, or candidates the graph lacks, fail that step (and the steps depending on it) with
 the reason; when a level's batched grounding fails, its steps are grounded one by one. The rest
@@ -45,14 +45,15 @@ from typing import Literal
 import numpy as np
 from scipy.special import logsumexp
 
+from grounding._checks import check_int
 from grounding.evidence import EvidenceState
+from grounding.plans import Plan, Planner, SubQuestion
 from grounding.problem import ClaimChain, GroundingProblem
 from grounding.qa._checks import (
     QUESTION_ERRORS,
     check_bool,
     check_ground_kwargs,
     check_has,
-    check_int,
     check_questions,
     check_real,
     checked_candidates,
@@ -63,19 +64,14 @@ from grounding.qa.loop import ground_each, unknown_entities
 from grounding.query import Query
 from grounding.result import GroundingResult
 from grounding.retrieval import (
-    ALPHA,
     PCR,
     Communities,
     CommunityRetriever,
-    Plan,
-    Planner,
     Retrieval,
-    SubQuestion,
     TextIndex,
     dependency_rerank,
-    embedding_agreement,
-    graph_agreement,
 )
+from grounding.retrieval.rerank import ALPHA, embedding_agreement, graph_agreement
 
 __all__ = ["PankRAG", "PankRAGOutcome", "StepOutcome"]
 
@@ -202,9 +198,9 @@ class PankRAG:
         if agreement not in ("graph", "embedding"):
             raise ValueError(f"agreement must be 'graph' or 'embedding', got {agreement!r:.100}")
         self.alpha = None if alpha is None else check_real("alpha", alpha, low=0.0, high=1.0)
-        self.k_nodes, self.pool = check_int("k_nodes", k_nodes), check_int("pool", pool)
-        self.k_candidates = check_int("k_candidates", k_candidates)
-        self.beam = check_int("beam", beam)
+        self.k_nodes, self.pool = check_int(k_nodes, "k_nodes"), check_int(pool, "pool")
+        self.k_candidates = check_int(k_candidates, "k_candidates")
+        self.beam = check_int(beam, "beam")
         check_has("planner", planner, "plan")
         check_has("model", model, "propose")
         if not isinstance(index, TextIndex):
@@ -351,26 +347,26 @@ class PankRAG:
         return plan
 
     def _run_level(self, jobs, plans, done) -> None:
-        pending = []  # (i, sid, text, anchors, weights, mode, retrieval, problem)
+        pending: list[tuple[int, str, _ReadyStep]] = []
         for i, sid in jobs:
-            job = self._prepare(plans[i].by_id[sid], done[i])
-            if isinstance(job, StepOutcome):
-                done[i][sid] = job
+            ready = self._prepare(plans[i].by_id[sid], done[i])
+            if isinstance(ready, StepOutcome):
+                done[i][sid] = ready
             else:
-                pending.append((i, sid, *job))
-        states: list[EvidenceState] = [job[6].evidence for job in pending]
-        results = ground_each([job[7] for job in pending], states, **self.ground_kwargs)
-        for (i, sid, text, anchors, weights, mode, got, _), res in zip(pending, results):
+                pending.append((i, sid, ready))
+        states: list[EvidenceState] = [r.retrieval.evidence for _, _, r in pending]
+        results = ground_each([r.problem for _, _, r in pending], states, **self.ground_kwargs)
+        for (i, sid, r), res in zip(pending, results):
             step = plans[i].by_id[sid]
+            args = (step, r.text, r.anchors, r.weights, r.mode, r.retrieval)
             if isinstance(res, str):
-                done[i][sid] = _failed(step, text, anchors, weights, mode, got, res)
+                done[i][sid] = _failed(*args, res)
                 continue
-            names, probs = res.answer_probabilities()
-            done[i][sid] = StepOutcome(step, text, anchors, weights, mode, got, res, names, probs)
+            done[i][sid] = StepOutcome(*args, res, *res.answer_probabilities())
 
     def _prepare(self, step: SubQuestion, done: Mapping[str, StepOutcome]):
-        """``(text, anchors, weights, mode, retrieval, problem)`` of a step ready to ground,
-        or its failed :class:`StepOutcome` with the reason."""
+        """The step ready to ground (a :class:`_ReadyStep`), or its failed
+        :class:`StepOutcome` with the reason."""
         answers = {d: done[d].answer or "" for d in step.depends_on}
         text = step.fill(answers) if step.depends_on else step.text
         anchors, weights, why = self._anchors(step, done)
@@ -389,7 +385,19 @@ class PankRAG:
             problem = unknown_entities(problem, got.evidence) or problem
         if isinstance(problem, str):
             return _failed(step, text, anchors, weights, mode, got, problem)
-        return text, anchors, weights, mode, got, problem
+        return _ReadyStep(text, anchors, weights, mode, got, problem)
+
+
+@dataclasses.dataclass(frozen=True)
+class _ReadyStep:
+    """A step with its evidence retrieved and its grounding problem built."""
+
+    text: str
+    anchors: tuple[str, ...]
+    weights: np.ndarray
+    mode: str
+    retrieval: Retrieval
+    problem: GroundingProblem
 
 
 def _failed(step, text, anchors, weights, mode, got, why) -> StepOutcome:

@@ -211,7 +211,7 @@ def plan_from_decomposition(
     strict: bool = True,
 ) -> Plan:
     """A plan from sub-question texts that refer to earlier answers as ``#1``, ``#2``, ...
-    (MuSiQue's gold format, and what :class:`~grounding.retrieval.LLMPlanner` asks for):
+    (MuSiQue's gold format, and what :class:`~grounding.plans.LLMPlanner` asks for):
     step ``k`` gets id ``q{k}``, each ``#j`` becomes the slot ``{qj}`` and a dependency on
     step ``j``. The last step is final. With ``strict=False`` a ``#j`` that names no earlier
     step is kept as literal text (titles such as the song "#9 Dream").

@@ -15,7 +15,6 @@ Reachability and hop distances come from the path engine (:class:`grounding.Type
 from __future__ import annotations
 
 import functools
-import warnings
 from collections.abc import Sequence
 from typing import Literal
 
@@ -185,8 +184,7 @@ class SoftPCR(AnchoredRetriever):
     Args:
         index: the graph's :class:`~grounding.retrieval.TextIndex`.
         lam: grounding strength :math:`\lambda \ge 0`.
-        prior_temperature: :math:`T > 0` of the semantic prior (``temperature``: its old name,
-            deprecated).
+        prior_temperature: :math:`T > 0` of the semantic prior.
         hop_cost: :math:`c \ge 0` per hop (``0``: the truncated energy of Prop. 6).
         slack: :math:`\kappa > 0`, the finite energy of a node without support.
         max_hops: depth limit (``None``: unlimited; must be set when ``tau > 0``).
@@ -206,18 +204,8 @@ class SoftPCR(AnchoredRetriever):
         max_hops: int | None = None,
         tau: float = 0.0,
         fallback: Fallback = "global",
-        *,
-        temperature: float | None = None,
     ):
         super().__init__(index, max_hops, fallback)
-        if temperature is not None:
-            warnings.warn(
-                "SoftPCR(temperature=) is deprecated and will be removed in the next release; "
-                "use prior_temperature= (tau is the path temperature)",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            prior_temperature = temperature
         dtype = jnp.result_type(float)  # the precision the posterior is computed in
         for name, v, ok in (
             ("lam", lam, lambda x: x >= 0),
@@ -245,11 +233,6 @@ class SoftPCR(AnchoredRetriever):
         self.config = GroundingConfig(
             lam=self.lam, kappa=self.slack, tau=self.tau, hop_cost=self.hop_cost, n_paths=0
         )
-
-    @property
-    def temperature(self) -> float:
-        """Deprecated name of :attr:`prior_temperature`."""
-        return self.prior_temperature
 
     def ground(self, query: Query) -> GroundingResult | None:
         """The :class:`~grounding.GroundingResult` of every node for ``query`` (``None`` when

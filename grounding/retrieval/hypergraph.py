@@ -33,10 +33,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from grounding.hypergraph import KnowledgeHypergraph, hop_relations, parse_role
+from grounding.hypergraph import KnowledgeHypergraph
 from grounding.llm import Endpoint, EndpointError, json_content
 from grounding.retrieval.base import dots
-from grounding.retrieval.plan import Plan, SubQuestion
 from grounding.retrieval.text import Encoder, HashingEncoder
 
 __all__ = [
@@ -48,7 +47,6 @@ __all__ = [
     "plan_context",
     "target_hyperedges",
     "hypergraphrag",
-    "HypergraphTemplatePlanner",
     "LLMRelevance",
 ]
 
@@ -293,50 +291,6 @@ def hypergraphrag(index: HypergraphIndex, qv: np.ndarray, k: int = 60):
     paths = [HyperPath((int(h),), float(sigma[h])) for h in top]
     ents, scores = path_answers(index, paths)
     return top, ents, scores
-
-
-class HypergraphTemplatePlanner:
-    """One step per hop of a templated hypergraph question (exact by construction: it reads the
-    role chain the question was generated from). Step ``k`` follows
-    :func:`~grounding.hypergraph.hop_relations` of hop ``k`` from step ``k-1``'s answers.
-    """
-
-    name = "hypergraph-template"
-
-    def __init__(self, hypergraph: KnowledgeHypergraph):
-        self.hypergraph = hypergraph
-
-    def _phrase(self, role: str) -> str:
-        kind, rel = parse_role(role)
-        label = self.hypergraph.label(rel)
-        return f"subject of {label}" if kind == 0 else label
-
-    def plan(self, question) -> Plan:
-        roles = tuple(getattr(question, "roles", ()) or ())
-        if not roles:
-            raise ValueError(f"the question has no role chain: {question!r}")
-        texts = self.hypergraph.entity_texts
-        subject = texts[self.hypergraph.entity_index(question.topic)].replace("{", "{{").replace(
-            "}", "}}"
-        )  # fmt: skip
-        steps = []
-        for k, (a, b) in enumerate(roles, 1):
-            text = (
-                f"What is the {self._phrase(b)} of the statement whose {self._phrase(a)} is "
-                f"{subject}?"
-            )
-            deps = (f"q{k - 1}",) if k > 1 else ()
-            steps.append(
-                SubQuestion(
-                    f"q{k}",
-                    text,
-                    deps,
-                    anchors=(question.topic,) if k == 1 else (),
-                    relations=hop_relations(a, b),
-                )  # fmt: skip
-            )
-            subject = "{" + f"q{k}" + "}"
-        return Plan(question.text, tuple(steps))
 
 
 class LLMRelevance:

@@ -1,0 +1,32 @@
+"""Question plans: a question in, a sub-question DAG out.
+
+- :mod:`~grounding.plans.dag`: :class:`SubQuestion`, :class:`Plan` (validation, Hasse
+  reduction, topological levels) and :func:`plan_from_decomposition`;
+- :mod:`~grounding.plans.planners`: the planners behind one protocol
+  (``plan(question) -> Plan``): templated (binary KG and hypergraph), flat, heuristic free
+  text, and any OpenAI-compatible LLM.
+"""
+
+from grounding.plans.dag import Plan, SubQuestion, plan_from_decomposition
+from grounding.plans.planners import (
+    FlatPlanner,
+    HeuristicPlanner,
+    HypergraphTemplatePlanner,
+    LLMPlanner,
+    PlanError,
+    Planner,
+    TemplatePlanner,
+)
+
+__all__ = [
+    "Plan",
+    "SubQuestion",
+    "plan_from_decomposition",
+    "Planner",
+    "PlanError",
+    "TemplatePlanner",
+    "HypergraphTemplatePlanner",
+    "FlatPlanner",
+    "HeuristicPlanner",
+    "LLMPlanner",
+]
