@@ -89,6 +89,13 @@ class Plan:
         ValueError: a duplicate id, a dependency on an unknown step (dangling reference), a
             cycle, or an unknown ``final``.
 
+    References:
+        - Li, Liu, Shan, Huang, Gong & Li, "PankRAG: Enhancing Graph Retrieval via Globally
+          Aware Query Resolution and Dependency-Aware Reranking Mechanism", 2025
+          (arXiv:2506.11106): Sec. 2.2 (progress and parallel relations).
+        - "PRoH: Dynamic Planning and Reasoning over Knowledge Hypergraphs for
+          Retrieval-Augmented Generation", 2025 (arXiv:2510.12434): Hasse reduction.
+
     Example:
         >>> p = Plan("Who founded the team Lou Seal is the mascot of?", (
         ...     SubQuestion("team", "Which team is Lou Seal the mascot of?"),
@@ -218,6 +225,10 @@ def plan_from_decomposition(
 
     Raises:
         ValueError: no text, or (``strict``) a reference to a step that is not an earlier one.
+
+    References:
+        Trivedi, Balasubramanian, Khot & Sabharwal, "MuSiQue: Multihop Questions via
+            Single-hop Question Composition", 2022.
 
     Example:
         >>> p = plan_from_decomposition("q?", ["Who directed X?", "Where was #1 born?"])

@@ -74,6 +74,11 @@ class TemplatePlanner:
             :func:`~grounding.graph.inverse_relation` reads it backwards).
         texts: optional display text per entity name (default: the name).
 
+    References:
+        Li, Liu, Shan, Huang, Gong & Li, "PankRAG: Enhancing Graph Retrieval via Globally Aware
+            Query Resolution and Dependency-Aware Reranking Mechanism", 2025 (arXiv:2506.11106):
+            Sec. 2.2 (its plans; exact steps in place of its LLM's).
+
     Example:
         >>> from types import SimpleNamespace
         >>> q = SimpleNamespace(text="What is the capital of the country of X?", topic="X",
@@ -269,6 +274,11 @@ class LLMPlanner:
 
     Raises:
         ValueError: an argument is out of range.
+
+    References:
+        Li, Liu, Shan, Huang, Gong & Li, "PankRAG: Enhancing Graph Retrieval via Globally Aware
+            Query Resolution and Dependency-Aware Reranking Mechanism", 2025 (arXiv:2506.11106):
+            Sec. 2.2 (bottom-up decomposition, top-down rewriting).
     """
 
     name = "llm"
@@ -387,6 +397,11 @@ class HypergraphTemplatePlanner:
     """One step per hop of a templated hypergraph question (exact by construction: it reads the
     role chain the question was generated from). Step ``k`` follows
     :func:`~grounding.hypergraph.hop_relations` of hop ``k`` from step ``k-1``'s answers.
+
+    References:
+        "PRoH: Dynamic Planning and Reasoning over Knowledge Hypergraphs for Retrieval-Augmented
+            Generation", 2025 (arXiv:2510.12434): plan initialization (exact steps in place
+            of its LLM's).
     """
 
     name = "hypergraph-template"

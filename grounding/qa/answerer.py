@@ -48,6 +48,16 @@ class KGEAnswerer:
             :func:`~grounding.graph.inverse_relation` reads it backwards).
         temperature: :math:`T > 0` of the scores ``-d/T`` (:meth:`fit_temperature` fits it).
 
+    References:
+        - Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+          Eq. (1), Sec. 9.4.
+        - Bordes, Usunier, García-Durán, Weston & Yakhnenko, "Translating Embeddings for Modeling
+          Multi-relational Data", 2013 (transe).
+        - Sun, Deng, Nie & Tang, "RotatE: Knowledge Graph Embedding by Relational Rotation in
+          Complex Space", 2019 (rotate).
+        - Trouillon, Welbl, Riedel, Gaussier & Bouchard, "Complex Embeddings for Simple Link
+          Prediction", 2016 (complex).
+
     Example:
         >>> import jax.numpy as jnp
         >>> from grounding.learn import KGEModel, ReciprocalModel

@@ -173,6 +173,13 @@ class PankRAG:
     Raises:
         TypeError, ValueError: an argument is of the wrong kind or out of range, or a ground
             parameter is unknown or invalid (the message names it).
+
+    References:
+        - Li, Liu, Shan, Huang, Gong & Li, "PankRAG: Enhancing Graph Retrieval via Globally
+          Aware Query Resolution and Dependency-Aware Reranking Mechanism", 2025
+          (arXiv:2506.11106): Secs. 2.2-2.3.1.
+        - Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+          Def. 1, Eqs. (1), (7).
     """
 
     def __init__(

@@ -152,6 +152,12 @@ class PRoH:
     Raises:
         TypeError, ValueError: an argument is of the wrong kind or out of range, or a ground
             parameter is unknown or invalid (the message names it).
+
+    References:
+        - "PRoH: Dynamic Planning and Reasoning over Knowledge Hypergraphs for
+          Retrieval-Augmented Generation", 2025 (arXiv:2510.12434).
+        - Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+          Eqs. (7), (10)-(13).
     """
 
     def __init__(

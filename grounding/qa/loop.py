@@ -107,7 +107,11 @@ class QAOutcome:
 def grounding_problem(question: QuestionLike, candidates: Candidates, max_hops: int = 3):
     """The :class:`~grounding.GroundingProblem` of a question and its candidates: claim chains
     ``topic -r_1-> * ... -r_T-> a`` when the question has a relation chain, answer entities
-    grounded from the topic otherwise."""
+    grounded from the topic otherwise.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Def. 1, Eq. (1).
+    """
     if candidates.abstained:
         raise ValueError(f"the model abstained: {candidates.abstain_reason}")
     chain = tuple(question.chain)
@@ -211,6 +215,10 @@ class GroundedQA:
     Raises:
         TypeError, ValueError: an argument is of the wrong kind or out of range, or a ground
             parameter is unknown or invalid (the message names it).
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Def. 1, Eqs. (1), (6), (7); Axiom 4.
     """
 
     def __init__(

@@ -99,6 +99,10 @@ def risk_coverage(confidence: np.ndarray, correct: np.ndarray) -> dict[str, np.n
     coverages (area under the curve, lower is better). Ties in confidence are answered
     together (the risk of a tied block is its mean).
 
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Eq. (22), Prop. 9.
+
     Example:
         >>> r = risk_coverage(np.array([0.9, 0.8, 0.1]), np.array([1, 0, 1]))
         >>> r["risk"].round(3).tolist(), round(r["aurc"], 3)
@@ -133,6 +137,10 @@ def expected_calibration_error(
     """ECE with ``n_bins`` equal-width confidence bins: the bin-size-weighted mean of
     ``|accuracy - mean confidence|``. ``confidence`` lies in ``[0, 1]``, ``correct`` is 0/1
     and ``n_bins`` a positive int (else a ``ValueError`` naming the argument).
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Prop. 9 (the calibration it assumes).
 
     Example:
         >>> expected_calibration_error(np.array([0.9, 0.9, 0.2]), np.array([1, 0, 0]))

@@ -17,7 +17,12 @@ __all__ = ["VectorRetriever", "BM25Retriever", "HybridRetriever"]
 
 
 class VectorRetriever(BaseRetriever):
-    """Global cosine top-k over all nodes (the PCR paper's "vector" baseline)."""
+    """Global cosine top-k over all nodes (the PCR paper's "vector" baseline).
+
+    References:
+        Oladokun, "Path-Constrained Retrieval: A Structural Approach to Reliable LLM Agent
+            Reasoning Through Graph-Scoped Semantic Search", 2025 (arXiv:2511.18313): a baseline.
+    """
 
     name = "vector"
 
@@ -27,7 +32,13 @@ class VectorRetriever(BaseRetriever):
 
 
 class BM25Retriever(BaseRetriever):
-    """Okapi BM25 top-k over all nodes (``k1 = 1.5``, ``b = 0.75``)."""
+    """Okapi BM25 top-k over all nodes (``k1 = 1.5``, ``b = 0.75``).
+
+    References:
+        - Oladokun, "Path-Constrained Retrieval: A Structural Approach to Reliable LLM Agent
+          Reasoning Through Graph-Scoped Semantic Search", 2025 (arXiv:2511.18313): a baseline.
+        - Robertson & Zaragoza, "The Probabilistic Relevance Framework: BM25 and Beyond", 2009.
+    """
 
     name = "bm25"
 
@@ -39,7 +50,12 @@ class BM25Retriever(BaseRetriever):
 class HybridRetriever(BaseRetriever):
     """``alpha * vector + (1 - alpha) * BM25``, as the PCR paper's code computes it: each
     method's top ``2k`` list is min-max normalized on its own; a node absent from one list
-    scores 0 there."""
+    scores 0 there.
+
+    References:
+        Oladokun, "Path-Constrained Retrieval: A Structural Approach to Reliable LLM Agent
+            Reasoning Through Graph-Scoped Semantic Search", 2025 (arXiv:2511.18313): a baseline.
+    """
 
     name = "hybrid"
 

@@ -56,6 +56,14 @@ class Communities:
     Args:
         graph: the graph.
         communities: the communities (any order).
+
+    References:
+        - Edge et al., "From Local to Global: A GraphRAG Approach to Query-Focused
+          Summarization", 2024 (arXiv:2404.16130): hierarchical Leiden
+          communities and their summaries.
+        - Li, Liu, Shan, Huang, Gong & Li, "PankRAG: Enhancing Graph Retrieval via Globally
+          Aware Query Resolution and Dependency-Aware Reranking Mechanism", 2025
+          (arXiv:2506.11106): Sec. 2.3.
     """
 
     def __init__(self, graph: TypedGraph, communities: Sequence[Community]):
@@ -161,6 +169,10 @@ class LLMSummarizer:
     ``Communities.build(..., summarize=LLMSummarizer(Endpoint(url, model)))``).
 
     Raises :class:`grounding.llm.EndpointError` when the endpoint fails or sends no choice.
+
+    References:
+        - Edge et al., "From Local to Global: A GraphRAG Approach to Query-Focused
+          Summarization", 2024 (arXiv:2404.16130): community summaries.
     """
 
     PROMPT = (
@@ -199,6 +211,13 @@ class CommunityRetriever(BaseRetriever):
     query with their summary's embedding (the index's encoder); the members of the best
     ``n_communities`` are returned, scored by their community's cosine (ties: the node's own
     cosine with the query, then node index), at most ``k``.
+
+    References:
+        - Edge et al., "From Local to Global: A GraphRAG Approach to Query-Focused
+          Summarization", 2024 (arXiv:2404.16130): global retrieval over community summaries.
+        - Li, Liu, Shan, Huang, Gong & Li, "PankRAG: Enhancing Graph Retrieval via Globally
+          Aware Query Resolution and Dependency-Aware Reranking Mechanism", 2025
+          (arXiv:2506.11106): Sec. 2.3 (community retrieval of abstract questions).
     """
 
     name = "community"

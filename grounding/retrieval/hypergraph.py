@@ -58,6 +58,10 @@ class HypergraphIndex:
         hypergraph: the (observed) hypergraph.
         encoder: any encoder; default: the offline hashing encoder fitted on all texts.
         max_roles: role labels named in an entity's context text.
+
+    References:
+        "PRoH: Dynamic Planning and Reasoning over Knowledge Hypergraphs for Retrieval-Augmented
+            Generation", 2025 (arXiv:2510.12434): graph anchoring.
     """
 
     def __init__(
@@ -146,6 +150,10 @@ def ewo(incidence, h: int, relevance: np.ndarray | None) -> np.ndarray:
     r"""``[H]`` :math:`\mathrm{EWO}(h, h') = \sum_{e \in h\cap h'} \rho(e)` for every ``h'``
     (``relevance=None``: the plain overlap :math:`|h\cap h'|`); 0 for ``h' = h``.
 
+    References:
+        "PRoH: Dynamic Planning and Reasoning over Knowledge Hypergraphs for Retrieval-Augmented
+            Generation", 2025 (arXiv:2510.12434): Entity-Weighted Overlap.
+
     Example:
         >>> import scipy.sparse as sp
         >>> inc = sp.csr_matrix(np.array([[1, 1, 0], [0, 1, 1], [1, 1, 1]], float))
@@ -180,8 +188,12 @@ def beam_search(
     context_bonus: float = 0.5,
     relevance: np.ndarray | None = None,
 ) -> list[HyperPath]:
-    """EWO-guided beam search (module docstring): every path kept at any depth, best first.
+    r"""EWO-guided beam search (module docstring): every path kept at any depth, best first.
     ``relevance`` replaces the entities' :math:`\rho` (e.g. refined by :class:`LLMRelevance`).
+
+    References:
+        "PRoH: Dynamic Planning and Reasoning over Knowledge Hypergraphs for Retrieval-Augmented
+            Generation", 2025 (arXiv:2510.12434): EWO-guided reasoning path retrieval.
 
     Raises:
         ValueError: no anchor, anchor weights not one finite number per anchor, a
@@ -233,7 +245,12 @@ def path_answers(
     index: HypergraphIndex, paths: Sequence[HyperPath], exclude: Sequence[int] = ()
 ) -> tuple[np.ndarray, np.ndarray]:
     """Candidate answers: the members of each path's last hyperedge (``exclude`` left out),
-    scored by the best mean per-hyperedge score of a path that ends there; best first."""
+    scored by the best mean per-hyperedge score of a path that ends there; best first.
+
+    References:
+        "PRoH: Dynamic Planning and Reasoning over Knowledge Hypergraphs for Retrieval-Augmented
+            Generation", 2025 (arXiv:2510.12434): answer and path retrieval.
+    """
     best: dict[int, float] = {}
     skip = set(int(e) for e in exclude)
     for p in paths:
@@ -246,7 +263,12 @@ def path_answers(
 
 
 def target_hyperedges(index: HypergraphIndex, qv: np.ndarray, n: int = 5) -> np.ndarray:
-    """The ``n`` hyperedges most similar to the question (graph anchoring's targets)."""
+    """The ``n`` hyperedges most similar to the question (graph anchoring's targets).
+
+    References:
+        "PRoH: Dynamic Planning and Reasoning over Knowledge Hypergraphs for Retrieval-Augmented
+            Generation", 2025 (arXiv:2510.12434): target hyperedges.
+    """
     sigma = index.edge_relevance(qv)
     return np.argsort(-sigma, kind="stable")[:n]
 
@@ -261,7 +283,12 @@ def plan_context(
     width: int = 20,
 ) -> tuple[np.ndarray, str]:
     """The plan context: a ``[H]`` mask of the hyperedges kept around the anchors and target
-    hyperedges (``depth`` hops, ``width`` per hop, the rest pruned) and its text sketch."""
+    hyperedges (``depth`` hops, ``width`` per hop, the rest pruned) and its text sketch.
+
+    References:
+        "PRoH: Dynamic Planning and Reasoning over Knowledge Hypergraphs for Retrieval-Augmented
+            Generation", 2025 (arXiv:2510.12434): the plan context.
+    """
     kh = index.hypergraph
     sigma, rho = index.edge_relevance(qv), index.entity_relevance(qv)
     keep = np.zeros(kh.n_edges, bool)
@@ -285,7 +312,12 @@ def plan_context(
 
 def hypergraphrag(index: HypergraphIndex, qv: np.ndarray, k: int = 60):
     """HyperGraphRAG's one-hop retrieval: the ``k`` hyperedges most similar to the question and
-    their member entities, each scored by its best hyperedge's similarity; best first."""
+    their member entities, each scored by its best hyperedge's similarity; best first.
+
+    References:
+        "PRoH: Dynamic Planning and Reasoning over Knowledge Hypergraphs for Retrieval-Augmented
+            Generation", 2025 (arXiv:2510.12434): its HyperGraphRAG baseline.
+    """
     top = target_hyperedges(index, qv, k)
     sigma = index.edge_relevance(qv)
     paths = [HyperPath((int(h),), float(sigma[h])) for h in top]
@@ -301,6 +333,10 @@ class LLMRelevance:
 
     Raises:
         grounding.llm.EndpointError: the endpoint failed, or the reply is not such a list.
+
+    References:
+        "PRoH: Dynamic Planning and Reasoning over Knowledge Hypergraphs for Retrieval-Augmented
+            Generation", 2025 (arXiv:2510.12434): entity relevance refined by the LLM.
     """
 
     PROMPT = (

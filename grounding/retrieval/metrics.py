@@ -46,6 +46,10 @@ def _hits(retrieved: Sequence[int], relevant: Collection[int], k: int) -> int:
 def relevance_at_k(retrieved: Sequence[int], relevant: Collection[int], k: int) -> float:
     """Relevance@k as the PCR paper defines it: hits in the top ``k`` over ``min(k, |G|)``.
 
+    References:
+        Oladokun, "Path-Constrained Retrieval: A Structural Approach to Reliable LLM Agent
+            Reasoning Through Graph-Scoped Semantic Search", 2025 (arXiv:2511.18313): Sec. 4.
+
     Example:
         >>> relevance_at_k([3, 1, 7], {1, 2}, k=2)
         0.5
@@ -70,6 +74,10 @@ def _dist_of(retrieved: Sequence[int], dist: np.ndarray) -> np.ndarray:
 def structural_consistency(retrieved: Sequence[int], dist: np.ndarray) -> float:
     """Fraction of retrieved nodes reachable from the anchor (``dist >= 0``).
 
+    References:
+        Oladokun, "Path-Constrained Retrieval: A Structural Approach to Reliable LLM Agent
+            Reasoning Through Graph-Scoped Semantic Search", 2025 (arXiv:2511.18313): Sec. 4.
+
     Example:
         >>> structural_consistency([0, 2], dist=np.array([0, 1, -1]))
         0.5
@@ -83,6 +91,11 @@ def distance_penalty(
     retrieved: Sequence[int], dist: np.ndarray, per_hop: float = 0.1, unreachable: float = 1.0
 ) -> float:
     """Mean of ``per_hop * d`` over retrieved nodes, ``unreachable`` for unreachable ones.
+
+    References:
+        Oladokun, "Path-Constrained Retrieval: A Structural Approach to Reliable LLM Agent
+            Reasoning Through Graph-Scoped Semantic Search", 2025 (arXiv:2511.18313): Sec. 4
+            (its "average graph distance").
 
     Example:
         >>> round(distance_penalty([1, 2], dist=np.array([0, 3, -1])), 6)
@@ -106,6 +119,10 @@ def evaluate_retrieval(
     Consistency and distance use unlimited-depth reachability from the anchors (the nearest
     one when there are several; as in the paper's code); queries without a known anchor count
     every retrieved node as unreachable. :func:`summarize_retrieval` aggregates the rows.
+
+    References:
+        Oladokun, "Path-Constrained Retrieval: A Structural Approach to Reliable LLM Agent
+            Reasoning Through Graph-Scoped Semantic Search", 2025 (arXiv:2511.18313): Sec. 4.
     """
     if not queries:
         raise ValueError("no queries to evaluate")
@@ -173,7 +190,12 @@ def _nearest(dists: list[np.ndarray]) -> np.ndarray:
 
 def answer_recall_at_k(head: np.ndarray, tail: np.ndarray, answers, k: int) -> float:
     """Share of ``answers`` that are the head or tail of one of the first ``k`` ranked facts
-    (SubgraphRAG's answer recall; ``head``/``tail`` in rank order)."""
+    (SubgraphRAG's answer recall; ``head``/``tail`` in rank order).
+
+    References:
+        Li, Miao & Li, "Simple is Effective: The Roles of Graphs and Large Language Models in
+            Knowledge-Graph-Based Retrieval-Augmented Generation", 2025.
+    """
     answers = set(int(a) for a in answers)
     if not answers:
         raise ValueError("no answers: answer recall is undefined")

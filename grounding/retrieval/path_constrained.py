@@ -68,6 +68,11 @@ class PCR(AnchoredRetriever):
 
     Scores are cosine similarities. With several anchors (topic entities) the candidate set is
     the union of their reachable sets. PCR paper, Sec. 3.2; hard grounding, Eq. (6).
+
+    References:
+        - Oladokun, "Path-Constrained Retrieval: A Structural Approach to Reliable LLM Agent
+          Reasoning Through Graph-Scoped Semantic Search", 2025 (arXiv:2511.18313): Sec. 3.2.
+        - Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Eq. (6).
     """
 
     name = "pcr"
@@ -190,6 +195,13 @@ class SoftPCR(AnchoredRetriever):
         max_hops: depth limit (``None``: unlimited; must be set when ``tau > 0``).
         tau: path-aggregation temperature of Eq. (13) (``0``: the best walk).
         fallback: policy for missing/unknown anchors (``"global"``: rank by the prior).
+
+    References:
+        - Oladokun, "Path-Constrained Retrieval: A Structural Approach to Reliable LLM Agent
+          Reasoning Through Graph-Scoped Semantic Search", 2025 (arXiv:2511.18313): Sec. 3.2;
+          Sec. 4 (the distance penalty).
+        - Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+          Eqs. (1), (7), (13), (19); Props. 3 and 6.
     """
 
     name = "soft_pcr"

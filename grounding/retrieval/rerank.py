@@ -50,6 +50,11 @@ ALPHA = {"specific": 0.6, "abstract": 0.75}
 def dependency_score(relevance, agreement, alpha: float) -> np.ndarray:
     r""":math:`\alpha R + (1 - \alpha) M` (PankRAG's combined score), elementwise.
 
+    References:
+        Li, Liu, Shan, Huang, Gong & Li, "PankRAG: Enhancing Graph Retrieval via Globally Aware
+            Query Resolution and Dependency-Aware Reranking Mechanism", 2025 (arXiv:2506.11106):
+            Sec. 2.3.1.
+
     Example:
         >>> dependency_score([0.8], [0.3], 0.75).round(3).tolist()  # the paper's quick check
         [0.675]
@@ -78,6 +83,11 @@ def _weights(dependencies: Sequence[int] | np.ndarray, weights) -> tuple[np.ndar
 def graph_agreement(graph: TypedGraph, nodes, dependencies, weights) -> np.ndarray:
     r""":math:`M_i = \sum_d w_d [i = d \text{ or an edge joins } i \text{ and } d]` per node.
 
+    References:
+        Li, Liu, Shan, Huang, Gong & Li, "PankRAG: Enhancing Graph Retrieval via Globally Aware
+            Query Resolution and Dependency-Aware Reranking Mechanism", 2025 (arXiv:2506.11106):
+            Sec. 2.3.1.
+
     Example:
         >>> g = TypedGraph.from_triples([("a", "r", "b"), ("c", "r", "b")])
         >>> graph_agreement(g, [1, 2], [0, 2], [0.7, 0.3]).tolist()  # b ~ a and c; c is c
@@ -97,7 +107,13 @@ def graph_agreement(graph: TypedGraph, nodes, dependencies, weights) -> np.ndarr
 
 
 def embedding_agreement(embeddings: np.ndarray, nodes, dependencies, weights) -> np.ndarray:
-    r""":math:`M_i = \sum_d w_d \max(0, \cos(\phi_i, \phi_d))` (rows of unit norm)."""
+    r""":math:`M_i = \sum_d w_d \max(0, \cos(\phi_i, \phi_d))` (rows of unit norm).
+
+    References:
+        Li, Liu, Shan, Huang, Gong & Li, "PankRAG: Enhancing Graph Retrieval via Globally Aware
+            Query Resolution and Dependency-Aware Reranking Mechanism", 2025 (arXiv:2506.11106):
+            Sec. 2.3.1.
+    """
     deps, w = _weights(dependencies, weights)
     emb = np.asarray(embeddings)
     cos = emb[np.asarray(nodes, np.int64)] @ emb[deps].T  # [n, D]
@@ -115,6 +131,11 @@ def dependency_rerank(
     The pool is :attr:`Retrieval.index` (nodes) with :attr:`Retrieval.scores`; ``agreement``
     is :math:`M` per pooled node. The returned retrieval's scores are the combined scores;
     its provenance records ``R``, ``M`` and ``alpha``. Ties keep the retriever's order.
+
+    References:
+        Li, Liu, Shan, Huang, Gong & Li, "PankRAG: Enhancing Graph Retrieval via Globally Aware
+            Query Resolution and Dependency-Aware Reranking Mechanism", 2025 (arXiv:2506.11106):
+            Sec. 2.3.1.
     """
     m = np.asarray(agreement, np.float64)
     if m.shape != retrieval.index.shape:

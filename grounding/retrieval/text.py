@@ -357,6 +357,9 @@ class BM25:
         k1: term-frequency saturation (>= 0).
         b: length normalization, in ``[0, 1]``.
 
+    References:
+        Robertson & Zaragoza, "The Probabilistic Relevance Framework: BM25 and Beyond", 2009.
+
     Example:
         >>> bm = BM25(["red cell", "red red cloud", "blue sky"])
         >>> s = bm.scores("red cloud")

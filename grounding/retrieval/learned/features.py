@@ -270,7 +270,12 @@ def dde(
     head: np.ndarray, tail: np.ndarray, topic: np.ndarray, rounds: int = 2, reverse_rounds: int = 2
 ) -> np.ndarray:
     """``[n, 2 (1 + rounds + reverse_rounds)]`` DDE (module docstring): parameter-free mean
-    propagation of the topic one-hot along the facts, then against them."""
+    propagation of the topic one-hot along the facts, then against them.
+
+    References:
+        Li, Miao & Li, "Simple is Effective: The Roles of Graphs and Large Language Models in
+            Knowledge-Graph-Based Retrieval-Augmented Generation", 2025: DDE.
+    """
     n = len(topic)
     x0 = np.stack([1.0 - topic, topic.astype(float)], axis=1)
 
@@ -298,7 +303,12 @@ def structural_tags(
     distance from the topic entities (0, 1, 2, 3, >= 4 or unreachable), one-hot hop distance
     from the nearest anchor entity (0, 1, 2, >= 3 or no anchors), and 1 when the entity lies
     on a shortest path from the topic to the anchor set
-    (:math:`d_T(v) + d_A(v) = \\min_{a \\in A} d_T(a)`)."""
+    (:math:`d_T(v) + d_A(v) = \\min_{a \\in A} d_T(a)`).
+
+    References:
+        An unpublished project write-up on the structurally gated GNN retriever (untitled; no
+            code released), n.d.: its structural tags.
+    """
     n = len(topic)
     A = _undirected(head, tail, n)
     d_t = hop_distances(A, np.flatnonzero(topic))
@@ -322,7 +332,12 @@ def shortest_path_labels(
 ) -> np.ndarray:
     """``[m]`` float32: 1 for every fact on a shortest (undirected) path between a topic
     entity and an answer, pair by pair (module docstring); a fact ``(u, v)`` lies on one iff
-    :math:`d_q(u) + 1 + d_a(v) = d_q(a)` or the same with ``u``, ``v`` swapped."""
+    :math:`d_q(u) + 1 + d_a(v) = d_q(a)` or the same with ``u``, ``v`` swapped.
+
+    References:
+        Li, Miao & Li, "Simple is Effective: The Roles of Graphs and Large Language Models in
+            Knowledge-Graph-Based Retrieval-Augmented Generation", 2025: shortest-path labels.
+    """
     labels = np.zeros(len(head), np.float32)
     topics, answers = np.flatnonzero(topic), np.flatnonzero(answer)
     if len(topics) == 0 or len(answers) == 0:
@@ -349,7 +364,12 @@ def stable_seed(text: str) -> int:
 def gold_facts(facts: FactGraph, topics: Sequence[int], answers: Sequence[int]) -> np.ndarray:
     """Fact indices on a shortest path between a topic and an answer in the *whole* graph
     (the labels of :mod:`grounding.retrieval.learned.features` without a candidate cut): one target
-    set per question, the same for every retriever."""
+    set per question, the same for every retriever.
+
+    References:
+        Li, Miao & Li, "Simple is Effective: The Roles of Graphs and Large Language Models in
+            Knowledge-Graph-Based Retrieval-Augmented Generation", 2025: shortest-path labels.
+    """
     n = facts.n_entities
     topic, answer = np.zeros(n, bool), np.zeros(n, bool)
     topic[np.asarray(topics, np.int64)] = True

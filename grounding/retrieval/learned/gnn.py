@@ -62,6 +62,12 @@ class GNNConfig:
         layers: message-passing layers ``L`` (ignored for ``"none"``).
         hidden: width of the states and of the scoring head.
         gate_hidden: width of the structural gate's MLP.
+
+    References:
+        - Li, Miao & Li, "Simple is Effective: The Roles of Graphs and Large Language Models in
+          Knowledge-Graph-Based Retrieval-Augmented Generation", 2025 (``gate="none"``).
+        - An unpublished project write-up on the structurally gated GNN retriever (untitled;
+          no code released), n.d.: the structural gate.
     """
 
     gate: Gate = "structural"
@@ -284,7 +290,14 @@ def _states(params, config: GNNConfig, flat: Batch, rel_text) -> list[jax.Array]
 
 def logits(params: dict, config: GNNConfig, batch: Batch, rel_text: jax.Array) -> jax.Array:
     """``[B, M]`` logit of every candidate fact (padding: ``-inf``); ``rel_text``:
-    ``[n_relations, D]`` relation text embeddings."""
+    ``[n_relations, D]`` relation text embeddings.
+
+    References:
+        - Li, Miao & Li, "Simple is Effective: The Roles of Graphs and Large Language Models in
+          Knowledge-Graph-Based Retrieval-Augmented Generation", 2025: the scoring head.
+        - An unpublished project write-up on the structurally gated GNN retriever (untitled;
+          no code released), n.d.: the gated GNN.
+    """
     flat, fact_row = _flatten(batch)
     x = _entity_text(params, flat.x, flat.has_text)
     ent = [x, flat.dde]
@@ -326,6 +339,10 @@ def gate_values(
 def dirichlet_energy(z: jax.Array, head: jax.Array, tail: jax.Array, mask: jax.Array) -> jax.Array:
     r"""Normalized Dirichlet energy of one question's states (Eq. (23)'s pairwise form over the
     facts): :math:`\sum_{(u,v)} \|z_u - z_v\|^2 / \sum_v \|z_v\|^2`; 0 means every fact joins
-    two equal states (oversmoothed)."""
+    two equal states (oversmoothed).
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Eq. (23).
+    """
     diff = jnp.sum((z[head] - z[tail]) ** 2, -1) * mask
     return jnp.sum(diff) / jnp.maximum(jnp.sum(z**2), 1e-12)

@@ -72,6 +72,10 @@ class RetrieverTrainConfig:
         batch_size: questions per step.
         eval_k: the ``K`` of the stopping criterion.
         seed: initialization and shuffling.
+
+    References:
+        Li, Miao & Li, "Simple is Effective: The Roles of Graphs and Large Language Models in
+            Knowledge-Graph-Based Retrieval-Augmented Generation", 2025.
     """
 
     epochs: int = 50
@@ -119,6 +123,12 @@ class TripleRetriever:
         name: the retriever's name (default from the configuration).
         seed: parameter initialization.
         facts: the graph's :class:`FactGraph`, to share one between retrievers of a graph.
+
+    References:
+        - Li, Miao & Li, "Simple is Effective: The Roles of Graphs and Large Language Models in
+          Knowledge-Graph-Based Retrieval-Augmented Generation", 2025.
+        - An unpublished project write-up on the structurally gated GNN retriever (untitled;
+          no code released), n.d.: the anchors, structural tags and gated GNN.
     """
 
     def __init__(
