@@ -236,6 +236,27 @@ def test_early_stopping_keeps_the_best_and_checkpoints_atomically(tmp_path):
     assert load_checkpoint(path)[1] == {"note": "x"}
 
 
+def test_kge_checkpoints_share_the_archive_and_refuse_foreign_or_damaged_files(tmp_path):
+    """KG-embedding checkpoints are the package's one archive format: another trainer's
+    archive, a truncated file and non-finite parameters are errors naming the file."""
+    from grounding.learn.checkpoint import read_archive, write_archive
+
+    model = init_model("transe", 4, 2, 2)
+    path = save_checkpoint(tmp_path / "m.npz", model, {"note": "x"})
+    meta, leaves = read_archive(path, "archive")
+    assert meta["kind"] == "transe" and len(leaves) == 2
+    foreign = write_archive(tmp_path / "f.npz", {"version": 2}, [np.zeros((4, 2))] * 2)
+    with pytest.raises(ValueError, match="f.npz: not a grounding KGE checkpoint"):
+        load_checkpoint(foreign)
+    (tmp_path / "t.npz").write_bytes(path.read_bytes()[:100])
+    with pytest.raises(ValueError, match="t.npz: not a readable grounding KGE checkpoint"):
+        load_checkpoint(tmp_path / "t.npz")
+    meta["meta"] = {}
+    nan = write_archive(tmp_path / "n.npz", meta, [np.full((4, 2), np.nan), leaves[1]])
+    with pytest.raises(ValueError, match="n.npz: parameter p0 must be a finite"):
+        load_checkpoint(nan)
+
+
 def test_divergence_stops_with_the_epoch_and_nan_models_are_not_evaluated():
     """A run whose parameters blow up stops with an error naming the epoch (it used to report
     MRR 0.27, Hits@10 1.0 from NaN scores); evaluating a NaN model is refused."""

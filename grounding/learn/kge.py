@@ -31,8 +31,6 @@ without improvement, keeps the best model, and writes it atomically as a checkpo
 from __future__ import annotations
 
 import dataclasses
-import io
-import json
 import math
 import time
 from functools import partial
@@ -48,8 +46,9 @@ from tqdm import tqdm
 from grounding._checks import check_int
 from grounding.datasets.kg import KGSplits
 from grounding.geometry import Linear, RelationMap, Rotation, Translation, get_metric
-from grounding.io import atomic_write_bytes
+from grounding.learn.checkpoint import read_archive, write_archive
 from grounding.learn.linkpred import filtered_ranks, rank_metrics
+from grounding.learn.loop import EarlyStopping, check_finite
 from grounding.learn.reciprocal import ReciprocalModel
 
 __all__ = [
@@ -259,6 +258,9 @@ def _epoch(model, opt_state, batches, key, cfg: TrainConfig, n_entities: int):
     return model, opt_state, jnp.mean(losses)
 
 
+_KGE_FORMAT = "grounding KGE, version 2"  # version 1: arrays entity/relation/header
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainResult:
     """The best model (by validation MRR), its epoch, and the history of the run."""
@@ -363,7 +365,7 @@ def fit_with_early_stopping(
     key = jax.random.PRNGKey(cfg.seed + 1) if key is None else key
     bs = min(cfg.batch_size, len(data))
     n_batches = -(-len(data) // bs)
-    best, best_mrr, best_epoch, bad, history = model, -1.0, 0, 0, []
+    stop, history = EarlyStopping(cfg.patience), []
     start = time.perf_counter()
     bar = tqdm(range(1, cfg.epochs + 1), desc=desc, disable=not progress, leave=False)
     epoch = 0
@@ -374,59 +376,60 @@ def fit_with_early_stopping(
         key, sub = jax.random.split(key)
         model, opt_state, loss = epoch_fn(model, opt_state, batches, sub)
         loss = float(loss)
-        finite = all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree_util.tree_leaves(model))
-        if not (np.isfinite(loss) and finite):
-            raise FloatingPointError(
-                f"training diverged at epoch {epoch}: loss {loss}, parameters "
-                f"{'finite' if finite else 'non-finite'}; lower lr"
-            )
+        check_finite(loss, model, epoch, desc)
         if epoch % cfg.eval_every == 0 or epoch == cfg.epochs:
             mrr = evaluate_link_prediction(model, kg, "valid")["mrr"]
             history.append({"epoch": epoch, "loss": loss, "valid_mrr": mrr})
             bar.set_postfix(loss=f"{loss:.4f}", valid_mrr=f"{mrr:.4f}")
-            if mrr > best_mrr:
-                best, best_mrr, best_epoch, bad = model, mrr, epoch, 0
-                if checkpoint is not None:
-                    meta = {"epoch": epoch, "valid_mrr": mrr, "config": dataclasses.asdict(cfg)}
-                    save_checkpoint(checkpoint, best, meta)
-            else:
-                bad += 1
-                if bad >= cfg.patience:
-                    break
-    return TrainResult(best, best_epoch, best_mrr, history, epoch, time.perf_counter() - start)
+            improved = mrr > stop.best_score
+            if stop.update(epoch, mrr, model):
+                break
+            if improved and checkpoint is not None:
+                meta = {"epoch": epoch, "valid_mrr": mrr, "config": dataclasses.asdict(cfg)}
+                save_checkpoint(checkpoint, model, meta)
+    best = model if stop.best_state is None else stop.best_state
+    return TrainResult(
+        best, max(stop.best_epoch, 0), stop.best_score if history else -1.0, history, epoch,
+        time.perf_counter() - start,
+    )  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- checkpoints
 def save_checkpoint(path: str | Path, model: KGEModel, meta: dict | None = None) -> Path:
     """Write ``model`` (a :class:`KGEModel` or a reciprocal model of
-    :mod:`grounding.learn.onevsall`; and JSON-able ``meta``) to an ``.npz`` file atomically."""
-    buf = io.BytesIO()
+    :mod:`grounding.learn.onevsall`; and JSON-able ``meta``) to an ``.npz`` file atomically, in
+    the package's one checkpoint format (:mod:`grounding.learn.checkpoint`)."""
     reciprocal = isinstance(model, ReciprocalModel)
     header = {
+        "format": _KGE_FORMAT,
         "kind": model.kind,
         "p": None if reciprocal else model.p,
         "reciprocal": reciprocal,
         "meta": meta or {},
     }
-    np.savez(
-        buf,
-        entity=np.asarray(model.entity),
-        relation=np.asarray(model.relation),
-        header=np.frombuffer(json.dumps(header).encode(), np.uint8),
-    )
-    return atomic_write_bytes(path, buf.getvalue())
+    return write_archive(path, header, [np.asarray(model.entity), np.asarray(model.relation)])
 
 
 def load_checkpoint(path: str | Path) -> tuple[Any, dict]:
-    """Read a checkpoint written by :func:`save_checkpoint`: ``(model, meta)``."""
-    with np.load(path) as z:
-        try:
-            header = json.loads(z["header"].tobytes().decode())
-            arrays = jnp.asarray(z["entity"]), jnp.asarray(z["relation"])
-            if header.get("reciprocal"):
-                model = ReciprocalModel(header["kind"], *arrays)
-            else:
-                model = KGEModel(header["kind"], *arrays, header["p"])
-        except (KeyError, ValueError) as err:
-            raise ValueError(f"{path}: not a grounding KGE checkpoint ({err})") from None
-    return model, header["meta"]
+    """Read a checkpoint written by :func:`save_checkpoint`: ``(model, meta)``.
+
+    Raises:
+        ValueError: naming ``path``, for a file that is not a readable KGE checkpoint (or
+            holds non-finite or non-float parameters).
+    """
+    what = "grounding KGE checkpoint"
+    header, arrays = read_archive(path, what)
+    if not isinstance(header, dict) or header.get("format") != _KGE_FORMAT or len(arrays) != 2:
+        raise ValueError(f"{path}: not a {what} (no {_KGE_FORMAT!r} header)")
+    for i, x in enumerate(arrays):
+        if not np.issubdtype(x.dtype, np.floating) or x.ndim != 2 or not np.isfinite(x).all():
+            raise ValueError(f"{path}: parameter p{i} must be a finite 2-D float array")
+    try:
+        entity, relation = (jnp.asarray(x) for x in arrays)
+        if header.get("reciprocal"):
+            model = ReciprocalModel(header["kind"], entity, relation)
+        else:
+            model = KGEModel(header["kind"], entity, relation, header["p"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"{path}: not a {what} ({err})") from None
+    return model, header.get("meta", {})

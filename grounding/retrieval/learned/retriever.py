@@ -18,8 +18,6 @@ path in their candidate subgraph are skipped and counted.
 from __future__ import annotations
 
 import dataclasses
-import io
-import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,16 +31,15 @@ from tqdm import tqdm
 from grounding._checks import check_int
 from grounding.evidence import EvidenceState
 from grounding.graph import TypedGraph
-from grounding.io import atomic_write_bytes
+from grounding.learn.checkpoint import check_leaves, read_archive, write_archive
+from grounding.learn.loop import EarlyStopping, check_finite
 from grounding.query import Query
 from grounding.retrieval.base import Retrieval, check_k
 from grounding.retrieval.learned._checkpoint import (
     CHECKPOINT_VERSION,
     check_compatible,
-    check_leaves,
     check_meta,
     graph_sha256,
-    read_checkpoint,
 )
 from grounding.retrieval.learned.features import (
     FactGraph,
@@ -348,7 +345,8 @@ class TripleRetriever:
             return optax.apply_updates(p, upd), s, loss
 
         rng = np.random.default_rng(config.seed)
-        best, best_params, since = -1.0, self.params, 0
+        stop = EarlyStopping(config.patience)
+        best_params = self.params
         for epoch in tqdm(range(config.epochs), disable=not progress, desc=self.name):
             order = rng.permutation(keep)
             losses = []
@@ -358,13 +356,7 @@ class TripleRetriever:
                 self.params, state, loss = step(self.params, state, b)
                 losses.append(float(loss))
             mean = float(np.mean(losses))
-            if not np.isfinite(mean) or not all(
-                bool(jnp.all(jnp.isfinite(x))) for x in jax.tree_util.tree_leaves(self.params)
-            ):
-                raise FloatingPointError(
-                    f"{self.name}: training diverged at epoch {epoch} "
-                    f"(loss {mean}); lower the learning rate"
-                )
+            check_finite(mean, self.params, epoch, self.name)
             log.loss.append(mean)
             if not vsubs:
                 best_params, log.best_epoch = self.params, epoch
@@ -372,13 +364,10 @@ class TripleRetriever:
             ranked = self.rank(vsubs, vq)
             rec = [recall_at_k(r, g, config.eval_k) for r, g in zip(ranked, vgold) if len(g)]
             log.valid_recall.append(float(np.mean(rec)) if rec else 0.0)
-            if log.valid_recall[-1] > best:
-                best, best_params, log.best_epoch = log.valid_recall[-1], self.params, epoch
-                since = 0
-            else:
-                since += 1
-                if since >= config.patience:
-                    break
+            done = stop.update(epoch, log.valid_recall[-1], self.params)
+            best_params, log.best_epoch = stop.best_state, stop.best_epoch
+            if done:
+                break
         self.params = best_params
         log.seconds = time.perf_counter() - t0
         return log
@@ -412,13 +401,7 @@ class TripleRetriever:
             name=self.name,
             **{k: int(v) for k, v in self._settings().items()},
         )
-        buf = io.BytesIO()
-        np.savez(
-            buf,
-            meta=np.frombuffer(json.dumps(meta).encode(), np.uint8),
-            **{f"p{i}": np.asarray(x) for i, x in enumerate(leaves)},
-        )
-        return atomic_write_bytes(path, buf.getvalue())
+        return write_archive(path, meta, leaves)
 
     def load(self, path: str | Path) -> TripleRetriever:
         """Load parameters saved by :meth:`save` into this retriever. Returns ``self``.
@@ -432,7 +415,7 @@ class TripleRetriever:
                 ``max_facts``: construct the retriever with the checkpoint's), or parameters
                 that are not finite float arrays of the architecture's shapes.
         """
-        meta, leaves = read_checkpoint(path)
+        meta, leaves = read_archive(path, "TripleRetriever checkpoint")
         check_meta(path, meta, _SETTINGS)
         check_compatible(path, meta, self._fingerprint(), self.config, self._settings())
         ref = jax.tree_util.tree_leaves(self.params)
