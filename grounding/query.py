@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-__all__ = ["Query"]
+__all__ = ["Query", "BlindQuestion", "blind"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,3 +60,31 @@ class Query:
     def with_anchors(self, *anchors: str) -> Query:
         """The same query anchored at ``anchors`` (none: unanchored)."""
         return Query(self.text, None, self.relevant, self.id, tuple(anchors))
+
+
+@dataclasses.dataclass(frozen=True)
+class BlindQuestion:
+    """What a system under evaluation receives: the question's text and its topic entity
+    (given, as KGQA benchmarks such as MetaQA and WebQSP give it), and nothing gold: no
+    relation chain, no answers, no roles. Gold fields stay with the scorer.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> q = SimpleNamespace(text="Who founded X?", topic="x", id="q1", chain=("r",))
+        >>> blind(q)
+        BlindQuestion(text='Who founded X?', topic='x', id='q1')
+    """
+
+    text: str
+    topic: str
+    id: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("text", "topic", "id"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"{name} must be a str, got {type(getattr(self, name)).__name__}")
+
+
+def blind(question: object) -> BlindQuestion:
+    """The blind view of any question with ``text`` and ``topic`` (and optionally ``id``)."""
+    return BlindQuestion(question.text, question.topic, getattr(question, "id", ""))  # type: ignore[attr-defined]

@@ -4,7 +4,9 @@
   reduction, topological levels) and :func:`plan_from_decomposition`;
 - :mod:`~grounding.plans.planners`: the planners behind one protocol
   (``plan(question) -> Plan``): templated (binary KG and hypergraph), flat, heuristic free
-  text, and any OpenAI-compatible LLM.
+  text, and any OpenAI-compatible LLM;
+- :mod:`~grounding.plans.relation_paths`: relation paths predicted from a blind question's
+  text (:class:`RelationPathPredictor`), the blind replacement for a gold relation chain.
 """
 
 from grounding.plans.dag import Plan, SubQuestion, plan_from_decomposition
@@ -17,6 +19,7 @@ from grounding.plans.planners import (
     Planner,
     TemplatePlanner,
 )
+from grounding.plans.relation_paths import RelationPathPredictor, path_accuracy
 
 __all__ = [
     "Plan",
@@ -29,4 +32,6 @@ __all__ = [
     "FlatPlanner",
     "HeuristicPlanner",
     "LLMPlanner",
+    "RelationPathPredictor",
+    "path_accuracy",
 ]
