@@ -240,7 +240,14 @@ def check_features(H: ArrayLike, name: str = "H") -> jax.Array | np.ndarray:
     return H
 
 
-def check_arcs(n: int, head, tail, weight, relation=None, n_relations: int | None = None):
+def check_arcs(
+    n: int,
+    head: ArrayLike,
+    tail: ArrayLike,
+    weight: ArrayLike,
+    relation: ArrayLike | None = None,
+    n_relations: int | None = None,
+):
     """Validate ``[m]`` arcs on ``n`` nodes with finite non-negative weights (and relation ids
     in ``[0, n_relations)`` when given); returns ``[head, tail, weight(, relation)]``."""
     out = [

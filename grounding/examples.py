@@ -29,6 +29,7 @@ Modeling choices (documented, not derived from the paper):
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -122,7 +123,7 @@ class LouSealExample:
     def correct_index(self) -> int:
         return self.names.index("correct_2014")
 
-    def ground(self, state: EvidenceState, lam: float = 1.0, **kw) -> GroundingResult:
+    def ground(self, state: EvidenceState, lam: float = 1.0, **kw: Any) -> GroundingResult:
         """:func:`grounding.ground` of the candidates against an evidence state over the same
         vocabulary, with the example's slack, tolerances and realization (``kw`` overrides)."""
         params = dict(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -332,7 +333,7 @@ def typed_residual(
 
 
 def edge_residuals(
-    graph,
+    graph: Any,  # a grounding.TypedGraph (a higher floor: not importable here)
     embeddings: ArrayLike,
     relation_map: RelationMap,
     xi: ArrayLike = 1.0,

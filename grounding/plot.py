@@ -77,8 +77,13 @@ def _axes(ax):
         return plt.subplots(figsize=(6.0, 3.6), layout="constrained")[1]
 
 
-def posterior_bars(result: GroundingResult, ax=None, *, max_candidates: int = 12,
-                   labels: Sequence[str] | None = None):  # fmt: skip
+def posterior_bars(
+    result: GroundingResult,
+    ax: plt.Axes | None = None,
+    *,
+    max_candidates: int = 12,
+    labels: Sequence[str] | None = None,
+):
     """Prior, soft posterior (Eq. (7)) and, when computed, hard posterior (Eq. (6)) of each
     candidate as grouped bars; each candidate's label (``labels``, one per candidate, default
     its name) carries its evidence status, colored as :data:`STATUS_COLORS`. Shows the
@@ -114,7 +119,10 @@ def posterior_bars(result: GroundingResult, ax=None, *, max_candidates: int = 12
 
 
 def tv_bound_curves(
-    lam_omega: ArrayLike, ax=None, *, measured: tuple[ArrayLike, ArrayLike] | None = None
+    lam_omega: ArrayLike,
+    ax: plt.Axes | None = None,
+    *,
+    measured: tuple[ArrayLike, ArrayLike] | None = None,
 ):
     r"""The Thm. 3 bounds on :math:`\mathrm{TV}(P^R_\lambda, P^{R'}_\lambda)` against
     :math:`\lambda\omega` (``lam_omega`` ``[n]``, sorted): the paper's
@@ -141,7 +149,9 @@ def tv_bound_curves(
     return ax
 
 
-def risk_coverage(scores: ArrayLike, correct: ArrayLike, ax=None, *, label: str | None = None):
+def risk_coverage(
+    scores: ArrayLike, correct: ArrayLike, ax: plt.Axes | None = None, *, label: str | None = None
+):
     """Selective risk (error rate among answered questions) against coverage when the
     questions of highest ``score`` are answered first (the selective rule of Eq. (22) swept
     over its threshold). Ties in score enter together. Returns the ``Axes``; the curve is
@@ -210,8 +220,14 @@ def _check_graph(graph: TypedGraph, result: GroundingResult, c: int, walks) -> N
 _OTHER_GRAPH = "graph is not the one the result was grounded on"
 
 
-def evidence_paths(graph: TypedGraph, result: GroundingResult, ax=None, *,
-                   candidate: int | str | None = None, seed: int = 0):  # fmt: skip
+def evidence_paths(
+    graph: TypedGraph,
+    result: GroundingResult,
+    ax: plt.Axes | None = None,
+    *,
+    candidate: int | str | None = None,
+    seed: int = 0,
+):
     r"""The evidence subgraph spanned by one candidate's reported supporting walks (default:
     the posterior's best; ``candidate``: an index or a name), edges labeled with their
     relation, and each walk's edges drawn with width proportional to its :math:`\nu^*`
@@ -264,7 +280,9 @@ def evidence_paths(graph: TypedGraph, result: GroundingResult, ax=None, *,
     return ax
 
 
-def mark_quick(fig, note: str = "quick run: small sample, not the paper-quality figure") -> None:
+def mark_quick(
+    fig: plt.Figure, note: str = "quick run: small sample, not the paper-quality figure"
+) -> None:
     """Write ``note`` below the figure's bottom-right corner (for figures of a reduced run;
     saving with ``bbox_inches="tight"`` keeps it)."""
     fig.text(1.0, -0.01, note, ha="right", va="top", fontsize=9, color="#c92a2a",
@@ -281,7 +299,7 @@ def _floats(values) -> list:
     return [None if np.isnan(v) else float(v) for v in a]
 
 
-def figure_data(fig) -> list[dict]:
+def figure_data(fig: plt.Figure) -> list[dict]:
     """Every panel's drawn numbers, read back from the artists: per axes its title, axis
     labels and scales, and one entry per labeled or unlabeled series: ``line`` (``x``,
     ``y``; ``x_axes_fraction`` when x is in axes coordinates, as for ``axhline``),

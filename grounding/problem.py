@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from functools import partial
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -214,7 +215,7 @@ class GroundingProblem:
         question: str,
         candidates: Sequence[Candidate],
         log_prior: ArrayLike,
-        **kwargs,
+        **kwargs: Any,
     ) -> GroundingProblem:
         r"""A problem over the *distinct* candidates of a list with repeats (e.g. sampled
         answers), each with the summed prior mass of its copies (log-added log-priors, in
@@ -381,7 +382,16 @@ def check_realization(realization: Realization | None, n_nodes: int) -> None:
         )
 
 
-def edge_costs_from_arrays(head, relation, tail, reliability, realization, alpha, xi, hop_cost):
+def edge_costs_from_arrays(
+    head: ArrayLike,
+    relation: ArrayLike,
+    tail: ArrayLike,
+    reliability: ArrayLike,
+    realization: Realization | None,
+    alpha: ArrayLike,
+    xi: ArrayLike,
+    hop_cost: ArrayLike,
+):
     """:func:`edge_cost` on edge arrays (no checks; ``jit``/``vmap``-able)."""
     w = jnp.asarray(reliability)
     if realization is None:

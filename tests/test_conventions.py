@@ -1,8 +1,10 @@
 """Conventions with one home, checked over the package's source: American spelling in every
-identifier (as JAX and NumPy spell), one positive-integer check, one inverse-relation suffix."""
+identifier (as JAX and NumPy spell), one positive-integer check, one inverse-relation suffix,
+an annotation on every parameter of a public function."""
 
 from __future__ import annotations
 
+import ast
 import io
 import re
 import tokenize
@@ -98,3 +100,68 @@ def test_one_inverse_relation_suffix():
         if literal.search(line)
     ]
     assert not bad, bad
+
+
+def unannotated_parameters(source: str) -> list[str]:
+    """``name(param, ...)`` of every public function of ``source`` (at module level or in a
+    class body; name without a leading underscore, plus ``__init__`` and ``__call__`` of
+    public classes) with a parameter other than ``self``/``cls`` that has no annotation."""
+    out = []
+
+    def check(fn: ast.FunctionDef | ast.AsyncFunctionDef, owner: str | None) -> None:
+        a = fn.args
+        params = [*a.posonlyargs, *a.args, a.vararg, *a.kwonlyargs, a.kwarg]
+        params = [p for p in params if p is not None]
+        if owner is not None and params and params[0].arg in ("self", "cls"):
+            params = params[1:]
+        bad = [p.arg for p in params if p.annotation is None]
+        if bad:
+            name = fn.name if owner is None else f"{owner}.{fn.name}"
+            out.append(f"{name}({', '.join(bad)}):{fn.lineno}")
+
+    functions = (ast.FunctionDef, ast.AsyncFunctionDef)
+    for node in ast.parse(source).body:
+        if isinstance(node, functions) and not node.name.startswith("_"):
+            check(node, None)
+        elif isinstance(node, ast.ClassDef):
+            dunders = () if node.name.startswith("_") else ("__init__", "__call__")
+            for sub in node.body:
+                if isinstance(sub, functions) and (
+                    not sub.name.startswith("_") or sub.name in dunders
+                ):
+                    check(sub, node.name)
+    return out
+
+
+def test_unannotated_parameters_are_flagged():
+    src = (
+        "def f(a, b: int, *args, c, **kw): pass\n"
+        "def g(self, x: int, *, y: str = '') -> None: pass\n"
+        "def _private(a): pass\n"
+        "def outer(a: int):\n    def inner(b): pass\n"
+        "class C:\n"
+        "    def __init__(self, n): pass\n"
+        "    def m(self, x): pass\n"
+        "    @classmethod\n    def k(cls, y: int): pass\n"
+        "    def _helper(self, z): pass\n"
+        "    def __repr__(self): pass\n"
+        "class _Hidden:\n    def __init__(self, n): pass\n    def m(self, x): pass\n"
+    )
+    assert unannotated_parameters(src) == [
+        "f(a, args, c, kw):1",
+        "g(self):2",  # a module-level function's first parameter is a parameter
+        "C.__init__(n):7",
+        "C.m(x):8",
+        "_Hidden.m(x):15",
+    ]
+
+
+def test_public_functions_annotate_their_parameters():
+    """Every public function and method of the package (not a closure, not ``_private``)
+    annotates each of its parameters (``self``/``cls`` aside)."""
+    bad = [
+        f"{path.relative_to(PACKAGE.parent)}: {found}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for found in unannotated_parameters(path.read_text())
+    ]
+    assert not bad, "\n".join(bad)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.typing import ArrayLike
+from jax.typing import ArrayLike, DTypeLike
 
 from grounding._checks import (
     as_float_array,
@@ -44,7 +44,7 @@ def check_param(x: ArrayLike, name: str, *, strict: bool) -> jax.Array:
     return arr
 
 
-def check_marginal(w: ArrayLike | None, size: int, name: str, dtype) -> jax.Array:
+def check_marginal(w: ArrayLike | None, size: int, name: str, dtype: DTypeLike) -> jax.Array:
     if w is None:
         return jnp.asarray(np.full(size, 1.0 / size, dtype))
     arr = check_array(w, name, 1)

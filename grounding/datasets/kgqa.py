@@ -189,7 +189,10 @@ def _adjacency(triples: np.ndarray, n_rel: int) -> list[dict[int, np.ndarray]]:
 
 
 def chain_answers(
-    adjacency: Sequence[dict[int, np.ndarray]], topic: int, chain: Sequence[int], max_frontier=None
+    adjacency: Sequence[dict[int, np.ndarray]],
+    topic: int,
+    chain: Sequence[int],
+    max_frontier: int | None = None,
 ) -> np.ndarray | None:
     """Entities reached from ``topic`` by following ``chain`` (augmented relation ids) in
     ``adjacency``, the topic excluded; ``None`` when a frontier exceeds ``max_frontier``."""

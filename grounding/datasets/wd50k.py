@@ -181,7 +181,9 @@ class _Index:
                for e2, r2 in self.slots[h] if r2 == role_out and e2 != e}  # fmt: skip
         return np.array(sorted(out), np.int64)
 
-    def answers(self, topic: int, roles, max_frontier=None) -> np.ndarray | None:
+    def answers(
+        self, topic: int, roles: Sequence[tuple[str, str]], max_frontier: int | None = None
+    ) -> np.ndarray | None:
         frontier = np.array([topic])
         for a, b in roles:
             frontier = self.step(frontier, a, b)
@@ -196,7 +198,9 @@ def _phrase(kh: KnowledgeHypergraph, role: str) -> str:
     return {"subject": f"subject of {label}", "object": label}.get(kind, label)
 
 
-def question_text(kh: KnowledgeHypergraph, topic_text: str, roles) -> str:
+def question_text(
+    kh: KnowledgeHypergraph, topic_text: str, roles: Sequence[tuple[str, str]]
+) -> str:
     x = topic_text
     for a, b in roles:
         x = f"the {_phrase(kh, b)} of the statement whose {_phrase(kh, a)} is {x}"
@@ -218,7 +222,9 @@ class HyperQABenchmark:
             raise ValueError(f"split must be one of {SPLITS}, got {name!r}")
         return tuple(q for q in self.questions if q.split == name and hops in (None, q.hops))
 
-    def answers_of(self, topic: str, roles, observed: bool = False) -> tuple[str, ...]:
+    def answers_of(
+        self, topic: str, roles: Sequence[tuple[str, str]], observed: bool = False
+    ) -> tuple[str, ...]:
         """Entities a role chain reaches from ``topic`` in the world (or the evidence)."""
         idx = self._evidence_index if observed else self._world_index
         kh = self.world

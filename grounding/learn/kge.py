@@ -33,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -343,7 +344,7 @@ def fit_with_early_stopping(
     model: Any,
     opt_state: Any,
     data: np.ndarray,
-    epoch_fn,
+    epoch_fn: Callable[..., tuple[Any, Any, Any]],
     cfg: Any,
     desc: str,
     checkpoint: str | Path | None = None,

@@ -94,7 +94,13 @@ def _queries(train: np.ndarray, n_relations: int) -> np.ndarray:
     return np.concatenate([np.stack([h, r, t], 1), np.stack([t, r + n_relations, h], 1)])
 
 
-def one_vs_all_loss(model: ReciprocalModel, batch, candidates, cfg: OneVsAllConfig, key=None):
+def one_vs_all_loss(
+    model: ReciprocalModel,
+    batch: jax.Array,
+    candidates: jax.Array | None,
+    cfg: OneVsAllConfig,
+    key: jax.Array | None = None,
+):
     """Mean cross-entropy of the targets among ``candidates`` (``None``: every entity), plus
     the N3 penalty of the touched embeddings. With ``key`` and ``cfg.dropout > 0`` the
     query's anchor and relation embeddings are dropped out (inverted dropout).

@@ -16,11 +16,12 @@ from jax.typing import ArrayLike
 from grounding._checks import check_tau
 from grounding._numerics import logsumexp, neg_scaled, scaled_energy
 from grounding.energy import aggregate_paths
-from grounding.geometry import Metric
+from grounding.geometry import Metric, RelationMap
 from grounding.graph import TypedGraph
 from grounding.paths.costs import chain_costs
 from grounding.paths.walks import chain_path_energies
 from grounding.semiring import as_graph
+from grounding.semiring.kernels import GraphLayout
 from grounding.semiring.recursion import by_temperature, exact_hops
 
 __all__ = [
@@ -34,7 +35,7 @@ __all__ = [
 def chain_energy(
     graph: TypedGraph,
     embeddings: ArrayLike,
-    relation_map,
+    relation_map: RelationMap,
     psi: ArrayLike,
     claimed_relations: ArrayLike,
     *,
@@ -91,7 +92,7 @@ def chain_energy(
 
 
 def chain_energy_from_costs(
-    layout,
+    layout: GraphLayout,
     node_cost: jax.Array,
     step_cost: jax.Array,
     tau: jax.Array,
@@ -112,7 +113,14 @@ def chain_energy_from_costs(
     return chain_energy_and_log_mass(layout, node_cost, step_cost, tau, tropical, edge_exists)[0]
 
 
-def chain_energy_and_log_mass(layout, node_cost, step_cost, tau, tropical, edge_exists=None):
+def chain_energy_and_log_mass(
+    layout: GraphLayout,
+    node_cost: jax.Array,
+    step_cost: jax.Array,
+    tau: ArrayLike,
+    tropical: bool,
+    edge_exists: jax.Array | None = None,
+):
     r""":func:`chain_energy_from_costs` and the unnormalized log mass
     :func:`chain_log_mass` it is computed from (the normalizer of :math:`\nu^*`, Prop. 2).
 
@@ -132,7 +140,13 @@ def chain_energy_and_log_mass(layout, node_cost, step_cost, tau, tropical, edge_
     return scaled_energy(scale, -(log_z - log_w)), log_z  # Eq. (13)
 
 
-def chain_log_mass(layout, node_cost, step_cost, scale, tropical: bool) -> jax.Array:
+def chain_log_mass(
+    layout: GraphLayout,
+    node_cost: jax.Array,
+    step_cost: jax.Array,
+    scale: ArrayLike,
+    tropical: bool,
+) -> jax.Array:
     """``log sum`` over ``T``-hop walks of ``exp(-e_gamma / scale)`` (``max`` when tropical)."""
     a_t = exact_hops(
         layout,

@@ -10,14 +10,17 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from grounding._checks import as_float_array, check_nonnegative_scalar
-from grounding.geometry import Metric, edge_residuals, get_metric
+from grounding.geometry import Metric, RelationMap, edge_residuals, get_metric
 from grounding.graph import TypedGraph
 
 __all__ = ["chain_costs", "step_costs"]
 
 
 def step_costs(
-    edge_cost: ArrayLike, edge_relation: ArrayLike, claimed_relations: ArrayLike, mismatch_cost
+    edge_cost: ArrayLike,
+    edge_relation: ArrayLike,
+    claimed_relations: ArrayLike,
+    mismatch_cost: ArrayLike,
 ) -> jax.Array:
     """Per-hop edge costs ``[T, E]``: ``edge_cost`` plus ``mismatch_cost`` on every edge whose
     relation differs from hop ``t``'s claimed relation (``-1``: unspecified, no mismatch)."""
@@ -29,7 +32,7 @@ def step_costs(
 def chain_costs(
     graph: TypedGraph,
     embeddings: ArrayLike,
-    relation_map,
+    relation_map: RelationMap,
     psi: ArrayLike,
     claimed_relations: ArrayLike,
     alpha: float,

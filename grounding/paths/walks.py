@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from grounding.geometry import Metric
+from grounding.geometry import Metric, RelationMap
 from grounding.graph import TypedGraph
 from grounding.paths.costs import chain_costs
 
@@ -61,7 +61,7 @@ def simple_paths(graph: TypedGraph, walks: np.ndarray) -> np.ndarray:
 def chain_path_energies(
     graph: TypedGraph,
     embeddings: ArrayLike,
-    relation_map,
+    relation_map: RelationMap,
     psi: ArrayLike,
     claimed_relations: ArrayLike,
     *,

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from grounding._checks import check_int
 from grounding.graph import INVERSE_SUFFIX
@@ -55,7 +55,7 @@ class Planner(Protocol):
 
     name: str
 
-    def plan(self, question) -> Plan: ...
+    def plan(self, question: Any) -> Plan: ...
 
 
 def _escape(text: str) -> str:
@@ -100,7 +100,7 @@ class TemplatePlanner:
             raise PlanError(f"relation {relation!r} has no label")
         return self.labels[base]
 
-    def plan(self, question) -> Plan:
+    def plan(self, question: Any) -> Plan:
         chain = tuple(getattr(question, "chain", ()) or ())
         topic = getattr(question, "topic", None)
         if not chain or not topic:
@@ -129,7 +129,7 @@ class FlatPlanner:
 
     name = "flat"
 
-    def plan(self, question) -> Plan:
+    def plan(self, question: Any) -> Plan:
         text = question if isinstance(question, str) else question.text
         if not isinstance(text, str) or not text.strip():
             raise PlanError("the question is empty")
@@ -221,7 +221,7 @@ class HeuristicPlanner:
         ]
         return max(found, key=lambda f: (f[0], -f[1])) if found else None
 
-    def plan(self, question) -> Plan:
+    def plan(self, question: Any) -> Plan:
         text = question if isinstance(question, str) else question.text
         subs = self.decompose(text)
         flags = [s.lower().startswith(self.abstract_cues) for s in subs]
@@ -320,7 +320,7 @@ class LLMPlanner:
             raise PlanError(f"{self.url} returned no completion")
         return _reply_json(self.endpoint.text(choices, 0))
 
-    def plan(self, question, context: str | None = None) -> Plan:
+    def plan(self, question: Any, context: str | None = None) -> Plan:
         """Plan a question (a string or anything with ``.text``); ``context`` (e.g. PRoH's plan
         context) is shown to the model after the question.
 
@@ -414,7 +414,7 @@ class HypergraphTemplatePlanner:
         label = self.hypergraph.label(rel)
         return f"subject of {label}" if kind == 0 else label
 
-    def plan(self, question) -> Plan:
+    def plan(self, question: Any) -> Plan:
         roles = tuple(getattr(question, "roles", ()) or ())
         if not roles:
             raise ValueError(f"the question has no role chain: {question!r}")

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from scipy.special import logsumexp
@@ -197,7 +197,7 @@ class PankRAG:
         pool: int = 4,
         k_candidates: int = 20,
         beam: int = 5,
-        **ground_kwargs,
+        **ground_kwargs: Any,
     ):
         self.ground_kwargs = check_ground_kwargs("PankRAG", ground_kwargs)
         if mode not in ("auto", "local", "global"):
@@ -306,7 +306,9 @@ class PankRAG:
 
     # ---------------------------------------------------------------- the loop
 
-    def answer(self, question, inject: Mapping[str, str] | None = None, inject_mass=0.5):
+    def answer(
+        self, question: Any, inject: Mapping[str, str] | None = None, inject_mass: float = 0.5
+    ):
         """Run one question (see :meth:`answer_batch`)."""
         return self.answer_batch([question], [inject or {}], inject_mass)[0]
 

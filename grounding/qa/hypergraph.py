@@ -45,10 +45,11 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections import deque
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import logsumexp
 
 from grounding._checks import check_int
@@ -181,10 +182,10 @@ class PRoH:
         use_ewo: bool = True,
         use_context: bool = True,
         use_targets: bool = True,
-        refine=None,
+        refine: Callable[[str, list[str]], ArrayLike] | None = None,
         refine_threshold: float = 0.3,
         max_refined: int = 50,
-        **ground_kwargs,
+        **ground_kwargs: Any,
     ):
         self.ground_kwargs = check_ground_kwargs("PRoH", ground_kwargs)
         if search not in ("dfs", "bfs"):
@@ -214,7 +215,7 @@ class PRoH:
 
     # ---------------------------------------------------------------- one question
 
-    def answer(self, question) -> PRoHOutcome:
+    def answer(self, question: Any) -> PRoHOutcome:
         """Answer one question (a failure of the question, e.g. of its planner or refiner: an
         outcome without answers whose reason names the failure)."""
         try:

@@ -139,7 +139,7 @@ def compact_evidence(state: EvidenceState, keep: Sequence[str] = (), min_size: i
 
 
 def ground_many(
-    problems: Sequence[GroundingProblem], states: Sequence[EvidenceState], **ground_kwargs
+    problems: Sequence[GroundingProblem], states: Sequence[EvidenceState], **ground_kwargs: Any
 ) -> list[GroundingResult]:
     """:func:`grounding.ground` of each problem on its evidence state, batched: the states are
     compacted once (:func:`~grounding.retrieval.base.compact_evidence_batch`) to one vocabulary size
@@ -165,7 +165,7 @@ def ground_many(
 
 
 def ground_each(
-    problems: Sequence[GroundingProblem], states: Sequence[EvidenceState], **ground_kwargs
+    problems: Sequence[GroundingProblem], states: Sequence[EvidenceState], **ground_kwargs: Any
 ) -> list[GroundingResult | str]:
     """:func:`ground_many`; when the batch fails, each problem is grounded alone, and a problem
     that cannot be grounded gets the reason (a string) in place of its result."""
@@ -229,7 +229,7 @@ class GroundedQA:
         k_candidates: int = 20,
         k_nodes: int = 100,
         negative: frozenset[Triple] = frozenset(),
-        **ground_kwargs,
+        **ground_kwargs: Any,
     ):
         ground_kwargs = check_ground_kwargs("GroundedQA", ground_kwargs, {"eps": 0.0})
         check_has("model", model, "propose")

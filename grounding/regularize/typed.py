@@ -28,7 +28,7 @@ from grounding._checks import (
     is_concrete,
 )
 from grounding._numerics import safe_norm
-from grounding.geometry import identity_map
+from grounding.geometry import RelationMap, identity_map
 
 __all__ = [
     "typed_residual_regularizer",
@@ -73,7 +73,7 @@ def typed_residual_regularizer(
     relation: ArrayLike,
     tail: ArrayLike,
     weight: ArrayLike,
-    relation_map,
+    relation_map: RelationMap | Callable[[jax.Array, jax.Array], jax.Array],
 ) -> jax.Array:
     r"""Typed residual regularizer (Eq. (24)):
     :math:`\Omega_R(H) = \tfrac12 \sum_{(u,r,v) \in \mathcal E_R} w_{urv} \|h_v - T_r(h_u)\|_2^2`.
@@ -111,7 +111,11 @@ def _typed_energy(H, head, tail, weight, relation, relation_map):
 
 
 def reversal_residual(
-    H: ArrayLike, u: ArrayLike, v: ArrayLike, r: ArrayLike, relation_map
+    H: ArrayLike,
+    u: ArrayLike,
+    v: ArrayLike,
+    r: ArrayLike,
+    relation_map: RelationMap | Callable[[jax.Array, jax.Array], jax.Array],
 ) -> jax.Array:
     r"""Reversal residual (Eq. (25)): relation ``r`` reused backwards on ``u -r-> v``,
     :math:`\|h_u - T_r(h_v)\|_2`.
@@ -205,11 +209,11 @@ def _fit(H0, mask, head, tail, weight, relation, steps, lr, relation_map):
 
 def fit_typed(
     H0: ArrayLike,
-    head,
-    relation,
-    tail,
-    weight,
-    relation_map,
+    head: ArrayLike,
+    relation: ArrayLike,
+    tail: ArrayLike,
+    weight: ArrayLike,
+    relation_map: RelationMap | Callable[[jax.Array, jax.Array], jax.Array],
     fixed: ArrayLike | None = None,
     steps: int = 1000,
     lr: float = 0.1,
@@ -252,9 +256,9 @@ def fit_typed(
 
 def fit_untyped(
     H0: ArrayLike,
-    head,
-    tail,
-    weight,
+    head: ArrayLike,
+    tail: ArrayLike,
+    weight: ArrayLike,
     fixed: ArrayLike | None = None,
     steps: int = 1000,
     lr: float = 0.1,

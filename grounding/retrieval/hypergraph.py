@@ -32,6 +32,7 @@ import re
 from collections.abc import Sequence
 
 import numpy as np
+import scipy.sparse as sp
 
 from grounding.hypergraph import KnowledgeHypergraph
 from grounding.llm import Endpoint, EndpointError, json_content
@@ -146,7 +147,7 @@ def _n_words(form: str) -> int:
     return form.count(" ") + 1
 
 
-def ewo(incidence, h: int, relevance: np.ndarray | None) -> np.ndarray:
+def ewo(incidence: sp.csr_matrix, h: int, relevance: np.ndarray | None) -> np.ndarray:
     r"""``[H]`` :math:`\mathrm{EWO}(h, h') = \sum_{e \in h\cap h'} \rho(e)` for every ``h'``
     (``relevance=None``: the plain overlap :math:`|h\cap h'|`); 0 for ``h' = h``.
 

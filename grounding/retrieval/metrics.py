@@ -21,7 +21,7 @@ from collections.abc import Collection, Sequence
 import numpy as np
 
 from grounding.graph import TypedGraph
-from grounding.retrieval.base import Query, check_k
+from grounding.retrieval.base import Query, Retriever, check_k
 from grounding.semiring.recursion import UNREACHABLE
 
 __all__ = [
@@ -108,7 +108,11 @@ def distance_penalty(
 
 
 def evaluate_retrieval(
-    retriever, graph: TypedGraph, queries: Sequence[Query], k: int = 10, ks=(1, 5, 10)
+    retriever: Retriever,
+    graph: TypedGraph,
+    queries: Sequence[Query],
+    k: int = 10,
+    ks: Sequence[int] = (1, 5, 10),
 ) -> list[dict]:
     """Run ``retriever`` on every query and score it; one row (a dict) per query.
 
@@ -188,7 +192,9 @@ def _nearest(dists: list[np.ndarray]) -> np.ndarray:
     return np.where(np.isfinite(d), d, UNREACHABLE).astype(np.int64)
 
 
-def answer_recall_at_k(head: np.ndarray, tail: np.ndarray, answers, k: int) -> float:
+def answer_recall_at_k(
+    head: np.ndarray, tail: np.ndarray, answers: Collection[int], k: int
+) -> float:
     """Share of ``answers`` that are the head or tail of one of the first ``k`` ranked facts
     (SubgraphRAG's answer recall; ``head``/``tail`` in rank order).
 

@@ -30,6 +30,7 @@ import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from grounding.graph import TypedGraph
 from grounding.retrieval.base import Retrieval
@@ -47,7 +48,7 @@ __all__ = [
 ALPHA = {"specific": 0.6, "abstract": 0.75}
 
 
-def dependency_score(relevance, agreement, alpha: float) -> np.ndarray:
+def dependency_score(relevance: ArrayLike, agreement: ArrayLike, alpha: float) -> np.ndarray:
     r""":math:`\alpha R + (1 - \alpha) M` (PankRAG's combined score), elementwise.
 
     References:
@@ -80,7 +81,9 @@ def _weights(dependencies: Sequence[int] | np.ndarray, weights) -> tuple[np.ndar
     return d, w
 
 
-def graph_agreement(graph: TypedGraph, nodes, dependencies, weights) -> np.ndarray:
+def graph_agreement(
+    graph: TypedGraph, nodes: ArrayLike, dependencies: ArrayLike, weights: ArrayLike
+) -> np.ndarray:
     r""":math:`M_i = \sum_d w_d [i = d \text{ or an edge joins } i \text{ and } d]` per node.
 
     References:
@@ -106,7 +109,9 @@ def graph_agreement(graph: TypedGraph, nodes, dependencies, weights) -> np.ndarr
     return out
 
 
-def embedding_agreement(embeddings: np.ndarray, nodes, dependencies, weights) -> np.ndarray:
+def embedding_agreement(
+    embeddings: np.ndarray, nodes: ArrayLike, dependencies: ArrayLike, weights: ArrayLike
+) -> np.ndarray:
     r""":math:`M_i = \sum_d w_d \max(0, \cos(\phi_i, \phi_d))` (rows of unit norm).
 
     References:

@@ -11,6 +11,7 @@ import sys
 import threading
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from grounding.semiring._fused_kernels import AVAILABLE
 
@@ -106,9 +107,19 @@ _NO_ROWS = np.zeros(0, np.int32)
 
 
 def forward_host(
-    ptr, src, edge, w, a, out_ptr=_NO_ROWS, out_dst=_NO_ROWS, *, tropical, out=None,
-    rows=False, total=None
-):  # fmt: skip
+    ptr: ArrayLike,
+    src: ArrayLike,
+    edge: ArrayLike,
+    w: ArrayLike,
+    a: ArrayLike,
+    out_ptr: ArrayLike = _NO_ROWS,
+    out_dst: ArrayLike = _NO_ROWS,
+    *,
+    tropical: bool,
+    out: np.ndarray | None = None,
+    rows: bool = False,
+    total: np.ndarray | None = None,
+):
     """One hop on host arrays into ``out`` (new if ``None``), added into ``total`` if given;
     ``rows``: ``w`` is already :func:`_row_weights`; ``out_ptr``, ``out_dst``: the out-edge
     rows, for the frontier (see :func:`_forward`)."""
@@ -125,7 +136,15 @@ def forward_host(
     return out
 
 
-def backward_host(ptr, dst, edge, w, a, out, g):
+def backward_host(
+    ptr: ArrayLike,
+    dst: ArrayLike,
+    edge: ArrayLike,
+    w: ArrayLike,
+    a: ArrayLike,
+    out: ArrayLike,
+    g: ArrayLike,
+):
     ptr, dst, edge, w, a, out, g = _host(ptr, dst, edge, w, a, out, g)
     rows = _row_weights(w, edge)
     ga, gw = np.empty_like(a), np.empty(rows.shape, a.dtype)
@@ -138,7 +157,18 @@ def backward_host(ptr, dst, edge, w, a, out, g):
     return ga, gw_edges.reshape(w.shape)
 
 
-def forward_hops_host(ptr, src, edge, w, a0, out_ptr, out_dst, n_hops, tropical, keep_hops):
+def forward_hops_host(
+    ptr: ArrayLike,
+    src: ArrayLike,
+    edge: ArrayLike,
+    w: ArrayLike,
+    a0: ArrayLike,
+    out_ptr: ArrayLike,
+    out_dst: ArrayLike,
+    n_hops: int,
+    tropical: bool,
+    keep_hops: bool,
+):
     """``n_hops`` hops from ``a0`` (``[N, S]``) on the host: the ``(+)``-sum over hops
     ``1..n_hops``, sources-first (``[S, N]``, a pooled array, :func:`_result`: callers copy
     it, as JAX does), and, with ``keep_hops``, every hop's values ``[n_hops, N, S]``.
@@ -175,8 +205,18 @@ def forward_hops_host(ptr, src, edge, w, a0, out_ptr, out_dst, n_hops, tropical,
     return (total, hops) if keep_hops else total
 
 
-def forward_hops_one_hot_host(ptr, src, edge, w, sources, out_ptr, out_dst, n_hops, tropical,
-                              keep_hops):  # fmt: skip
+def forward_hops_one_hot_host(
+    ptr: ArrayLike,
+    src: ArrayLike,
+    edge: ArrayLike,
+    w: ArrayLike,
+    sources: ArrayLike,
+    out_ptr: ArrayLike,
+    out_dst: ArrayLike,
+    n_hops: int,
+    tropical: bool,
+    keep_hops: bool,
+):
     """:func:`forward_hops_host` from ``a0 = log delta_{u, s}`` of ``sources`` (``[S]``),
     built here in ``w``'s dtype (into a reused buffer) instead of sent from JAX."""
     sources = np.asarray(sources)

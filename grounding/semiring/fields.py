@@ -46,7 +46,7 @@ def energy_field(
     max_hops: int | None,
     tau: ArrayLike,
     log_step_prior: ArrayLike | None = None,
-    mesh=None,
+    mesh: jax.sharding.Mesh | None = None,
 ) -> jax.Array:
     r"""Entropic path energy (Eq. (13)) from each source to every node, over all walks of
     ``1..max_hops`` edges, by the semiring recursion (no enumeration).
@@ -92,7 +92,7 @@ def hop_energy_fields(
     max_hops: int,
     tau: ArrayLike,
     log_step_prior: ArrayLike | None = None,
-    mesh=None,
+    mesh: jax.sharding.Mesh | None = None,
 ) -> jax.Array:
     r"""The energy field restricted to walks of *exactly* ``k`` edges, for ``k = 1..max_hops``.
 

@@ -239,8 +239,8 @@ _recursion_one_hot.defvjp(_recursion_one_hot_fwd, _recursion_one_hot_bwd)
 
 def recursion(
     csr: CSR,
-    head,
-    tail,
+    head: jax.Array,
+    tail: jax.Array,
     a0: jax.Array,
     logw: jax.Array,
     n_hops: int,

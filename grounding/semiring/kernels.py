@@ -11,11 +11,25 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import Protocol
 
 import jax
 import jax.numpy as jnp
 
 __all__ = ["SegmentEdges"]
+
+
+class GraphLayout(Protocol):
+    """A graph layout as the recursion reads it (see the module docstring): :class:`SegmentEdges`
+    or :class:`grounding.semiring.layout.EdgeIndex`. A type for annotations only."""
+
+    @property
+    def n_nodes(self) -> int: ...
+
+    @property
+    def n_edges(self) -> int: ...
+
+    def hop(self, a: jax.Array, logw: jax.Array, tropical: bool) -> jax.Array: ...
 
 
 def reduce_rows(pool: jax.Array, srcs: jax.Array, weight: Callable | None, tropical: bool):

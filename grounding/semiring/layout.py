@@ -157,7 +157,15 @@ class EdgeIndex:
         # materialize the hop once for its consumers (next hop's gathers, the accumulator)
         return jax.lax.optimization_barrier(pool[self.final_row])
 
-    def recursion(self, a0, logw, n_hops: int, tropical: bool, keep_hops: bool, sources=None):
+    def recursion(
+        self,
+        a0: jax.Array,
+        logw: jax.Array,
+        n_hops: int,
+        tropical: bool,
+        keep_hops: bool,
+        sources: jax.Array | None = None,
+    ):
         """The ``n_hops`` recursion in one host call (fused backend, float32/float64 values;
         else ``None``), its sum sources-first: see :func:`grounding.semiring.fused.recursion`
         (``sources``: ``a0`` is their one-hot, built on the host)."""
@@ -167,21 +175,46 @@ class EdgeIndex:
                                keep_hops, sources)  # fmt: skip
 
     # the array-level API on this prebuilt index (no rebuild)
-    def energy_field(self, edge_cost, sources, *, max_hops, tau, log_step_prior=None, mesh=None):
+    def energy_field(
+        self,
+        edge_cost: ArrayLike,
+        sources: ArrayLike,
+        *,
+        max_hops: int | None,
+        tau: ArrayLike,
+        log_step_prior: ArrayLike | None = None,
+        mesh: jax.sharding.Mesh | None = None,
+    ):
         """:func:`grounding.semiring.energy_field` on this index."""
         return fields(self, edge_cost, sources, max_hops, tau, log_step_prior, mesh, False)
 
     def hop_energy_fields(
-        self, edge_cost, sources, *, max_hops, tau, log_step_prior=None, mesh=None
+        self,
+        edge_cost: ArrayLike,
+        sources: ArrayLike,
+        *,
+        max_hops: int,
+        tau: ArrayLike,
+        log_step_prior: ArrayLike | None = None,
+        mesh: jax.sharding.Mesh | None = None,
     ):
         """:func:`grounding.semiring.hop_energy_fields` on this index."""
         return fields(self, edge_cost, sources, max_hops, tau, log_step_prior, mesh, True)
 
-    def edge_usage(self, edge_cost, sources, targets, *, max_hops, tau, log_step_prior=None):
+    def edge_usage(
+        self,
+        edge_cost: ArrayLike,
+        sources: ArrayLike,
+        targets: ArrayLike,
+        *,
+        max_hops: int,
+        tau: ArrayLike,
+        log_step_prior: ArrayLike | None = None,
+    ):
         """:func:`grounding.semiring.edge_usage` on this index."""
         return edge_usage(self, edge_cost, sources, targets, max_hops, tau, log_step_prior)
 
-    def hop_distances(self, anchors, *, max_hops=None):
+    def hop_distances(self, anchors: ArrayLike, *, max_hops: int | None = None):
         """:func:`grounding.semiring.hop_distances` on this index."""
         return bfs(self, anchors, max_hops)
 

@@ -10,10 +10,13 @@ jitted bodies assume valid arrays. The public, documented entry points are in
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike, DTypeLike
 
 from grounding._checks import (
     Tau,
@@ -25,7 +28,7 @@ from grounding._checks import (
     is_concrete,
 )
 from grounding._numerics import logaddexp, neg_scaled, scaled_energy
-from grounding.semiring.kernels import SegmentEdges
+from grounding.semiring.kernels import GraphLayout, SegmentEdges
 
 # Kernels are jitted by assignment (``f = jax.jit(f, ...)``) rather than by decorator, so that
 # mutation testing (scripts/mutation.sh; mutmut skips decorated functions) reaches their bodies.
@@ -36,7 +39,7 @@ UNREACHABLE = -1
 """Hop distance reported for nodes not reached (the package's one such constant)."""
 
 
-def edge_log_weights(cost: jax.Array, log_prior: jax.Array | None, tau, tropical: bool):
+def edge_log_weights(cost: jax.Array, log_prior: jax.Array | None, tau: ArrayLike, tropical: bool):
     """Per-edge log weights ``log omega(e) - c(e)/tau`` (``-c(e)`` on the prior's support at
     ``tau = 0``); ``+inf`` costs give ``-inf``."""
     if log_prior is not None and log_prior.ndim != cost.ndim:  # one of them per source
@@ -48,7 +51,7 @@ def edge_log_weights(cost: jax.Array, log_prior: jax.Array | None, tau, tropical
     return lw if log_prior is None else lw + log_prior
 
 
-def by_temperature(tau: Tau, fn):
+def by_temperature(tau: Tau, fn: Callable[[Any, bool], Any]):
     """``fn(tau, tropical)`` with the semiring chosen by the checked temperature: min-plus
     (Eq. (11)) iff a concrete ``tau == 0``; for a traced ``tau`` (under ``jit``/``vmap``/
     ``grad``) at run time, so that traced and concrete calls agree: min-plus at ``tau == 0``,
@@ -66,17 +69,17 @@ def by_temperature(tau: Tau, fn):
 
 
 def forward(
-    graph,
-    a0,
+    graph: GraphLayout,
+    a0: jax.Array,
     n_hops: int,
     tropical: bool,
     *,
-    logw=None,
-    hop_logw=None,
-    node_logw=None,
-    keep_hops=True,
-    sources_first=False,
-    sources=None,
+    logw: jax.Array | None = None,
+    hop_logw: jax.Array | None = None,
+    node_logw: jax.Array | None = None,
+    keep_hops: bool = True,
+    sources_first: bool = False,
+    sources: jax.Array | None = None,
 ):
     """Run ``n_hops`` hops from ``a0`` (``[N, S]``) with ``lax.scan`` (one compiled hop body),
     or in one call of the layout's own ``recursion`` where it has one (the fused CPU kernel).
@@ -108,7 +111,7 @@ def forward(
     return (acc.T if sources_first else acc), per_hop
 
 
-def closure(graph, a0, logw, limit: int):
+def closure(graph: GraphLayout, a0: jax.Array, logw: jax.Array, limit: int):
     """Max-plus values over walks of ``1..limit`` edges by relaxation to a fixed point
     (Bellman-Ford): ``d = max(a0, hop(d))`` until no value changes, then one more hop. Exact
     (and stopping early) when no cycle has positive max-plus weight, i.e. costs ``>= 0``."""
@@ -126,13 +129,22 @@ def closure(graph, a0, logw, limit: int):
     return graph.hop(d, logw, True)  # walks of >= 1 edge: one hop out of the 0..inf closure
 
 
-def one_hot_log(sources: jax.Array, n_nodes: int, dtype) -> jax.Array:
+def one_hot_log(sources: jax.Array, n_nodes: int, dtype: DTypeLike) -> jax.Array:
     """``a_0 = log delta_{u, s}`` as ``[n_nodes, S]``."""
     a0 = jnp.full((n_nodes, sources.shape[0]), -jnp.inf, dtype)
     return a0.at[sources, jnp.arange(sources.shape[0])].set(0.0)
 
 
-def fields(graph, edge_cost, sources, max_hops, tau, log_step_prior, mesh, per_hop):
+def fields(
+    graph: GraphLayout,
+    edge_cost: ArrayLike,
+    sources: ArrayLike,
+    max_hops: int | None,
+    tau: ArrayLike,
+    log_step_prior: ArrayLike | None,
+    mesh: jax.sharding.Mesh | None,
+    per_hop: bool,
+):
     """Validated energies: ``E_{<=K}`` ``[S, N]``, or with ``per_hop`` ``E_k`` ``[K, S, N]``.
 
     ``max_hops=None`` (min-plus only, ``per_hop`` False): walks of any length, by relaxation
@@ -168,7 +180,16 @@ _STATIC = ("max_hops", "tropical", "per_hop")
 
 
 # jitted (below): one compilation per graph layout and shapes, instead of hundreds of eager gathers
-def run(graph, cost, prior, sources, tau, max_hops, tropical, per_hop):
+def run(
+    graph: GraphLayout,
+    cost: jax.Array,
+    prior: jax.Array | None,
+    sources: jax.Array,
+    tau: ArrayLike,
+    max_hops: int | None,
+    tropical: bool,
+    per_hop: bool,
+):
     """The field computation on validated, edge-major arrays (no checks; ``jit``/``vmap``-able):
     ``[S, N]`` energies (``[K, S, N]`` with ``per_hop``); ``tropical`` decides the semiring."""
     logw = edge_log_weights(cost, prior, tau, tropical)  # log omega(e) - c(e)/tau
@@ -228,7 +249,15 @@ def _sharded_fn(mesh, statics, ndims):
     return jax.jit(fn)
 
 
-def edge_usage(graph, edge_cost, sources, targets, max_hops, tau, log_step_prior):
+def edge_usage(
+    graph: GraphLayout,
+    edge_cost: ArrayLike,
+    sources: ArrayLike,
+    targets: ArrayLike,
+    max_hops: int,
+    tau: ArrayLike,
+    log_step_prior: ArrayLike | None,
+):
     """``[S, n_edges]``: the gradient of ``E(s, t_s)`` w.r.t. the edge costs (Prop. 2).
 
     References:
@@ -250,7 +279,7 @@ def edge_usage(graph, edge_cost, sources, targets, max_hops, tau, log_step_prior
     return jax.grad(total)(cost)  # Prop. 2: dE/dc(e) = E_{nu*}[# uses of e]
 
 
-def bfs(graph, anchors, max_hops):
+def bfs(graph: GraphLayout, anchors: ArrayLike, max_hops: int | None):
     """``[A, n_nodes]`` int32 hop distances from each anchor (:data:`UNREACHABLE` if not
     reached within ``max_hops``; ``None``: unlimited)."""
     n_nodes = graph.n_nodes
@@ -282,7 +311,13 @@ def _bfs(graph, anchors, limit):
 _bfs = jax.jit(_bfs, static_argnums=2)
 
 
-def exact_hops(graph, init_log, hop_edge_logw, hop_node_logw, tropical: bool) -> jax.Array:
+def exact_hops(
+    graph: GraphLayout,
+    init_log: jax.Array,
+    hop_edge_logw: jax.Array,
+    hop_node_logw: jax.Array,
+    tropical: bool,
+) -> jax.Array:
     r"""Values ``a_T`` (``[N, S]``) of the recursion with per-hop edge log weights
     ``[T, E]`` and per-hop node log weights ``[T, N]`` from ``init_log`` ``[N, S]``:
     :math:`a_t(v) = (+)_{e=(u\to v)} [a_{t-1}(u) + w_t(e)] + n_t(v)` (claim chains)."""

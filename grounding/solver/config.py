@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -125,7 +126,7 @@ class GroundingConfig:
         """The names of every setting."""
         return tuple(f.name for f in dataclasses.fields(cls) if f.init)
 
-    def replace(self, **changes) -> GroundingConfig:
+    def replace(self, **changes: Any) -> GroundingConfig:
         """A copy with ``changes`` (checked like a new config; unknown names: TypeError)."""
         unknown = set(changes) - set(self.fields())
         if unknown:

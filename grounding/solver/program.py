@@ -11,18 +11,20 @@ and the Thm. 3 certificate.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from grounding._numerics import logaddexp, logsumexp, neg_scaled, scaled_energy
 from grounding.decision import classify_status, decide_action, status_energy
-from grounding.geometry import get_metric
+from grounding.geometry import Metric, get_metric
 from grounding.paths.chains import chain_energy_and_log_mass, chain_log_mass
 from grounding.paths.costs import step_costs
 from grounding.posterior import gibbs_log_posterior, hard_log_posterior
-from grounding.problem import edge_costs_from_arrays
+from grounding.problem import Realization, edge_costs_from_arrays
 from grounding.result import Certificate
 from grounding.semiring.layout import as_graph
 from grounding.semiring.recursion import exact_hops, run
@@ -51,7 +53,16 @@ def _mention_costs(mentions, realization, metric, n_nodes):
 CHAIN_CHUNK_ELEMENTS = 1 << 22
 
 
-def chain_costs(mentions, claimed, cost, ev, q, realization, metric, n_nodes):
+def chain_costs(
+    mentions: jax.Array,
+    claimed: jax.Array,
+    cost: jax.Array,
+    ev: Mapping[str, ArrayLike],
+    q: Mapping[str, ArrayLike],
+    realization: Realization | None,
+    metric: str | Metric,
+    n_nodes: int,
+):
     """Node costs ``[..., T + 1, N]`` (Eq. (9)) and step costs ``[..., T, E]`` (Eq. (10)) of
     claim chains given by their mention and claimed-relation ids ``[..., T + 1]``, ``[..., T]``.
 

@@ -14,8 +14,10 @@ import numpy as np
 
 from grounding.evidence import EvidenceState
 from grounding.paths.kbest import Walks, count_optimal_walks, kbest_walks
-from grounding.problem import GroundingProblem
+from grounding.problem import GroundingProblem, Realization
 from grounding.result import GroundingResult, SupportingPaths
+from grounding.solver.config import GroundingConfig
+from grounding.solver.prepare import Prepared
 from grounding.solver.program import chain_costs
 
 __all__ = ["finish", "supporting_paths"]
@@ -141,7 +143,13 @@ def _report_chain_costs(which, problem, state, q, out, realization, metric) -> d
     return costs
 
 
-def finish(out, problem, prepared, realization, config) -> GroundingResult:
+def finish(
+    out: dict,
+    problem: GroundingProblem,
+    prepared: Prepared,
+    realization: Realization | None,
+    config: GroundingConfig,
+) -> GroundingResult:
     """The result of one question from the program's outputs (NumPy, on the host), with the
     path report the config asks for."""
     state, q, _, statics = prepared
@@ -163,7 +171,12 @@ def finish(out, problem, prepared, realization, config) -> GroundingResult:
     return traced_result(out, problem, paths, triples)
 
 
-def traced_result(out: dict, problem: GroundingProblem, paths=None, triples=()) -> GroundingResult:
+def traced_result(
+    out: dict,
+    problem: GroundingProblem,
+    paths: SupportingPaths | None = None,
+    triples: tuple = (),
+) -> GroundingResult:
     """The result of one question from the program's outputs as they are (cut to the
     problem's candidates), with a path report when given: what :func:`finish` returns, and
     alone the result of a question whose settings are traced (``jax.grad``, ``jit``: no

@@ -4,6 +4,7 @@ its three stages (prepare -> compiled program -> report)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -27,7 +28,7 @@ def ground(
     config: GroundingConfig | None = None,
     *,
     realization: Realization | None = None,
-    **settings,
+    **settings: Any,
 ) -> GroundingResult:
     r"""Ground one question's candidates in an evidence state (see :mod:`grounding.solver`).
 
@@ -111,7 +112,7 @@ def ground_batch(
     config: GroundingConfig | None = None,
     *,
     realization: Realization | None = None,
-    **settings,
+    **settings: Any,
 ) -> list[GroundingResult]:
     """:func:`ground` for many questions: one ``vmap``-ed program per group of questions with
     the same statics (candidate kind and structure, shapes after padding), the evidence shared

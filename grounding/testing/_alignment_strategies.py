@@ -37,7 +37,7 @@ def _values(rng: np.random.Generator, shape: tuple[int, ...], grid: bool) -> np.
 
 @st.composite
 def point_sequences(
-    draw, min_len: int = 1, max_len: int = 5, min_dim: int = 1, max_dim: int = 3
+    draw: st.DrawFn, min_len: int = 1, max_len: int = 5, min_dim: int = 1, max_dim: int = 3
 ) -> np.ndarray:
     """A ``[length, dim]`` float64 array: a semantic trajectory ``(x_0, ..., x_T)``."""
     return draw(sequence_tuples(1, min_len, max_len, min_dim, max_dim))[0]
@@ -45,7 +45,7 @@ def point_sequences(
 
 @st.composite
 def sequence_tuples(
-    draw,
+    draw: st.DrawFn,
     k: int,
     min_len: int = 1,
     max_len: int = 5,
@@ -66,7 +66,7 @@ def sequence_tuples(
 
 @st.composite
 def cost_matrices(
-    draw,
+    draw: st.DrawFn,
     min_n: int = 1,
     max_n: int = 5,
     min_m: int = 1,
@@ -89,7 +89,7 @@ def gaps(min_value: float = 0.0, max_value: float = 2.0) -> st.SearchStrategy[fl
 
 
 @st.composite
-def step_weights(draw, length: int) -> np.ndarray:
+def step_weights(draw: st.DrawFn, length: int) -> np.ndarray:
     """Positive step weights ``a_t`` of Eq. (2), in ``[0.1, 3]``."""
     rng = np.random.default_rng(draw(seeds()))
     return rng.uniform(0.1, 3.0, size=length)

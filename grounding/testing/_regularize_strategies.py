@@ -51,7 +51,7 @@ def _rng(draw) -> np.random.Generator:
 
 @st.composite
 def undirected_graphs(
-    draw,
+    draw: st.DrawFn,
     min_nodes: int = 2,
     max_nodes: int = 7,
     w_min: float = 0.1,
@@ -80,7 +80,12 @@ def undirected_graphs(
 
 @st.composite
 def node_features(
-    draw, n_nodes: int, min_dim: int = 1, max_dim: int = 4, scale: float = 3.0, even: bool = False
+    draw: st.DrawFn,
+    n_nodes: int,
+    min_dim: int = 1,
+    max_dim: int = 4,
+    scale: float = 3.0,
+    even: bool = False,
 ) -> np.ndarray:
     """``[n_nodes, d]`` float64 features, entries uniform in ``[-scale, scale]``.
 
@@ -95,7 +100,7 @@ def node_features(
 
 @st.composite
 def graphs_with_features(
-    draw,
+    draw: st.DrawFn,
     min_nodes: int = 2,
     max_nodes: int = 7,
     min_dim: int = 1,
@@ -109,7 +114,7 @@ def graphs_with_features(
 
 @st.composite
 def typed_edge_lists(
-    draw,
+    draw: st.DrawFn,
     n_nodes: int,
     n_relations: int = 3,
     min_edges: int = 1,
@@ -135,7 +140,7 @@ def typed_edge_lists(
 
 @st.composite
 def typed_graphs_with_features(
-    draw,
+    draw: st.DrawFn,
     min_nodes: int = 2,
     max_nodes: int = 7,
     n_relations: int = 3,

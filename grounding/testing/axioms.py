@@ -104,18 +104,18 @@ class Operator:
 class HardSet(Operator):
     name = "Hard set"
 
-    def strength(self, c):
+    def strength(self, c: float):
         if (
             self.coverage_aware and c < 0.9
         ):  # hard grounding only where coverage is declared complete
             return 0.0, 0.0
         return np.inf, np.inf
 
-    def energy(self, x):  # 0 on F_R, +inf off it (Eq. (5))
+    def energy(self, x: Instance):  # 0 on F_R, +inf off it (Eq. (5))
         e = np.where(x.raw <= self.eps, 0.0, np.inf)
         return np.where(x.status == CON, np.inf, e) if self.contradiction_layer else e
 
-    def posterior(self, x):
+    def posterior(self, x: Instance):
         lam, _ = self.strength(x.coverage)
         if lam == 0.0:
             return np.asarray(x.log_prior)
@@ -128,10 +128,10 @@ class HardSet(Operator):
 class SoftNoSlack(Operator):
     name = "Soft, no slack"
 
-    def strength(self, c):
+    def strength(self, c: float):
         return (self.lam * (0.5 + c) if self.coverage_aware else self.lam), np.inf
 
-    def energy(self, x):
+    def energy(self, x: Instance):
         e = np.asarray(x.raw, dtype=float)
         # the layer: reliable counter-support is a hard negative (+inf), never a finite cost
         return np.where(x.status == CON, np.inf, e) if self.contradiction_layer else e
@@ -141,14 +141,14 @@ class SoftSlack(Operator):
     name = "Soft, finite slack"
     kappa: float = 2.0
 
-    def strength(self, c):  # Axiom 6: both non-decreasing in coverage
+    def strength(self, c: float):  # Axiom 6: both non-decreasing in coverage
         return self.lam * (0.5 + c), self.kappa * (0.5 + c)
 
-    def energy(self, x):
+    def energy(self, x: Instance):
         _, sigma = self.strength(x.coverage)
         return np.asarray(status_energy(x.raw, x.status, sigma))
 
-    def action(self, x, post):
+    def action(self, x: Instance, post: np.ndarray):
         if not np.any(np.isfinite(post)):
             return Action.ABSTAIN
         return decide(post, x.status, margin_threshold=self.margin)

@@ -63,7 +63,7 @@ def _dirichlet(rng: np.random.Generator, n: int, zeros: bool) -> np.ndarray:
 
 @st.composite
 def log_simplex(
-    draw, n_min: int = 1, n_max: int = 8, zeros: bool = False, n: int | None = None
+    draw: st.DrawFn, n_min: int = 1, n_max: int = 8, zeros: bool = False, n: int | None = None
 ) -> np.ndarray:
     """A normalized log-probability vector (``-inf`` entries when ``zeros``)."""
     size = n if n is not None else draw(st.integers(n_min, n_max))
@@ -80,7 +80,7 @@ def _energies(rng: np.random.Generator, n: int, inf_frac: float, scale: float) -
 
 @st.composite
 def energies(
-    draw,
+    draw: st.DrawFn,
     n: int | None = None,
     n_min: int = 1,
     n_max: int = 8,
@@ -95,7 +95,7 @@ def energies(
 
 @st.composite
 def prior_energy(
-    draw, n_min: int = 1, n_max: int = 8, zeros: bool = False, allow_inf: bool = False
+    draw: st.DrawFn, n_min: int = 1, n_max: int = 8, zeros: bool = False, allow_inf: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """A ``(log_prior, energy)`` pair on one candidate set."""
     n = draw(st.integers(n_min, n_max))
@@ -104,7 +104,7 @@ def prior_energy(
 
 @st.composite
 def perturbed_energies(
-    draw, n_min: int = 2, n_max: int = 8
+    draw: st.DrawFn, n_min: int = 2, n_max: int = 8
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(log_prior, E_R, E_R')``: two finite evidence energies on one candidate set (Thm. 3)."""
     n = draw(st.integers(n_min, n_max))
@@ -116,7 +116,7 @@ def perturbed_energies(
 
 @st.composite
 def path_families(
-    draw, p_min: int = 1, p_max: int = 8, allow_inf: bool = True, zeros: bool = True
+    draw: st.DrawFn, p_min: int = 1, p_max: int = 8, allow_inf: bool = True, zeros: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(path_energy, log_path_prior)`` for Eq. (13): at least one finite positive-prior path."""
     p = draw(st.integers(p_min, p_max))
@@ -129,7 +129,7 @@ def path_families(
 
 @st.composite
 def typed_graphs(
-    draw, n_min: int = 2, n_max: int = 6, e_max: int = 12, r_max: int = 3
+    draw: st.DrawFn, n_min: int = 2, n_max: int = 6, e_max: int = 12, r_max: int = 3
 ) -> TypedGraph:
     """Small typed directed multigraphs with cycles, self-loops and parallel edges."""
     n = draw(st.integers(n_min, n_max))
@@ -160,7 +160,7 @@ class WeightedDigraph(NamedTuple):
 
 @st.composite
 def weighted_digraphs(
-    draw, n_max: int = 6, e_max: int = 14, inf_frac: float = 0.1, positive: bool = False
+    draw: st.DrawFn, n_max: int = 6, e_max: int = 14, inf_frac: float = 0.1, positive: bool = False
 ) -> WeightedDigraph:
     """Small directed multigraphs (cycles, self-loops, parallel edges, possibly no edges) with
     costs in ``[0, 3]`` (``(0, 3]`` when ``positive``) of which about ``inf_frac`` are ``+inf``,
@@ -180,7 +180,7 @@ def weighted_digraphs(
 
 
 @st.composite
-def binary_partitions(draw, n: int) -> np.ndarray:
+def binary_partitions(draw: st.DrawFn, n: int) -> np.ndarray:
     """A boolean mask over ``n`` candidates with at least one True and one False (n >= 2)."""
     rng = np.random.default_rng(draw(seeds))
     mask = rng.random(n) < 0.5
@@ -190,7 +190,7 @@ def binary_partitions(draw, n: int) -> np.ndarray:
 
 @st.composite
 def grounding_problems(
-    draw,
+    draw: st.DrawFn,
     kind: str | None = None,
     c_max: int = 6,
     t_max: int = 2,

@@ -234,7 +234,9 @@ class TripleRetriever:
         qs = self.embed(queries)
         return [self.subgraph(query, q) for query, q in zip(queries, qs)]
 
-    def batch(self, subs: Sequence[QuestionSubgraph], qs: np.ndarray, n_rows=None) -> Batch:
+    def batch(
+        self, subs: Sequence[QuestionSubgraph], qs: np.ndarray, n_rows: int | None = None
+    ) -> Batch:
         """The model input of subgraphs ``subs`` with question embeddings ``qs`` (``n_rows``:
         pad to that many rows, :func:`~grounding.retrieval.learned.gnn.make_batch`)."""
         return make_batch(subs, qs, self.entity_text, n_rows=n_rows)
