@@ -38,6 +38,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from scipy.special import logsumexp
 
 from experiments._io import float64, parse_args, plt, save_figure, styled, write_csv, write_json
 from grounding import EvidenceStatus, GroundingResult, TypedGraph, gibbs_log_posterior, ground
@@ -46,6 +47,7 @@ from grounding.datasets import kgqa_benchmark
 from grounding.learn import OneVsAllConfig, train_one_vs_all
 from grounding.plans import RelationPathPredictor, path_accuracy
 from grounding.qa import (
+    BlindQA,
     GroundedQA,
     KGEAnswerer,
     expected_calibration_error,
@@ -54,6 +56,7 @@ from grounding.qa import (
     score_probabilities,
 )
 from grounding.qa.loop import compact_evidence
+from grounding.query import blind
 from grounding.retrieval import PCR, HashingEncoder, SoftPCR, TextIndex
 
 KAPPA = 1.0
@@ -291,7 +294,76 @@ def wilson(k: float, n: float, z: float = 1.96) -> tuple[float, float]:
     return (float((c - r) / d), float((c + r) / d))
 
 
-def blind_paths(bench, log) -> dict:
+def paired_bootstrap(a: np.ndarray, b: np.ndarray, n: int = 2000, seed: int = 0) -> dict:
+    """Mean of ``a - b`` over paired questions with a 95 % percentile bootstrap interval."""
+    d = np.asarray(a, float) - np.asarray(b, float)
+    idx = np.random.default_rng(seed).integers(0, len(d), (n, len(d)))
+    lo, hi = np.percentile(d[idx].mean(axis=1), [2.5, 97.5])
+    return dict(diff=float(d.mean()), ci=(float(lo), float(hi)), n=len(d))
+
+
+def blind_hits(outcome, gold: Sequence[str], method: str) -> dict[str, float]:
+    """:func:`score` of a blind outcome against the scorer's gold answers (answers rolled up
+    over the claims that reach them)."""
+    r = outcome.result
+    if r is None:
+        return score_probabilities((), np.zeros(0), gold, abstained=True)
+    abstained = method == "hard" and bool(r.hard_abstained)
+    names, probs = outcome.answer_probabilities(method)
+    return score_probabilities(names, probs if not abstained else 0 * probs, gold, abstained)
+
+
+def fit_blind_lambda(outcomes, questions) -> float:
+    """The lambda of ``LAMBDA_GRID`` maximizing the validation log-mass of the gold answers
+    under Eq. (7) on the blind claims' energies."""
+    rows = []
+    for o, q in zip(outcomes, questions):
+        if o.result is None:
+            continue
+        gold = np.array([a in set(q.answers) for a in o.result.answers])
+        if gold.any():
+            rows.append((np.asarray(o.result.log_prior), np.asarray(o.result.energy), gold))
+
+    def loss(lam: float) -> float:
+        return -float(np.mean([
+            logsumexp(np.where(g, np.asarray(gibbs_log_posterior(lp, e, lam)), -np.inf))
+            for lp, e, g in rows
+        ]))  # fmt: skip
+
+    return float(min(LAMBDA_GRID, key=loss)) if rows else 1.0
+
+
+def blind_loop(bench, answerer, pcr, predictor, oracle_hits: dict, log) -> dict:
+    """The loop on blind questions (:class:`~grounding.qa.BlindQA`: predicted paths, each
+    candidate grounded on its own claim), lambda fitted on blind validation outcomes; per hop
+    its Hits@1 per method and the paired difference to the oracle loop (gold chain)."""
+    valid = bench.split("valid")
+    probe = BlindQA(answerer, predictor, lambda d: pcr[d], lam=1.0, kappa=KAPPA)
+    lam = fit_blind_lambda(probe.answer_batch([blind(q) for q in valid]), valid)
+    qa = BlindQA(answerer, predictor, lambda d: pcr[d], lam=lam, kappa=KAPPA)
+    out: dict = dict(lam=lam, per_hop={})
+    for h in (1, 2, 3):
+        test = bench.split("test", h)
+        outcomes = qa.answer_batch([blind(q) for q in test])
+        row: dict = {}
+        for m in METHODS:
+            hit = np.array([blind_hits(o, q.answers, m)["hit"] for o, q in zip(outcomes, test)])
+            row[m] = dict(
+                hits1=float(hit.mean()),
+                vs_oracle=paired_bootstrap(hit, oracle_hits[h][m]),
+            )
+        row["no_answer"] = float(np.mean([o.result is None for o in outcomes]))
+        out["per_hop"][h] = row
+        log(
+            f"{bench.name} {h}-hop blind: "
+            + " ".join(f"{m}={row[m]['hits1']:.3f}" for m in METHODS)
+            + f" (soft vs oracle {row['soft']['vs_oracle']['diff']:+.3f}, 95 % "
+            + "{:+.3f} to {:+.3f})".format(*row["soft"]["vs_oracle"]["ci"])
+        )
+    return out
+
+
+def blind_paths(bench, log) -> tuple[dict, RelationPathPredictor]:
     """Relation paths predicted from the blind question (text and topic) by a predictor fitted
     on the training questions, its label weight chosen on validation: top-1 and top-3 path
     accuracy per hop on test with Wilson intervals, and the share of test chains seen in
@@ -316,7 +388,7 @@ def blind_paths(bench, log) -> dict:
             f"{h}-hop top1={r['top1']:.3f} ceiling={r['ceiling']:.3f}" for h, r in acc.items()
         )
     )
-    return dict(label_weight=beta, valid_top1=valid, per_hop=acc)
+    return dict(label_weight=beta, valid_top1=valid, per_hop=acc), fitted(beta)
 
 
 def run_setting(setting: Setting, log) -> tuple[dict, Example]:
@@ -335,8 +407,9 @@ def run_setting(setting: Setting, log) -> tuple[dict, Example]:
         lam=lam,
         kappa=KAPPA,
         per_hop={},
-        blind_paths=blind_paths(bench, log),
     )
+    report["blind_paths"], predictor = blind_paths(bench, log)
+    oracle_hits: dict = {}
     for h in (1, 2, 3):
         test = bench.split("test", h)
         t = time.perf_counter()
@@ -345,6 +418,7 @@ def run_setting(setting: Setting, log) -> tuple[dict, Example]:
         row = evaluate(outcomes, lam) | dict(questions_per_second=len(test) / seconds)
         row["lambda_sweep"] = lambda_sweep(outcomes)
         scores = {m: [score(o, m) for o in outcomes] for m in METHODS}
+        oracle_hits[h] = {m: np.array([sc["hit"] for sc in scores[m]]) for m in METHODS}
         row["selective"] = {
             m: {k: [sc[k] for sc in scores[m]] for k in ("confidence", "hit")} for m in METHODS
         }
@@ -361,6 +435,7 @@ def run_setting(setting: Setting, log) -> tuple[dict, Example]:
             row["soft_pcr_retriever"] = {m: via_soft[m]["hits1"] for m in METHODS}
         report["per_hop"][h] = row
         log(f"{setting.name} {h}-hop: " + " ".join(f"{m}={row[m]['hits1']:.3f}" for m in METHODS))
+    report["blind"] = blind_loop(bench, answerer, pcr, predictor, oracle_hits, log)
     if negative:
         qs = negative_questions(bench, setting.questions_per_hop)
         qa_neg = GroundedQA(
@@ -506,9 +581,11 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
     )
     two = reports[0]["per_hop"][2]
     paths_two = reports[0]["blind_paths"]["per_hop"][2]
+    blind_two = reports[0]["blind"]["per_hop"][2]
     print(
         f"grounded_hits1={two['soft']['hits1']:.4f} prior_hits1={two['prior']['hits1']:.4f} "
         f"hard_hits1={two['hard']['hits1']:.4f} aurc={two['soft']['aurc']:.4f} "
+        f"oracle_hits1={two['soft']['hits1']:.4f} blind_hits1={blind_two['soft']['hits1']:.4f} "
         f"path_acc={paths_two['top1']:.4f} path_ceiling={paths_two['ceiling']:.4f}"
     )
     return paths

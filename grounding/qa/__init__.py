@@ -1,9 +1,11 @@
 """Grounded question answering: candidate models (the paper's LLM prior), the loop from a
 question to a grounded answer or an abstention, the systems that compose a planner and
-retrieval with it (:mod:`~grounding.qa.decomposed` on a binary graph,
+retrieval with it (:mod:`~grounding.qa.blind` on blind questions with predicted relation
+paths, :mod:`~grounding.qa.decomposed` on a binary graph,
 :mod:`~grounding.qa.hypergraph` on a knowledge hypergraph), and the metrics."""
 
 from grounding.qa.answerer import KGEAnswerer
+from grounding.qa.blind import BlindOutcome, BlindQA
 from grounding.qa.candidates import CandidateModel, CandidateModelError, Candidates, QuestionLike
 from grounding.qa.decomposed import PankRAG, PankRAGOutcome, StepOutcome
 from grounding.qa.hypergraph import PRoH, PRoHOutcome, Solution, StepAnswer
@@ -26,6 +28,8 @@ __all__ = [
     "OpenAICompatibleModel",
     "GroundedQA",
     "QAOutcome",
+    "BlindQA",
+    "BlindOutcome",
     "grounding_problem",
     "PankRAG",
     "PankRAGOutcome",
