@@ -58,7 +58,7 @@ CORE_MODULES = (
     "grounding.solver.config",
     "grounding.solver.prepare",
     "grounding.solver.program",
-    "grounding.solver.report",
+    "grounding.solver.support",
     "grounding.solver.solve",
     "grounding.learn",
     "grounding.learn.fit",

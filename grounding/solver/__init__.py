@@ -20,7 +20,7 @@ For each candidate :math:`\rho`:
 The solver runs in one direction through three stages, each a module:
 :mod:`~grounding.solver.prepare` (a problem and an evidence state laid out as padded arrays,
 with the hashable :class:`~grounding.solver.prepare.Statics` that select a program),
-:mod:`~grounding.solver.program` (steps 1-4, compiled) and :mod:`~grounding.solver.report`
+:mod:`~grounding.solver.program` (steps 1-4, compiled) and :mod:`~grounding.solver.support`
 (the :class:`~grounding.GroundingResult` and its supporting walks, on the host). Every setting
 is one :class:`GroundingConfig`, checked once.
 

@@ -1,5 +1,5 @@
 r""":func:`ground` and :func:`ground_batch`: the solver's entry points, one direction through
-its three stages (prepare -> compiled program -> report)."""
+its three stages (prepare -> compiled program -> support)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from grounding.result import GroundingResult
 from grounding.solver.config import GroundingConfig, make_config
 from grounding.solver.prepare import Prepared, bucket, prepare
 from grounding.solver.program import compiled
-from grounding.solver.report import finish, traced_result
+from grounding.solver.support import finish, traced_result
 
 __all__ = ["ground", "ground_batch"]
 
