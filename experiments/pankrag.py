@@ -12,7 +12,8 @@ experiment (same settings, trained on the evidence only); lambda fitted on valid
 questions for the one-loop path-constrained system and used by every system (kappa = 1).
 Systems: PankRAG (templated plan, local retrieval, dependency-aware reranking with graph
 agreement), without the reranker, with embedding agreement, without the DAG (the whole
-question as one step), global (community) retrieval only, and the one-loop PCR and soft-PCR
+question as one step; once with PankRAG's per-step budget, 20 nodes and 20 candidates, and
+once with the budget of its largest plan, 60 nodes and 100 candidates), global (community) retrieval only, and the one-loop PCR and soft-PCR
 systems. Local-only equals PankRAG on this benchmark: every templated step is specific. Hits@1
 is the top answer of the grounded posterior; each system is compared with PankRAG question by
 question (sign test). Systems after the first reuse the answerer's memoized proposals, so
@@ -58,6 +59,7 @@ SYSTEMS = (
     "no_rerank",
     "embedding_agreement",
     "no_dag",
+    "no_dag_matched",
     "global_only",
     "pcr",
     "soft_pcr",
@@ -140,6 +142,9 @@ def run_system(name, questions, parts):
         no_rerank=dict(rerank=False),
         embedding_agreement=dict(agreement="embedding"),
         no_dag=dict(planner=FlatPlanner()),
+        # the same node and candidate budget as PankRAG's largest plan: 3 steps of 20 nodes,
+        # up to 5 anchors of 20 candidates per step
+        no_dag_matched=dict(planner=FlatPlanner(), k_nodes=60, k_candidates=100),
         global_only=dict(mode="global"),
     ).get(name, {})
     system = pankrag_system(bench, answerer, index, communities, lam, **kw)
