@@ -47,6 +47,9 @@ VARIANTS = {
     "no_ewo": dict(use_ewo=False),
     "no_plan_context": dict(use_context=False),
     "no_target_hyperedges": dict(use_targets=False),
+    # how much of PRoH's accuracy is depth and how much is grounding on the plan's gold roles
+    "proh_d_max_1": dict(max_depth=1),
+    "proh_lam_0": dict(lam=0.0),
 }
 SYSTEMS = (*VARIANTS, "hypergraphrag", "binary_pcr")
 
@@ -57,9 +60,8 @@ def prior(scores: np.ndarray) -> np.ndarray:
 
 
 def run_proh(index, questions, **kw):
-    system = PRoH(
-        HypergraphTemplatePlanner(index.hypergraph), index, lam=LAM, kappa=KAPPA, eps=0.0, **kw
-    )
+    settings = dict(lam=LAM, kappa=KAPPA, eps=0.0) | kw
+    system = PRoH(HypergraphTemplatePlanner(index.hypergraph), index, **settings)
     outs = system.answer_batch(questions)
     return [(o.answers, o.probs) for o in outs], outs
 
