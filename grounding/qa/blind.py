@@ -31,7 +31,7 @@ from grounding.plans import RelationPathPredictor
 from grounding.problem import ClaimChain, GroundingProblem
 from grounding.qa._checks import QUESTION_ERRORS, check_ground_kwargs, failure
 from grounding.qa.answerer import KGEAnswerer
-from grounding.qa.loop import ground_each, unknown_entities
+from grounding.qa.loop import ground_live, unknown_entities
 from grounding.query import BlindQuestion, Query
 from grounding.result import GroundingResult
 from grounding.retrieval.base import Retriever
@@ -126,7 +126,7 @@ class BlindQA:
 
     def answer_batch(self, questions: Sequence[BlindQuestion]) -> list[BlindOutcome]:
         """Run many blind questions; retrieval is batched per depth and grounding is batched
-        (:func:`~grounding.qa.loop.ground_each`). A question that fails gets its reason."""
+        (:func:`~grounding.qa.loop.ground_live`). A question that fails gets its reason."""
         if not all(isinstance(q, BlindQuestion) for q in questions):
             raise TypeError("BlindQA takes BlindQuestion objects (grounding.query.blind(q))")
         predicted = self.predictor.predict(list(questions), self.k_paths)
@@ -143,16 +143,8 @@ class BlindQA:
             if why:
                 reasons[i] = why
                 states.pop(i)
-        live = [i for i in problems if i in states]
-        grounded = ground_each(
-            [problems[i] for i in live], [states[i] for i in live], **self.ground_kwargs
-        )
-        results = {}
-        for i, r in zip(live, grounded):
-            if isinstance(r, str):
-                reasons[i] = r
-            else:
-                results[i] = r
+        live = {i: problems[i] for i in problems if i in states}
+        results = ground_live(live, states, reasons, **self.ground_kwargs)
         return [
             BlindOutcome(q, tuple(p), results.get(i), states.get(i), reasons.get(i))
             for i, (q, p) in enumerate(zip(questions, predicted))

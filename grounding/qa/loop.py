@@ -22,7 +22,7 @@ such as ``TypeError``) propagate. The configuration is checked when a loop is bu
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -162,6 +162,25 @@ def ground_many(
         )
         results.update(zip(group, out))
     return [results[i] for i in range(len(problems))]
+
+
+def ground_live(
+    problems: dict[int, GroundingProblem],
+    states: Mapping[int, EvidenceState],
+    reasons: dict[int, str],
+    **ground_kwargs: Any,
+) -> dict[int, GroundingResult]:
+    """:func:`ground_each` of the problems (keyed by question index) on their states: the
+    results by index; a problem that cannot be grounded gets its reason in ``reasons``."""
+    live = list(problems)
+    grounded = ground_each([problems[i] for i in live], [states[i] for i in live], **ground_kwargs)
+    results = {}
+    for i, r in zip(live, grounded):
+        if isinstance(r, str):
+            reasons[i] = r
+        else:
+            results[i] = r
+    return results
 
 
 def ground_each(
@@ -313,16 +332,7 @@ class GroundedQA:
                 reasons[i] = got
             else:
                 problems[i] = got
-        live = list(problems)
-        grounded = ground_each(
-            [problems[i] for i in live], [states[i] for i in live], **self.ground_kwargs
-        )
-        results = {}
-        for i, r in zip(live, grounded):
-            if isinstance(r, str):
-                reasons[i] = r
-            else:
-                results[i] = r
+        results = ground_live(problems, states, reasons, **self.ground_kwargs)
         return [
             QAOutcome(q, c, results.get(i), states.get(i), reasons.get(i))
             for i, (q, c) in enumerate(zip(questions, cands))
