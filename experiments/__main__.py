@@ -8,6 +8,8 @@ import sys
 import time
 from collections.abc import Sequence
 
+import jax
+
 from experiments import EXPERIMENTS
 from experiments._io import checked_out_dir, parser
 
@@ -38,6 +40,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         t0 = time.perf_counter()
         paths = importlib.import_module(f"experiments.{name}").main(child)
         summary.append((name, time.perf_counter() - t0, paths))
+        # each compiled program holds memory maps; one process running every experiment
+        # would otherwise reach Linux's default limit (vm.max_map_count = 65,530)
+        jax.clear_caches()
     width = max(len(n) for n, _, _ in summary)
     print(f"\n{'experiment':<{width}}  seconds  files")
     for name, dt, paths in summary:

@@ -555,7 +555,10 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
         lines.append(s)
         print(s, file=sys.stderr, flush=True)
 
-    runs = [run_setting(s, log) for s in settings(args.full)]
+    runs = []
+    for s in settings(args.full):
+        runs.append(run_setting(s, log))
+        jax.clear_caches()  # a setting compiles ~19,000 memory maps of programs (see limits)
     reports, example = [r for r, _ in runs], runs[0][1]
     paths = [write_json(args.out / "grounded_qa.json", dict(full=args.full, reports=reports))]
     rows = [
