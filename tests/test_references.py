@@ -148,14 +148,9 @@ def reference_problems(module: types.ModuleType) -> list[str]:
         if not isinstance(doc, str) or not PAPER_RESULT.search(doc):
             continue
         where = f"{module.__name__}.{name}"
-        section = references_section(doc)
-        if not section:
-            problems.append(f"{where}: cites a paper result but has no References section")
-            continue
-        if not YEAR.search(section):
-            problems.append(f"{where}: its References section names no year")
-        if not QUOTED_TITLE.search(section):
-            problems.append(f"{where}: its References section quotes no title")
+        problems += _section_problems(
+            where, references_section(doc), "cites a paper result but has no References section"
+        )
     return problems
 
 
@@ -168,15 +163,21 @@ def required_reference_problems(module: types.ModuleType, names) -> list[str]:
         if name not in getattr(module, "__all__", ()):
             problems.append(f"{where}: not in the module's __all__")
             continue
-        section = references_section(getattr(getattr(module, name), "__doc__", None))
-        if not section:
-            problems.append(f"{where}: has no References section")
-            continue
-        if not YEAR.search(section):
-            problems.append(f"{where}: its References section names no year")
-        if not QUOTED_TITLE.search(section):
-            problems.append(f"{where}: its References section quotes no title")
+        doc = getattr(getattr(module, name), "__doc__", None)
+        problems += _section_problems(where, references_section(doc), "has no References section")
     return problems
+
+
+def _section_problems(where: str, section: str | None, missing: str) -> list[str]:
+    """What a References section lacks: itself (``missing``), a year, a quoted title."""
+    if not section:
+        return [f"{where}: {missing}"]
+    out = []
+    if not YEAR.search(section):
+        out.append(f"{where}: its References section names no year")
+    if not QUOTED_TITLE.search(section):
+        out.append(f"{where}: its References section quotes no title")
+    return out
 
 
 def _citing_names(module: types.ModuleType) -> list[str]:
