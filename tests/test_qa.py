@@ -5,6 +5,7 @@ against direct formulas."""
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import jax.numpy as jnp
 import numpy as np
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 
 from grounding import ground
 from grounding.datasets import KGQuestion, kgqa_benchmark, load_kg
+from grounding.graph import relation_phrase
 from grounding.learn import KGEModel, ReciprocalModel
 from grounding.problem import ClaimChain, GroundingProblem
 from grounding.qa import (
@@ -81,6 +83,37 @@ def test_benchmark_graph_is_train_with_inverses(nations_bench):
         assert (h, r, t) in triples and (t, r + "^-1", h) in triples
     q = nations_bench.questions[0]
     assert q.query().anchor == q.topic and q.query().relevant == q.answers
+
+
+@pytest.mark.parametrize(
+    "label, inverse, phrase",
+    [
+        ("capital", False, "the capital of X"),
+        ("capital", True, "the entity whose capital is X"),
+        ("member of", False, "the entity that X is member of"),
+        ("member of", True, "the entity that is member of X"),
+        ("founded by", False, "the entity that X is founded by"),
+        ("located in the administrative territorial entity", True,
+         "the entity that is located in the administrative territorial entity X"),
+        ("treats", False, "the entity that X treats"),
+        ("shares border with", True, "the entity that shares border with X"),
+        ("isa", False, "the entity that X is a kind of"),
+        ("symptoms", False, "the symptoms of X"),
+        ("languages spoken, written, or signed", False, "the languages spoken, written, or signed of X"),
+    ],
+)  # fmt: skip
+def test_relation_phrase_reads_the_label_form(label, inverse, phrase):
+    assert relation_phrase(label, "X", inverse=inverse) == phrase
+
+
+@pytest.mark.parametrize("name", ["codex-m", "umls"])
+def test_question_texts_never_double_a_preposition(name):
+    bench = kgqa_benchmark(name, questions_per_hop=60)
+    prep = "(of|by|at|with|to|in)"
+    doubled = re.compile(rf"\b{prep} {prep}\b")  # "the member of of X"
+    whose = re.compile(rf"whose ((?! is ).)*? {prep} is\b")  # "the entity whose member of is X"
+    bad = [q.text for q in bench.questions if doubled.search(q.text) or whose.search(q.text)]
+    assert not bad, bad[:3]
 
 
 def test_benchmark_bad_arguments():

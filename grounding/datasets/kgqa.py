@@ -42,7 +42,7 @@ import numpy as np
 from grounding._checks import check_int
 from grounding.datasets.kg import KGSplits, load_kg
 from grounding.datasets.pathrag6 import RetrievalBenchmark
-from grounding.graph import INVERSE_SUFFIX, TypedGraph, inverse_relation
+from grounding.graph import INVERSE_SUFFIX, TypedGraph, inverse_relation, relation_phrase
 from grounding.query import Query
 
 __all__ = [
@@ -208,10 +208,8 @@ def chain_answers(
 def _text(topic_text: str, chain: Sequence[str], labels: dict[str, str]) -> str:
     x = topic_text
     for r in chain:
-        if r.endswith(INVERSE_SUFFIX):
-            x = f"the entity whose {labels[inverse_relation(r)]} is {x}"
-        else:
-            x = f"the {labels[r]} of {x}"
+        inverse = r.endswith(INVERSE_SUFFIX)
+        x = relation_phrase(labels[inverse_relation(r) if inverse else r], x, inverse=inverse)
     return f"What is {x}?"
 
 

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from grounding._checks import check_int
-from grounding.graph import INVERSE_SUFFIX, TypedGraph, inverse_relation
+from grounding.graph import INVERSE_SUFFIX, TypedGraph, inverse_relation, relation_phrase
 from grounding.query import BlindQuestion
 
 __all__ = ["RelationPathPredictor", "path_accuracy"]
@@ -89,14 +89,14 @@ class RelationPathPredictor:
         self.paths: tuple[Path, ...] = ()
 
     def path_text(self, path: Path) -> str:
-        """A path's relations in words, innermost (first) relation last, as questions read."""
-        words = []
-        for r in reversed(path):
-            if r.endswith(INVERSE_SUFFIX):
-                words.append(f"the entity whose {self.labels.get(inverse_relation(r), r)} is")
-            else:
-                words.append(f"the {self.labels.get(r, r)} of")
-        return " ".join(words)
+        """A path's relations in words, phrased as templated questions read them
+        (:func:`~grounding.graph.relation_phrase`), the topic left out."""
+        x = ""
+        for r in path:
+            inverse = r.endswith(INVERSE_SUFFIX)
+            label = self.labels.get(inverse_relation(r) if inverse else r, r)
+            x = relation_phrase(label, x, inverse=inverse)
+        return " ".join(x.split())
 
     def fit(self, questions: Sequence[Any]) -> RelationPathPredictor:
         """Learn the candidate paths and their prototypes from training questions (each with
