@@ -38,7 +38,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from scipy.special import logsumexp
 
 from experiments._io import float64, parse_args, plt, save_figure, styled, write_csv, write_json
 from grounding import EvidenceStatus, GroundingResult, TypedGraph, gibbs_log_posterior, ground
@@ -130,26 +129,32 @@ def counter_evidence(bench) -> frozenset:
     return frozenset(out)
 
 
-def arrays(outcomes) -> dict[str, np.ndarray]:
-    """``[Q, C]`` prior, grounding energy and gold mask of the non-abstained outcomes."""
-    live = [o for o in outcomes if o.result is not None]
-    C = max(len(o.result.names) for o in live)
+def arrays(outcomes, questions: Sequence | None = None) -> dict[str, np.ndarray]:
+    """``[Q, C]`` prior, grounding energy and gold mask (the claim's answer is a gold answer)
+    of the answered outcomes, oracle or blind; ``questions`` (default: each outcome's own)
+    hold the scorer's gold answers."""
+    questions = [o.question for o in outcomes] if questions is None else questions
+    live = [(o.result, q) for o, q in zip(outcomes, questions) if o.result is not None]
+    C = max(len(r.names) for r, _ in live)
     lp = np.full((len(live), C), -np.inf)
     energy = np.zeros((len(live), C))
     gold = np.zeros((len(live), C), bool)
-    for i, o in enumerate(live):
-        n = len(o.result.names)
-        lp[i, :n] = np.asarray(o.result.log_prior)
-        energy[i, :n] = np.asarray(o.result.energy)
-        gold[i, :n] = [c in set(o.question.answers) for c in o.candidates.entities]
+    for i, (r, q) in enumerate(live):
+        n = len(r.names)
+        lp[i, :n] = np.asarray(r.log_prior)
+        energy[i, :n] = np.asarray(r.energy)
+        gold[i, :n] = [a in set(q.answers) for a in r.answers]
     return dict(log_prior=lp, energy=energy, gold=gold)
 
 
-def fit_lambda(outcomes, steps: int = 300, lr: float = 0.05) -> float:
+def fit_lambda(outcomes, questions: Sequence | None = None, steps: int = 300, lr: float = 0.05):
     """Maximize the validation log-probability of the gold answers among the candidates under
-    the grounded posterior (Eq. (7) on the energies ``ground`` computed) by Adam on log lambda."""
-    a = arrays(outcomes)
+    the grounded posterior (Eq. (7) on the energies ``ground`` computed) by Adam on log lambda.
+    The one lambda fit of every QA experiment, oracle (gold chain) or blind."""
+    a = arrays(outcomes, questions)
     has_gold = a["gold"].any(axis=1)
+    if not has_gold.any():
+        raise ValueError("no validation outcome has a gold answer among its candidates")
     lp, energy, gold = (jnp.asarray(a[k][has_gold]) for k in ("log_prior", "energy", "gold"))
 
     def loss(log_lam):
@@ -314,23 +319,9 @@ def blind_hits(outcome, gold: Sequence[str], method: str) -> dict[str, float]:
 
 
 def fit_blind_lambda(outcomes, questions) -> float:
-    """The lambda of ``LAMBDA_GRID`` maximizing the validation log-mass of the gold answers
-    under Eq. (7) on the blind claims' energies."""
-    rows = []
-    for o, q in zip(outcomes, questions):
-        if o.result is None:
-            continue
-        gold = np.array([a in set(q.answers) for a in o.result.answers])
-        if gold.any():
-            rows.append((np.asarray(o.result.log_prior), np.asarray(o.result.energy), gold))
-
-    def loss(lam: float) -> float:
-        return -float(np.mean([
-            logsumexp(np.where(g, np.asarray(gibbs_log_posterior(lp, e, lam)), -np.inf))
-            for lp, e, g in rows
-        ]))  # fmt: skip
-
-    return float(min(LAMBDA_GRID, key=loss)) if rows else 1.0
+    """:func:`fit_lambda` on blind validation outcomes, scored against ``questions``' gold
+    answers (the blind outcomes carry none)."""
+    return fit_lambda(outcomes, questions)
 
 
 def blind_loop(bench, answerer, pcr, predictor, oracle_hits: dict, log) -> dict:
