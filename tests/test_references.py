@@ -90,6 +90,7 @@ UPPER_FLOOR_NAMES = {
         "dependency_rerank",
     ),
     "grounding.retrieval.community": ("Communities", "CommunityRetriever", "LLMSummarizer"),
+    "grounding.retrieval.linking": ("EntityLinker",),
     "grounding.retrieval.hypergraph": (
         "HypergraphIndex",
         "ewo",
@@ -104,7 +105,12 @@ UPPER_FLOOR_NAMES = {
     "grounding.retrieval.learned.gnn": ("GNNConfig", "logits", "dirichlet_energy"),
     "grounding.retrieval.learned.retriever": ("RetrieverTrainConfig", "TripleRetriever"),
     "grounding.plans.dag": ("Plan", "plan_from_decomposition"),
-    "grounding.plans.planners": ("TemplatePlanner", "LLMPlanner", "HypergraphTemplatePlanner"),
+    "grounding.plans.planners": (
+        "TemplatePlanner",
+        "PredictedPathPlanner",
+        "LLMPlanner",
+        "HypergraphTemplatePlanner",
+    ),
     "grounding.qa.answerer": ("KGEAnswerer",),
     "grounding.qa.decomposed": ("PankRAG",),
     "grounding.qa.hypergraph": ("PRoH",),

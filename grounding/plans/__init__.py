@@ -17,6 +17,7 @@ from grounding.plans.planners import (
     LLMPlanner,
     PlanError,
     Planner,
+    PredictedPathPlanner,
     TemplatePlanner,
 )
 from grounding.plans.relation_paths import RelationPathPredictor, path_accuracy
@@ -30,6 +31,7 @@ __all__ = [
     "TemplatePlanner",
     "HypergraphTemplatePlanner",
     "FlatPlanner",
+    "PredictedPathPlanner",
     "HeuristicPlanner",
     "LLMPlanner",
     "RelationPathPredictor",

@@ -1,6 +1,6 @@
 r"""Question planners: a question in, a :class:`~grounding.plans.Plan` (sub-question DAG) out.
 
-Three planners behind one protocol (``plan(question) -> Plan``), after *PankRAG: Enhancing
+The planners behind one protocol (``plan(question) -> Plan``), after *PankRAG: Enhancing
 Graph Retrieval via Globally Aware Query Resolution and Dependency-Aware Reranking Mechanism*
 (Li, Liu, Shan, Huang, Gong and Li):
 
@@ -9,6 +9,9 @@ Graph Retrieval via Globally Aware Query Resolution and Dependency-Aware Reranki
   following its relation from the previous step's answers. Exact by construction: it reads
   the chain the question was generated from; it does not parse the text.
 - :class:`FlatPlanner`: no decomposition, the whole question as one step (an ablation).
+- :class:`PredictedPathPlanner`: the blind counterpart of :class:`TemplatePlanner`: one step
+  per relation of the path a :class:`~grounding.plans.RelationPathPredictor` predicts from a
+  :class:`~grounding.query.BlindQuestion` (text and topic entity, nothing gold).
 - :class:`HeuristicPlanner`: free text, offline. Rewrites embedded descriptions innermost
   first (English nests them to the right) into steps whose answers fill ``#k`` slots:
   relative clauses (``the state where X is located``), ``of``-chains (``the director of X``)
@@ -25,41 +28,28 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, Protocol
+from typing import Any
 
 from grounding._checks import check_int
 from grounding.graph import INVERSE_SUFFIX
 from grounding.hypergraph import KnowledgeHypergraph, hop_relations, parse_role
-from grounding.llm import Endpoint, json_content
+from grounding.plans._base import PlanError, Planner, _escape
+from grounding.plans._llm import DECOMPOSE_PROMPT, REWRITE_PROMPT, LLMPlanner
 from grounding.plans.dag import Plan, SubQuestion, plan_from_decomposition
+from grounding.query import BlindQuestion
 
 __all__ = [
     "Planner",
     "PlanError",
     "TemplatePlanner",
     "FlatPlanner",
+    "PredictedPathPlanner",
     "HeuristicPlanner",
     "LLMPlanner",
     "HypergraphTemplatePlanner",
     "DECOMPOSE_PROMPT",
     "REWRITE_PROMPT",
 ]
-
-
-class PlanError(ValueError):
-    """A planner could not produce a valid plan (the message says why)."""
-
-
-class Planner(Protocol):
-    """Anything that plans: ``plan(question) -> Plan``."""
-
-    name: str
-
-    def plan(self, question: Any) -> Plan: ...
-
-
-def _escape(text: str) -> str:
-    return text.replace("{", "{{").replace("}", "}}")
 
 
 class TemplatePlanner:
@@ -108,6 +98,11 @@ class TemplatePlanner:
                 "the template planner needs a question with a topic entity and a relation "
                 f"chain, got {question!r}"
             )
+        return Plan(question.text, self.chain_steps(topic, chain))
+
+    def chain_steps(self, topic: str, chain: Sequence[str]) -> tuple[SubQuestion, ...]:
+        """The steps ``q1 .. qT`` of ``chain`` from ``topic``: one relation each, step ``k``
+        anchored at the answers of step ``k - 1`` (its slot)."""
         steps = []
         subject = _escape(self.texts.get(topic, topic))
         for k, rel in enumerate(chain, 1):
@@ -120,7 +115,7 @@ class TemplatePlanner:
             anchors = (topic,) if k == 1 else ()
             steps.append(SubQuestion(f"q{k}", text, deps, anchors=anchors, relations=(rel,)))
             subject = "{" + f"q{k}" + "}"
-        return Plan(question.text, tuple(steps))
+        return tuple(steps)
 
 
 class FlatPlanner:
@@ -137,6 +132,107 @@ class FlatPlanner:
         chain = tuple(getattr(question, "chain", ()) or ())
         step = SubQuestion("q1", _escape(text), anchors=(topic,) if topic else (), relations=chain)
         return Plan(text, (step,))
+
+
+class PredictedPathPlanner:
+    """A blind plan: one step per relation of the relation path a fitted
+    :class:`~grounding.plans.RelationPathPredictor` predicts from the question's text and topic
+    entity (a :class:`~grounding.query.BlindQuestion`: the planner never sees a gold chain).
+
+    The steps read as :class:`TemplatePlanner`'s (step ``q1`` anchored at the topic, step
+    ``qk`` at the answers of ``q(k-1)``), with the *predicted* relations in place of the gold
+    ones; ``flat=True`` gives the one-step ablation instead (the whole question, anchored at the
+    topic, following the whole predicted path). The predicted path is the predictor's most
+    probable one (top-1): a plan is one DAG, as in PankRAG, so competing paths do not meet
+    inside it (:meth:`predicted` gives the path).
+
+    Args:
+        predictor: a fitted relation-path predictor (training questions only).
+        relation_labels: a label per relation name, as for :class:`TemplatePlanner`.
+        texts: optional display text per entity name.
+        flat: one step with the whole path (the "without DAG" ablation) instead of one per
+            relation.
+
+    Raises:
+        TypeError: ``predictor`` has no ``predict`` (at construction) or the question is not a
+            :class:`~grounding.query.BlindQuestion` (at :meth:`plan`).
+        PlanError: no relation path is predicted from the question's topic.
+
+    References:
+        - Li, Liu, Shan, Huang, Gong & Li, "PankRAG: Enhancing Graph Retrieval via Globally
+          Aware Query Resolution and Dependency-Aware Reranking Mechanism", 2025
+          (arXiv:2506.11106): Sec. 2.2 (a plan of sub-questions, here one per predicted
+          relation).
+        - Luo, Li, Haffari & Pan, "Reasoning on Graphs: Faithful and Interpretable Large
+          Language Model Reasoning", 2024 (relation paths planned from the question).
+
+    Example:
+        >>> import numpy as np
+        >>> from types import SimpleNamespace as Q
+        >>> from grounding.plans import RelationPathPredictor
+        >>> from grounding.query import BlindQuestion
+        >>> vocab = ["capital", "country"]
+        >>> def encode(texts):
+        ...     return np.array([[t.count(w) + 0.1 for w in vocab] for t in texts])
+        >>> labels = {"capital": "capital", "country": "country"}
+        >>> pred = RelationPathPredictor(encode, labels).fit(
+        ...     [Q(text="the capital of the country of A", chain=("country", "capital")),
+        ...      Q(text="the country of B", chain=("country",))])
+        >>> plan = PredictedPathPlanner(pred, labels).plan(
+        ...     BlindQuestion("What is the capital of the country of C?", "C"))
+        >>> [(s.text, s.relations) for s in plan.steps]
+        [('What is the country of C?', ('country',)), ('What is the capital of {q1}?', ('capital',))]
+    """
+
+    name = "predicted-path"
+
+    def __init__(
+        self,
+        predictor: Any,
+        relation_labels: Mapping[str, str],
+        texts: Mapping[str, str] | None = None,
+        *,
+        flat: bool = False,
+    ):
+        if not callable(getattr(predictor, "predict", None)):
+            raise TypeError(
+                f"predictor must be a fitted RelationPathPredictor, got {predictor!r:.100}"
+            )
+        if not isinstance(flat, bool):
+            raise TypeError(f"flat must be a bool, got {flat!r:.100}")
+        self.predictor, self.flat = predictor, flat
+        self._template = TemplatePlanner(relation_labels, texts)
+        if flat:
+            self.name = "predicted-path-flat"
+
+    def predicted(self, question: BlindQuestion) -> tuple[str, ...]:
+        """The most probable relation path predicted for ``question``.
+
+        Raises:
+            TypeError: ``question`` is not a :class:`~grounding.query.BlindQuestion`.
+            PlanError: no path is predicted from its topic.
+        """
+        if not isinstance(question, BlindQuestion):
+            raise TypeError(
+                "PredictedPathPlanner plans BlindQuestion objects (grounding.query.blind(q)), "
+                f"got {type(question).__name__}"
+            )
+        (top,) = self.predictor.predict([question], k=1)
+        if not top:
+            raise PlanError(
+                f"no relation path is predicted from the topic {question.topic!r} (no path "
+                "seen in training leaves it in the graph)"
+            )
+        return tuple(top[0][0])
+
+    def plan(self, question: BlindQuestion) -> Plan:
+        path = self.predicted(question)
+        if self.flat:
+            step = SubQuestion(
+                "q1", _escape(question.text), anchors=(question.topic,), relations=path
+            )
+            return Plan(question.text, (step,))
+        return Plan(question.text, self._template.chain_steps(question.topic, path))
 
 
 # --------------------------------------------------------------------------- free text
@@ -231,166 +327,6 @@ class HeuristicPlanner:
 def _asks_more(rest: str) -> bool:
     """Whether the text left around a cut still asks something (not just "Who is #k")."""
     return any(w not in _FILLER for w in re.findall(r"[a-z0-9]+", rest.lower()))
-
-
-# --------------------------------------------------------------------------- LLM
-
-DECOMPOSE_PROMPT = """\
-Plan how to answer the question below from a knowledge graph, bottom up.
-1. Split it into the smallest sub-questions that each ask for one fact, starting from what
-   the question names explicitly.
-2. A sub-question that needs the answer of an earlier one refers to it as #k (k = that
-   sub-question's number, counting from 1); this is a progress relation. Sub-questions that
-   do not need each other's answers are parallel: list them without references.
-3. The last sub-question answers the original question.
-4. Mark a sub-question "abstract" when it asks for a broad theme or summary rather than a
-   specific fact.
-Reply with JSON only, no prose:
-{"steps": [{"question": "...", "abstract": false}, ...]}
-
-Question: """
-
-REWRITE_PROMPT = """\
-Here is a question and a plan of sub-questions for it (#k is the answer of sub-question k).
-Working top down, from the last sub-question to the first, rewrite each sub-question so that
-it is unambiguous on its own once its #k references are filled in: resolve pronouns and
-vague phrases from the original question. Keep exactly the same #k references, the same
-number of sub-questions and their order.
-Reply with JSON only, no prose:
-{"steps": [{"question": "..."}, ...]}
-
-Question: """
-
-
-class LLMPlanner:
-    """A two-phase planner on any OpenAI-compatible chat endpoint (see the module docstring).
-
-    Args:
-        endpoint: the server and model (:class:`~grounding.llm.Endpoint`).
-        fallback: ``"error"`` (raise :class:`PlanError` on an invalid reply) or ``"flat"``
-            (a one-step plan of the whole question, reason in :attr:`Plan.fallback`).
-        rewrite: run the second (top-down rewriting) phase.
-        temperature: sampling temperature (default 0); ``max_tokens``: tokens per reply.
-
-    Raises:
-        ValueError: an argument is out of range.
-
-    References:
-        Li, Liu, Shan, Huang, Gong & Li, "PankRAG: Enhancing Graph Retrieval via Globally Aware
-            Query Resolution and Dependency-Aware Reranking Mechanism", 2025 (arXiv:2506.11106):
-            Sec. 2.2 (bottom-up decomposition, top-down rewriting).
-    """
-
-    name = "llm"
-    accepts_context = True  # PRoH passes its plan context (a sketch of nearby statements)
-
-    def __init__(
-        self,
-        endpoint: Endpoint,
-        *,
-        fallback: Literal["error", "flat"] = "error",
-        rewrite: bool = True,
-        temperature: float = 0.0,
-        max_tokens: int = 512,
-    ):
-        if not isinstance(endpoint, Endpoint):
-            raise TypeError(f"endpoint must be a grounding.llm.Endpoint, got {endpoint!r:.100}")
-        if fallback not in ("error", "flat"):
-            raise ValueError(f"fallback must be 'error' or 'flat', got {fallback!r}")
-        if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
-            raise ValueError(f"temperature must be a number >= 0, got {temperature!r}")
-        if not 0 <= temperature < float("inf"):
-            raise ValueError(f"temperature must be a number >= 0, got {temperature!r}")
-        check_int(max_tokens, "max_tokens")
-        self.endpoint, self.url = endpoint, endpoint.url
-        self.fallback, self.rewrite = fallback, bool(rewrite)
-        self.temperature, self.max_tokens = float(temperature), max_tokens
-
-    def _ask(self, prompt: str) -> dict:
-        body = {
-            "messages": [
-                {"role": "system", "content": "You plan multi-hop question answering."},
-                {"role": "user", "content": prompt},
-            ],
-            "temperature": self.temperature,
-            "max_tokens": self.max_tokens,
-        }
-        choices = self.endpoint.chat(body)
-        if not choices:
-            raise PlanError(f"{self.url} returned no completion")
-        return _reply_json(self.endpoint.text(choices, 0))
-
-    def plan(self, question: Any, context: str | None = None) -> Plan:
-        """Plan a question (a string or anything with ``.text``); ``context`` (e.g. PRoH's plan
-        context) is shown to the model after the question.
-
-        Raises:
-            PlanError: the reply is not a valid plan (``fallback="error"``).
-            grounding.llm.EndpointError: the endpoint failed (never a silent fallback).
-        """
-        text = question if isinstance(question, str) else question.text
-        if not isinstance(text, str) or not text.strip():
-            raise PlanError("the question is empty")
-        try:
-            return self._plan(text, context)
-        except PlanError as err:
-            if self.fallback == "error":
-                raise
-            step = SubQuestion("q1", _escape(text))
-            return Plan(text, (step,), fallback=f"{err}: planned the whole question as one step")
-
-    def _plan(self, text: str, context: str | None = None) -> Plan:
-        sketch = (
-            f"\nWhat the knowledge graph holds near the question:\n{context}" if context else ""
-        )
-        steps = _steps(self._ask(DECOMPOSE_PROMPT + text + sketch), "decomposition")
-        texts = [s["question"] for s in steps]
-        flags = [s.get("abstract", False) for s in steps]
-        if not all(isinstance(f, bool) for f in flags):
-            raise PlanError(f"'abstract' must be true or false, got {flags!r}")
-        plan = _checked(text, texts, flags, "decomposition")
-        if not self.rewrite:
-            return plan
-        listing = "\n".join(f"{k}. {t}" for k, t in enumerate(texts, 1))
-        rewritten = [
-            s["question"]
-            for s in _steps(self._ask(f"{REWRITE_PROMPT}{text}\nPlan:\n{listing}"), "rewrite")
-        ]
-        if len(rewritten) != len(texts):
-            raise PlanError(f"the rewrite has {len(rewritten)} steps for {len(texts)} planned")
-        new = _checked(text, rewritten, flags, "rewrite")
-        if new.edges() != plan.edges():
-            raise PlanError(f"the rewrite changed the dependencies {plan.edges()} to {new.edges()}")
-        return new
-
-
-def _reply_json(content: str) -> dict:
-    try:
-        reply = json_content(content)
-    except ValueError as err:
-        raise PlanError(str(err)) from None
-    if not isinstance(reply, dict):
-        raise PlanError(f"the reply is not a JSON object: {content[:200]!r}")
-    return reply
-
-
-def _steps(reply: dict, phase: str) -> list[dict]:
-    steps = reply.get("steps")
-    if not isinstance(steps, list) or not steps:
-        raise PlanError(f"the {phase} reply has no non-empty 'steps' list")
-    for k, s in enumerate(steps, 1):
-        if not isinstance(s, dict) or not isinstance(s.get("question"), str):
-            raise PlanError(f"{phase} step {k} has no 'question' text: {s!r}")
-        if not s["question"].strip():
-            raise PlanError(f"{phase} step {k} has an empty question")
-    return steps
-
-
-def _checked(question: str, texts: list[str], flags: list[bool], phase: str) -> Plan:
-    try:
-        return plan_from_decomposition(question, texts, flags)
-    except ValueError as err:
-        raise PlanError(f"invalid {phase}: {err}") from None
 
 
 class HypergraphTemplatePlanner:

@@ -9,8 +9,11 @@ parallel and are grounded in one batch). For each step:
 
 1. **Anchors**: the entities the step names, and the answers of the steps it depends on:
    each dependency's ``beam`` most probable answers, with their probabilities renormalized
-   (several dependencies share the mass equally). Its text gets each slot filled with the
-   dependency's top answer.
+   (several dependencies share the mass equally). A step that names no entity and depends on
+   no step (free text) is anchored at the entities its text names, found by the
+   :class:`~grounding.retrieval.EntityLinker` of the index's graph (names and entity texts);
+   when it finds none, the step has no answer, with that reason. Its text gets each slot
+   filled with the dependency's top answer.
 2. **Retrieval**: *local* (a *specific* step) = path-constrained retrieval from the anchors
    (depth = the step's relation count, else 1); *global* (an *abstract* step) = community
    retrieval (:class:`~grounding.retrieval.CommunityRetriever`). A pool of
@@ -67,6 +70,7 @@ from grounding.retrieval import (
     PCR,
     Communities,
     CommunityRetriever,
+    EntityLinker,
     Retrieval,
     TextIndex,
     dependency_rerank,
@@ -166,6 +170,8 @@ class PankRAG:
         k_nodes: nodes kept per step; ``pool``: how many times more are retrieved first.
         k_candidates: candidates asked of the model per anchor.
         beam: answers of a dependency passed on as anchors.
+        linker: links the entities a free-text step names (default: an
+            :class:`~grounding.retrieval.EntityLinker` of ``index``, built when first needed).
         ground_kwargs: the grounding settings: ``config=`` a :class:`~grounding.GroundingConfig`
             and/or its fields as keywords (``lam`` and ``kappa`` required without a config),
             and an optional ``realization``; checked here, once.
@@ -197,6 +203,7 @@ class PankRAG:
         pool: int = 4,
         k_candidates: int = 20,
         beam: int = 5,
+        linker: EntityLinker | None = None,
         **ground_kwargs: Any,
     ):
         self.ground_kwargs = check_ground_kwargs("PankRAG", ground_kwargs)
@@ -219,8 +226,18 @@ class PankRAG:
         self.planner, self.model, self.index = planner, model, index
         self.graph = index.graph
         self.mode, self.use_rerank, self.agreement = mode, check_bool("rerank", rerank), agreement
+        if linker is not None and not isinstance(linker, EntityLinker):
+            raise TypeError(f"linker must be an EntityLinker or None, got {linker!r:.100}")
+        self._linker = linker
         self._local: dict[int, PCR] = {}
         self._global = None if communities is None else CommunityRetriever(index, communities)
+
+    @property
+    def linker(self) -> EntityLinker:
+        """The entity linker of free-text steps (built from the index when first used)."""
+        if self._linker is None:
+            self._linker = EntityLinker(self.index)
+        return self._linker
 
     # ---------------------------------------------------------------- one step's parts
 
@@ -238,8 +255,11 @@ class PankRAG:
     def _anchors(self, step: SubQuestion, done: Mapping[str, StepOutcome]):
         """Anchor names and weights (sum 1), or the reason there are none."""
         groups: list[dict[str, float]] = []
-        if step.anchors:
-            groups.append({a: 1.0 / len(step.anchors) for a in step.anchors})
+        named = step.anchors
+        if not named and not step.depends_on:  # free text: the entities its text names
+            named = self.linker.link(step.text)
+        if named:
+            groups.append({a: 1.0 / len(named) for a in named})
         for d in step.depends_on:
             dep = done[d]
             if not dep.answers:
@@ -254,7 +274,8 @@ class PankRAG:
         if unknown:
             return (), np.zeros(0), f"anchors {unknown} are not entities of the graph"
         if not weights:
-            return (), np.zeros(0), "the step names no entity and depends on no step"
+            why = f"no name or text of a graph entity is found in {step.text!r:.200}"
+            return (), np.zeros(0), f"the step names no entity and depends on no step ({why})"
         return tuple(weights), np.array(list(weights.values())), None
 
     def _retrieve(self, step, text, anchors, weights, mode, has_deps) -> Retrieval:

@@ -9,7 +9,8 @@
   :mod:`~grounding.retrieval.baselines` (vector, BM25, hybrid), :mod:`~grounding.retrieval.ann`
   (approximate search, optional extra ``ann``), :mod:`~grounding.retrieval.community`
   (hierarchical Leiden communities, global retrieval), :mod:`~grounding.retrieval.rerank`
-  (dependency-aware reranking), :mod:`~grounding.retrieval.text` (encoders, cache, BM25);
+  (dependency-aware reranking), :mod:`~grounding.retrieval.text` (encoders, cache, BM25),
+  :mod:`~grounding.retrieval.linking` (the entities a free-text question names);
 - :mod:`~grounding.retrieval.hypergraph`: knowledge-hypergraph retrieval (entity-weighted
   overlap beam search, plan context, target hyperedges) and the HyperGraphRAG baseline;
 - :mod:`~grounding.retrieval.learned`: learned triple retrievers (question subgraphs, the
@@ -45,6 +46,7 @@ from grounding.retrieval.hypergraph import (
     target_hyperedges,
 )
 from grounding.retrieval.learned import GNNConfig, RetrieverTrainConfig, TripleRetriever
+from grounding.retrieval.linking import EntityLinker, Mention
 from grounding.retrieval.metrics import (
     answer_recall_at_k,
     distance_penalty,
@@ -86,6 +88,8 @@ __all__ = [
     "CommunityRetriever",
     "LLMSummarizer",
     "dependency_rerank",
+    "EntityLinker",
+    "Mention",
     "Encoder",
     "HashingEncoder",
     "SentenceTransformerEncoder",
