@@ -83,10 +83,20 @@ def _no_nan(arr: np.ndarray, name: str) -> None:
         raise ValueError(f"{name} contains NaN")
 
 
+#: What a "does not normalize" error suggests: the function that normalizes raw log-scores.
+NORMALIZE_HINT = "grounding.log_normalize(scores) normalizes raw log-scores"
+
+
 def check_log_prob(
-    x: ArrayLike, name: str, *, normalized: bool = True, allow_empty: bool = False
+    x: ArrayLike,
+    name: str,
+    *,
+    normalized: bool = True,
+    allow_empty: bool = False,
+    hint: str = NORMALIZE_HINT,
 ) -> jax.Array:
-    """Validate log-probabilities along the last axis (the candidate axis)."""
+    """Validate log-probabilities along the last axis (the candidate axis); ``hint`` ends the
+    message of a prior that does not normalize (what to call instead)."""
     arr = as_float_array(x, name, min_ndim=1)
     if arr.shape[-1] == 0 and not allow_empty:
         raise ValueError(f"{name} has an empty candidate axis (shape {arr.shape})")
@@ -107,7 +117,7 @@ def check_log_prob(
             worst = float(np.max(np.where(np.isfinite(total), np.abs(total), np.inf)))
             raise ValueError(
                 f"{name} does not normalize: |logsumexp| = {worst:.3g} > {tol:.2g} "
-                "(pass log-probabilities that sum to one along the last axis)"
+                f"(pass log-probabilities that sum to one along the last axis; {hint})"
             )
     return arr
 

@@ -97,6 +97,21 @@ class EvidenceState:
         if unknown:
             raise ValueError(f"functional names relations not in the schema: {sorted(unknown)}")
 
+    def __repr__(self) -> str:
+        """The graph's size and what surrounds it, the defaults left out, e.g.
+        ``EvidenceState(TypedGraph(nodes=3, edges=2, relations=2), negative=1,
+        functional=['mascot_of'], coverage=0.8, provenance=['retriever'])``."""
+        parts = [repr(self.graph)]
+        if self.negative:
+            parts.append(f"negative={len(self.negative)}")
+        if self.functional:
+            parts.append(f"functional={sorted(self.functional)}")
+        if float(self.coverage) != 1.0:
+            parts.append(f"coverage={float(self.coverage):g}")
+        if self.provenance:
+            parts.append(f"provenance={list(self.provenance)}")
+        return f"EvidenceState({', '.join(parts)})"
+
     @functools.cached_property
     def _functional_objects(self) -> dict[tuple[str, str], list[tuple[str, float]]]:
         """``(subject, functional relation) -> [(object, reliability), ...]`` observed in

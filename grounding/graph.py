@@ -290,6 +290,14 @@ class TypedGraph:
             object.__setattr__(g, name, value)
         return g
 
+    def __repr__(self) -> str:
+        """The graph's size, e.g. ``TypedGraph(nodes=24, edges=31, relations=5)`` (the edge
+        arrays and names are its fields: ``graph.entities``, ``graph.triples()``, ...)."""
+        return (
+            f"TypedGraph(nodes={self.n_nodes}, edges={self.n_edges}, "
+            f"relations={len(self.relations)})"
+        )
+
     # ---------------------------------------------------------------- views
     @property
     def n_nodes(self) -> int:

@@ -38,6 +38,7 @@ from grounding._checks import (
 )
 from grounding.geometry import Identity, Metric, RelationMap, typed_residual
 from grounding.graph import Triple, TypedGraph
+from grounding.posterior import log_normalize
 
 __all__ = ["ClaimChain", "GroundingProblem", "Realization", "edge_cost"]
 
@@ -101,6 +102,12 @@ class ClaimChain:
 
 
 Candidate = ClaimChain | str
+
+#: The end of a "log_prior does not normalize" error: the constructor for raw scores.
+_HINT = (
+    "GroundingProblem.from_logprobs(question, candidates, scores) normalizes raw log-scores, "
+    "e.g. an LLM's log-probabilities of a few sampled answers"
+)
 
 
 def _key(c: Candidate) -> object:
@@ -187,7 +194,7 @@ class GroundingProblem:
         if isinstance(self.log_prior, jax.core.Tracer):
             return  # rebuilt inside a transformation: checked when built
         _check_distinct_answers(cands)
-        lp = check_log_prob(self.log_prior, "log_prior")
+        lp = check_log_prob(self.log_prior, "log_prior", hint=_HINT)
         if lp.shape != (len(cands),):
             raise ValueError(
                 f"log_prior must have shape ({len(cands)},), one entry per candidate, "
@@ -233,7 +240,7 @@ class GroundingProblem:
             (('b', 'c'), [0.6, 0.4])
         """
         cands = tuple(candidates)
-        lp = np.asarray(check_log_prob(log_prior, "log_prior"), float)
+        lp = np.asarray(check_log_prob(log_prior, "log_prior", hint=_HINT), float)
         if lp.shape != (len(cands),):
             raise ValueError(
                 f"log_prior must have shape ({len(cands)},), one entry per candidate, "
@@ -255,6 +262,56 @@ class GroundingProblem:
             kwargs["claim_energy"] = jnp.asarray(ce[first])
         dtype = jnp.asarray(log_prior).dtype
         return cls(question, tuple(cands[i] for i in first), jnp.asarray(merged, dtype), **kwargs)
+
+    @classmethod
+    def from_logprobs(
+        cls,
+        question: str,
+        candidates: Sequence[Candidate],
+        logprobs: ArrayLike,
+        **kwargs: Any,
+    ) -> GroundingProblem:
+        r"""A problem from raw log-scores, normalized here: :math:`\log p_\theta(\rho_i\mid q)
+        = s_i - \log\sum_j e^{s_j}` (Eq. (1) over the candidates given).
+
+        An LLM's log-probabilities of a few sampled answers (or the sums of their tokens'
+        log-probabilities) never sum to one: they are a share of the model's mass that the
+        candidates carry. Grounding needs the prior *conditioned on the candidate set*,
+        which is this normalization; the constructor itself refuses an unnormalized prior
+        rather than guess. Scores may be any real numbers (logits work too); ``-inf`` gives
+        a candidate no mass. Each candidate is listed once (a repeated answer is an error:
+        see :meth:`merged`).
+
+        Args:
+            question: the question text.
+            candidates: claim chains or answer entity names, as for the constructor.
+            logprobs: ``[C]`` raw log-scores, one per candidate (no NaN or ``+inf``, not all
+                ``-inf``).
+            kwargs: the other fields (``anchors``, ``max_hops``, ``min_hops``,
+                ``claim_energy``).
+
+        Raises:
+            ValueError: ``logprobs`` of another shape, with NaN or ``+inf``, or all ``-inf``.
+
+        Example:
+            >>> import jax.numpy as jnp
+            >>> p = GroundingProblem.from_logprobs("q", ["b", "c"], jnp.array([-1.2, -2.3]),
+            ...                                    anchors=("a",))
+            >>> [round(float(x), 3) for x in jnp.exp(p.log_prior)]
+            [0.75, 0.25]
+        """
+        cands = tuple(candidates)
+        s = as_float_array(logprobs, "logprobs", min_ndim=1)
+        if s.shape != (len(cands),):
+            raise ValueError(
+                f"logprobs must have shape ({len(cands)},), one score per candidate, got {s.shape}"
+            )
+        a = np.asarray(s)
+        if np.isnan(a).any() or (a == np.inf).any():
+            raise ValueError("logprobs must not contain NaN or +inf")
+        if (a == -np.inf).all():
+            raise ValueError("logprobs are all -inf: no candidate has mass to normalize")
+        return cls(question, cands, log_normalize(s), **kwargs)
 
     @property
     def kind(self) -> str:

@@ -512,16 +512,21 @@ def test_result_reports_are_the_result_worked_by_hand():
     assert res.summary().split("\n") == [
         "question: who?",
         "decision: ANSWER (best: a)",
-        "candidate                      prior    raw E status              E    post",
+        "candidate                      prior   walk E status         energy    post",
         "a                              0.250    0.000 SUPPORTED       0.000   0.468",
-        "    best walk (E=0.000, nu*=1.000): (empty walk)",
+        "    best walk (energy 0.000, weight 1.000 among its walks): (empty walk)",
         "b                              0.250    0.693 SUPPORTED       0.693   0.234",
-        "    best walk (E=0.693, nu*=1.000): a -r-> b",
+        "    best walk (energy 0.693, weight 1.000 among its walks): a -r-> b",
         "an_entity_with_a_rather_long   0.250    0.693 SUPPORTED       0.693   0.234",
-        f"    best walk (E=0.693, nu*=1.000): a -r-> b ; b -r-> {_LONG}",
+        f"    best walk (energy 0.693, weight 1.000 among its walks): a -r-> b ; b -r-> {_LONG}",
         "c                              0.250      inf UNSUPPORTED     2.000   0.063",
-        "stability (Thm. 3): answer kept while osc(dE) < 0.693; at omega=4: TV <= 0.762 "
-        "(paper 0.964)",
+        # margin ln 2 (0.468 / 0.234) over lam = 1; e^(ln 2) = 2
+        "stability: a stays the best candidate unless new evidence raises its energy by 0.693 "
+        "or more against a rival's, e.g. a rival gains a walk 0.693 cheaper, or its own "
+        "support costs 0.693 more (a factor 2 in one edge's reliability)",
+        # tanh(lam omega / 4) = tanh(1), tanh(lam omega / 2) = tanh(2)
+        "  [paper, Thm. 3: radius = margin / lambda = 0.693; at osc(dE) = omega = 4: "
+        "TV <= 0.762 (sharp), 0.964 (Eq. (21))]",
     ]
 
 

@@ -28,12 +28,18 @@ def failure(stage: str, err: BaseException) -> str:
     return f"{stage} failed ({type(err).__name__}): {msg}"
 
 
+#: A default ``eps`` that follows the status tolerance: ``eps_s`` when given, else ``kappa``,
+#: so that the hard posterior (Eq. (6)) keeps exactly the candidates whose status is supported.
+SUPPORT_TOLERANCE = object()
+
+
 def check_ground_kwargs(
     owner: str, kwargs: Mapping[str, Any], defaults: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
     """The grounding settings of a QA system, checked once when it is built: a
     :class:`~grounding.GroundingConfig` (``config``) and/or its settings (``defaults`` fill
-    settings not given when no config is), and an optional ``realization``. Returns the
+    settings not given when no config is; an ``eps`` default of :data:`SUPPORT_TOLERANCE`
+    becomes ``eps_s``, else ``kappa``), and an optional ``realization``. Returns the
     keywords of :func:`grounding.ground`: ``config`` (and ``realization``). A ``TypeError``
     names unknown settings or a missing ``lam``/``kappa``; a ``ValueError`` or ``TypeError``
     names a bad value."""
@@ -41,6 +47,9 @@ def check_ground_kwargs(
     config = kwargs.get("config")
     if config is None:
         settings = {**(defaults or {}), **settings}
+        if settings.get("eps") is SUPPORT_TOLERANCE:
+            tol = settings.get("eps_s")
+            settings["eps"] = settings.get("kappa") if tol is None else tol
     out: dict[str, Any] = {"config": make_config(config, settings, owner)}
     realization = kwargs.get("realization")
     if realization is not None and not isinstance(realization, Realization):

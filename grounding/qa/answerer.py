@@ -25,7 +25,7 @@ from grounding._checks import check_int
 from grounding.geometry import Rotation, Translation
 from grounding.graph import INVERSE_SUFFIX
 from grounding.learn import KGEModel, ReciprocalModel
-from grounding.qa.candidates import Candidates, QuestionLike
+from grounding.qa.candidates import Candidates, QuestionLike, question_chain
 
 __all__ = ["KGEAnswerer"]
 
@@ -143,9 +143,10 @@ class KGEAnswerer:
             ValueError: ``k`` is not a positive int.
         """
         check_int(k, "k")
+        chain = question_chain(question)  # (): no chain to compose, an abstention below
         key = (
             question.topic,
-            tuple(question.chain),
+            chain,
             k,
             self.temperature,
             jax.config.jax_enable_x64,
@@ -164,7 +165,7 @@ class KGEAnswerer:
 
     def _propose(self, question: QuestionLike, k: int) -> Candidates:
         try:
-            s = self.log_scores(question.topic, question.chain)
+            s = self.log_scores(question.topic, question_chain(question))
         except ValueError as err:
             return Candidates.abstain(f"the KGE answerer cannot read the question: {err}")
         top = np.argsort(-s, kind="stable")[:k]
@@ -189,7 +190,7 @@ class KGEAnswerer:
         for q, ans in zip(questions, answers):
             if isinstance(ans, (str, bytes)):
                 raise TypeError(f"answers must be answer sets, not strings: got {ans!r:.100}")
-            d = -self.log_scores(q.topic, q.chain) * self.temperature
+            d = -self.log_scores(q.topic, question_chain(q)) * self.temperature
             g = [self._e_ix[a] for a in ans if a in self._e_ix]
             g = [e for e in g if np.isfinite(d[e])]  # the topic is never an answer
             if g:

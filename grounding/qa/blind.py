@@ -29,7 +29,12 @@ from grounding._checks import check_int
 from grounding.evidence import EvidenceState
 from grounding.plans import RelationPathPredictor
 from grounding.problem import ClaimChain, GroundingProblem
-from grounding.qa._checks import QUESTION_ERRORS, check_ground_kwargs, failure
+from grounding.qa._checks import (
+    QUESTION_ERRORS,
+    SUPPORT_TOLERANCE,
+    check_ground_kwargs,
+    failure,
+)
 from grounding.qa.answerer import KGEAnswerer
 from grounding.qa.loop import ground_live, unknown_entities
 from grounding.query import BlindQuestion, Query
@@ -79,7 +84,8 @@ class BlindQA:
         k_candidates: answers proposed per path.
         k_nodes: nodes asked of the retriever.
         ground_kwargs: the grounding settings, as for :class:`~grounding.qa.GroundedQA`
-            (``lam`` and ``kappa`` required without a ``config``; ``eps`` defaults to 0).
+            (``lam`` and ``kappa`` required without a ``config``; ``eps`` defaults to the
+            status tolerance, as for :class:`~grounding.qa.GroundedQA`).
     """
 
     def __init__(
@@ -93,7 +99,9 @@ class BlindQA:
         k_nodes: int = 100,
         **ground_kwargs: Any,
     ):
-        self.ground_kwargs = check_ground_kwargs("BlindQA", ground_kwargs, {"eps": 0.0})
+        self.ground_kwargs = check_ground_kwargs(
+            "BlindQA", ground_kwargs, {"eps": SUPPORT_TOLERANCE}
+        )
         self.answerer, self.predictor, self._retriever = answerer, predictor, retriever
         self.k_paths = check_int(k_paths, "k_paths")
         self.k_candidates = check_int(k_candidates, "k_candidates")

@@ -29,11 +29,38 @@ class CandidateModelError(RuntimeError):
 @runtime_checkable
 class QuestionLike(Protocol):
     """What a candidate model reads of a question: its text, its topic entity (a graph entity
-    name) and, when known (templated questions), its relation chain (relation names)."""
+    name) and, when known (templated questions), its relation chain (relation names).
+
+    ``chain`` is optional: a question object without the attribute (or with an empty chain)
+    is a free-text question, grounded as answer candidates from its topic (walks of any
+    relation type). :class:`~grounding.qa.KGEAnswerer`, which composes the chain's relation
+    maps, abstains on it with that reason.
+    """
 
     text: str
     topic: str
     chain: tuple[str, ...]
+
+
+def question_chain(question: object) -> tuple[str, ...]:
+    """A question's relation chain: ``question.chain`` as a tuple, ``()`` when the question
+    has none (the attribute missing or ``None``).
+
+    Raises:
+        TypeError: a chain that is a string (whose characters would be read as relations) or
+            holds anything but relation names.
+    """
+    chain = getattr(question, "chain", None)
+    if chain is None:
+        return ()
+    if isinstance(chain, (str, bytes)):
+        raise TypeError(
+            f"question.chain must be a sequence of relation names, not a string: {chain!r:.100}"
+        )
+    out = tuple(chain)
+    if not all(isinstance(r, str) and r for r in out):
+        raise TypeError(f"question.chain must hold relation names (str), got {out!r:.100}")
+    return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,7 +102,10 @@ class Candidates:
         if np.isnan(lp).any() or np.isposinf(lp).any():
             raise ValueError("log_prior must not be NaN or +inf")
         if abs(logsumexp(lp)) > 1e-6:
-            raise ValueError(f"log_prior must be normalized, logsumexp = {logsumexp(lp):.3g}")
+            raise ValueError(
+                f"log_prior must be normalized, logsumexp = {logsumexp(lp):.3g} "
+                "(Candidates.from_scores normalizes raw log-weights)"
+            )
 
     @property
     def abstained(self) -> bool:

@@ -6,9 +6,15 @@ r"""The paper's loop end to end: question -> candidates and prior -> retrieval -
 :class:`~grounding.retrieval.Retrieval`, e.g. :class:`~grounding.retrieval.PCR` from the topic
 entity). A question with a relation chain is grounded as claim chains
 ``topic -r_1-> * ... -r_T-> answer`` (Def. 1: typed walks of exactly ``T`` hops); a free-text
-question without one as answer candidates (walks of 1..``max_hops`` hops from the topic). The
-grounding parameters go to :func:`grounding.ground` unchanged; ``eps`` (default 0) also
-computes the hard posterior of Eq. (6).
+question without one as answer candidates (walks of 1..``max_hops`` hops from the topic, of
+any relation type). The grounding parameters go to :func:`grounding.ground` unchanged.
+
+The hard posterior of Eq. (6) is computed too. Its tolerance ``eps`` defaults to the status
+tolerance (``eps_s``, itself ``kappa`` by default), so that hard grounding keeps exactly the
+candidates whose status is supported: a walk over edges of reliability below 1 has a positive
+energy, and a tolerance of 0 would keep no candidate at all (the hard posterior undefined,
+``result.hard_abstained``) whenever the evidence is uncertain. Pass ``eps=0.0`` for the
+strict rule (only walks over edges of reliability 1 support), ``eps=None`` for none.
 
 Failures are per question: an error of one question's stage (:data:`QUESTION_ERRORS`: the
 candidate model failing, an entity missing from the graph, a retriever or ``ground`` refusing
@@ -33,6 +39,7 @@ from grounding.graph import Triple
 from grounding.problem import ClaimChain, GroundingProblem
 from grounding.qa._checks import (
     QUESTION_ERRORS,
+    SUPPORT_TOLERANCE,
     check_ground_kwargs,
     check_has,
     check_questions,
@@ -40,7 +47,7 @@ from grounding.qa._checks import (
     checked_candidates,
     failure,
 )
-from grounding.qa.candidates import CandidateModel, Candidates, QuestionLike
+from grounding.qa.candidates import CandidateModel, Candidates, QuestionLike, question_chain
 from grounding.query import Query
 from grounding.result import GroundingResult
 from grounding.retrieval.base import Retriever, compact_evidence_batch
@@ -107,14 +114,15 @@ class QAOutcome:
 def grounding_problem(question: QuestionLike, candidates: Candidates, max_hops: int = 3):
     """The :class:`~grounding.GroundingProblem` of a question and its candidates: claim chains
     ``topic -r_1-> * ... -r_T-> a`` when the question has a relation chain, answer entities
-    grounded from the topic otherwise.
+    grounded from the topic (walks of 1..``max_hops`` edges of any relation type) when it has
+    none (no ``chain`` attribute, or an empty one).
 
     References:
         Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Def. 1, Eq. (1).
     """
     if candidates.abstained:
         raise ValueError(f"the model abstained: {candidates.abstain_reason}")
-    chain = tuple(question.chain)
+    chain = question_chain(question)
     if chain:
         mid = (None,) * (len(chain) - 1)
         cands = tuple(ClaimChain((question.topic, *mid, a), chain) for a in candidates.entities)
@@ -228,8 +236,9 @@ class GroundedQA:
         negative: counter-evidence triples added to every evidence state (Axiom 4).
         ground_kwargs: the grounding settings: ``config=`` a :class:`~grounding.GroundingConfig`
             and/or its fields as keywords (``lam`` and ``kappa`` required without a config;
-            ``eps`` then defaults to 0, so the hard posterior is computed too), and an optional
-            ``realization``; checked here, once.
+            ``eps`` then defaults to the status tolerance ``eps_s``, or ``kappa``, so the hard
+            posterior is computed too and keeps the supported candidates: see the module
+            docstring), and an optional ``realization``; checked here, once.
 
     Raises:
         TypeError, ValueError: an argument is of the wrong kind or out of range, or a ground
@@ -250,7 +259,7 @@ class GroundedQA:
         negative: frozenset[Triple] = frozenset(),
         **ground_kwargs: Any,
     ):
-        ground_kwargs = check_ground_kwargs("GroundedQA", ground_kwargs, {"eps": 0.0})
+        ground_kwargs = check_ground_kwargs("GroundedQA", ground_kwargs, {"eps": SUPPORT_TOLERANCE})
         check_has("model", model, "propose")
         if not (callable(getattr(retriever, "retrieve", None)) or callable(retriever)):
             raise TypeError(
