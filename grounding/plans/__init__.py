@@ -6,7 +6,9 @@
   (``plan(question) -> Plan``): templated (binary KG and hypergraph), flat, heuristic free
   text, and any OpenAI-compatible LLM;
 - :mod:`~grounding.plans.relation_paths`: relation paths predicted from a blind question's
-  text (:class:`RelationPathPredictor`), the blind replacement for a gold relation chain.
+  text (:class:`RelationPathPredictor`), the blind replacement for a gold relation chain;
+- :mod:`~grounding.plans.role_paths`: role chains predicted from a blind hypergraph question
+  (:class:`RoleChainPredictor`) and the plans built on them (:class:`RoleChainPlanner`).
 """
 
 from grounding.plans.dag import Plan, SubQuestion, plan_from_decomposition
@@ -21,6 +23,7 @@ from grounding.plans.planners import (
     TemplatePlanner,
 )
 from grounding.plans.relation_paths import RelationPathPredictor, path_accuracy
+from grounding.plans.role_paths import RoleChainPlanner, RoleChainPredictor, role_chain_accuracy
 
 __all__ = [
     "Plan",
@@ -36,4 +39,7 @@ __all__ = [
     "LLMPlanner",
     "RelationPathPredictor",
     "path_accuracy",
+    "RoleChainPredictor",
+    "RoleChainPlanner",
+    "role_chain_accuracy",
 ]
