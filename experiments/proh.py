@@ -1,23 +1,39 @@
 """PRoH on a real knowledge hypergraph: WD50K's n-ary Wikidata statements, multi-hop questions
-over hyperedges, PRoH's ablations, DFS against BFS, the exploration depth, HyperGraphRAG's
+over hyperedges, blind (each system sees a question's text and topic entity only) and oracle
+(gold role chain): PRoH's ablations, DFS against BFS, the exploration depth, HyperGraphRAG's
 one-hop retrieval and path-constrained retrieval on the binary projection, every answer
-grounded by ``ground``.
+grounded by ``ground`` with one lambda fitted on validation.
 
 Setting: :func:`grounding.datasets.hypergraph_qa_benchmark` (2-4 hops and long-range 5-6
-hops; train statements are the evidence, valid and test statements true but unobserved), the
-offline hypergraph template planner (exact by construction), the offline hashing encoder,
-``lambda = 10``, ``kappa = 1`` for every system. This is not the paper's setting (an LLM
-planner and answerer over text corpora): no number here is comparable to its table.
+hops; train statements are the evidence, valid and test statements true but unobserved),
+benchmark seeds 0, 1, 2 with ``--full`` (300 questions per hop count); quick mode: seed 0,
+20 questions per hop count, the oracle rows of PRoH and HyperGraphRAG only, ``d_max`` 1 and 3, the offline hashing encoder,
+``kappa = 1``. This is not the paper's setting (an LLM planner and answerer over text
+corpora): no number here is comparable to its table.
+
+Blind protocol: a system receives :func:`grounding.query.blind` questions. Role chains are
+predicted from the text by :class:`grounding.plans.RoleChainPredictor`, fitted on the training
+questions (its label weight chosen on validation); its top-1 / top-2 chain accuracy and per-hop
+accuracy are reported. Blind PRoH plans with :class:`grounding.plans.RoleChainPlanner` (the
+top ``n_0 = 2`` chains, each plan weighted by its probability) and grounds each candidate on its
+own plan's predicted roles; blind HyperGraphRAG claims the same top-2 chains (20 candidates
+each, prior ``w_j p(a)``); binary PCR explores to the predicted hop count. Oracle rows
+("oracle (gold chain)") plan with :class:`grounding.plans.HypergraphTemplatePlanner` and ground
+HyperGraphRAG on the gold chain. One lambda for every row: the grid value maximizing the
+validation log-mass of the gold answers over the final groundings of blind PRoH and blind
+HyperGraphRAG (probe at lambda = 1).
 
 Systems: PRoH (DFS), PRoH with BFS, without EWO (plain overlaps), without plan context,
-without target hyperedges; HyperGraphRAG (the 60 hyperedges most similar to the question,
-their members as candidates, grounded as the whole role chain from the topic); PCR on the
-binary projection (main triples of the statements, both directions, depth = hops). Metrics:
-answer-set F1 and Hits@1 of the grounded distribution; states visited; hard against soft
-grounding on true-but-unobserved answers; F1 against ``d_max`` on long-range questions.
+without target hyperedges, with ``d_max = 1``, with ``lambda = 0``; HyperGraphRAG (the 60
+hyperedges most similar to the question, their members as candidates); PCR on the binary
+projection (main triples of the statements, both directions). Metrics: answer-set F1 and
+Hits@1 of the grounded distribution; paired bootstrap 95 % intervals (pooled over seeds) for
+every comparison; states visited; hard against soft grounding on true-but-unobserved answers;
+F1 against ``d_max`` on long-range questions.
 
-Final line: ``proh_f1=<x> hypergraphrag_f1=<y> dfs_states=<z> bfs_states=<w>`` (test
-questions, all hops).
+Final line: ``proh_f1=<x> hypergraphrag_f1=<y> dfs_states=<z> bfs_states=<w>
+proh_blind_f1=<u> hypergraphrag_blind_f1=<v>`` (test questions, all hops, seeds pooled;
+``proh_f1`` and ``hypergraphrag_f1`` are the oracle rows, the states those of blind PRoH).
 """
 
 from __future__ import annotations
@@ -26,32 +42,65 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 from scipy.special import logsumexp
 
 from experiments._io import float64, parse_args, plt, save_figure, styled, write_csv, write_json
+from experiments.grounded_qa import fit_blind_lambda, paired_bootstrap
 from grounding import ClaimChain, EvidenceState, GroundingProblem, TypedGraph
 from grounding.datasets import hypergraph_qa_benchmark
-from grounding.plans import HypergraphTemplatePlanner
+from grounding.hypergraph import hop_relations
+from grounding.plans import (
+    HypergraphTemplatePlanner,
+    RoleChainPlanner,
+    RoleChainPredictor,
+    role_chain_accuracy,
+)
 from grounding.qa import PRoH, score_probabilities
 from grounding.qa.loop import ground_many
-from grounding.retrieval import PCR, HypergraphIndex, Query, TextIndex, hypergraphrag
+from grounding.query import BlindQuestion, blind
+from grounding.retrieval import (
+    PCR,
+    HashingEncoder,
+    HypergraphIndex,
+    Query,
+    TextIndex,
+    hypergraphrag,
+)
 
-LAM, KAPPA, T = 10.0, 1.0, 0.1
+KAPPA, T = 1.0, 0.1
 HOPS = (2, 3, 4, 5, 6)
-QUICK_PER_HOP = 40  # questions per hop count in quick mode (300 with --full)
+QUICK_PER_HOP = 20  # questions per hop count in quick mode (300 with --full): 10 test questions
+SEEDS = {False: (0,), True: (0, 1, 2)}  # benchmark seeds (questions are sampled)
+K_CHAINS = 2  # predicted role chains per question: PRoH's n_0 plans, HyperGraphRAG's claims
+LABEL_WEIGHTS = (0.0, 1.0, 2.0)  # beta of the role-chain predictor, chosen on validation
+LAMBDA_PROBE = 1.0
 VARIANTS = {
     "proh": {},
     "proh_bfs": dict(search="bfs"),
     "no_ewo": dict(use_ewo=False),
     "no_plan_context": dict(use_context=False),
     "no_target_hyperedges": dict(use_targets=False),
-    # how much of PRoH's accuracy is depth and how much is grounding on the plan's gold roles
+    # how much of PRoH's accuracy is depth, and how much is grounding on the plan's roles
     "proh_d_max_1": dict(max_depth=1),
     "proh_lam_0": dict(lam=0.0),
 }
 SYSTEMS = (*VARIANTS, "hypergraphrag", "binary_pcr")
+# the oracle rows measured in quick mode (every variant with --full); binary PCR reads no chain
+ORACLE = {False: ("proh", "hypergraphrag"), True: (*VARIANTS, "hypergraphrag")}
+# comparisons (a - b) and the paper's reported F1 difference (None: the paper reports none)
+COMPARISONS = {
+    "bfs_vs_dfs": ("proh_bfs", "proh", 1.0),  # the paper: BFS higher F1 (sign only)
+    "without_ewo": ("no_ewo", "proh", -5.3),
+    "without_plan_context": ("no_plan_context", "proh", -5.8),
+    "without_target_hyperedges": ("no_target_hyperedges", "proh", -8.6),
+    "proh_vs_hypergraphrag": ("proh", "hypergraphrag", 19.73),
+    "proh_vs_binary_pcr": ("proh", "binary_pcr", None),
+    "d_max_1_vs_3": ("proh_d_max_1", "proh", None),
+    "lambda_0_vs_fitted": ("proh_lam_0", "proh", None),
+}
 
 
 def prior(scores: np.ndarray) -> np.ndarray:
@@ -59,31 +108,55 @@ def prior(scores: np.ndarray) -> np.ndarray:
     return lp - logsumexp(lp)
 
 
-def run_proh(index, questions, **kw):
-    settings = dict(lam=LAM, kappa=KAPPA, eps=0.0) | kw
-    system = PRoH(HypergraphTemplatePlanner(index.hypergraph), index, **settings)
-    outs = system.answer_batch(questions)
+def chain_of(roles) -> tuple[str, ...]:
+    """The bipartite relation chain of a role chain (two relations per hop)."""
+    return tuple(x for a, b in roles for x in hop_relations(a, b))
+
+
+def run_proh(index, questions, planner, lam_fit: float, **kw):
+    """PRoH on ``questions`` with the fitted lambda (``kw`` may replace it, e.g. ``lam=0``)."""
+    settings = dict(lam=lam_fit, kappa=KAPPA, eps=0.0, n_plans=K_CHAINS) | kw
+    outs = PRoH(planner, index, **settings).answer_batch(questions)
     return [(o.answers, o.probs) for o in outs], outs
 
 
-def run_hypergraphrag(index, questions):
-    """One-hop retrieval, each candidate grounded as the whole role chain from the topic."""
-    kh, problems, states = index.hypergraph, [], []
-    for q in questions:
+def run_hypergraphrag(index, questions: Sequence[BlindQuestion], chains, lam: float):
+    """One-hop retrieval; each of the 20 best candidates claims every given role chain from the
+    topic (``chains[i]``: ``(roles, probability)`` pairs) with prior ``w_j p(a)``. Returns the
+    answer distributions, the grounding results and the problems (``None``: no chain, no
+    answer)."""
+    kh, problems, states, live = index.hypergraph, [], [], []
+    for i, (q, cs) in enumerate(zip(questions, chains)):
+        if not isinstance(q, BlindQuestion):
+            raise TypeError("HyperGraphRAG takes BlindQuestion objects (grounding.query.blind)")
+        if not cs or not kh.has_entity(q.topic):
+            continue
         qv = index.embed(q.text)
         edges, ents, scores = hypergraphrag(index, qv, k=60)
         keep = ents != kh.entity_index(q.topic)
-        ents, scores = ents[keep][:20], scores[keep][:20]
-        mid = (None,) * (len(q.chain) - 1)
-        cands = tuple(ClaimChain((q.topic, *mid, kh.entities[e]), q.chain) for e in ents)
-        problems.append(GroundingProblem(q.text, cands, prior(scores)))
+        ents, lp = ents[keep][:20], prior(scores[keep][:20])
+        cands, log_prior = [], []
+        for roles, w in cs:
+            chain = chain_of(roles)
+            mid = (None,) * (len(chain) - 1)
+            cands += [ClaimChain((q.topic, *mid, kh.entities[e]), chain) for e in ents]
+            log_prior += (np.log(w) + lp).tolist()
+        log_prior = np.asarray(log_prior)
+        problems.append(GroundingProblem(q.text, tuple(cands), log_prior - logsumexp(log_prior)))
         ptr, m = kh.ptr, len(kh.member)
         fwd = np.concatenate([np.arange(ptr[h], ptr[h + 1]) for h in edges])
         states.append(
             EvidenceState(graph=index.graph.subgraph(np.sort(np.concatenate([fwd, fwd + m]))))
         )
-    results = ground_many(problems, states, lam=LAM, kappa=KAPPA)
-    return [r.answer_probabilities() for r in results]
+        live.append(i)
+    results = dict(zip(live, ground_many(problems, states, lam=lam, kappa=KAPPA)))
+    answers = [
+        results[i].answer_probabilities() if i in results else ((), np.zeros(0))
+        for i in range(len(questions))
+    ]
+    posed = dict(zip(live, problems))
+    n = len(questions)
+    return answers, [results.get(i) for i in range(n)], [posed.get(i) for i in range(n)]
 
 
 def binary_projection(kh) -> TypedGraph:
@@ -97,45 +170,133 @@ def binary_projection(kh) -> TypedGraph:
     )
 
 
-def run_binary_pcr(graph, index: TextIndex, questions):
-    """PCR from the topic (depth = hops) on the binary projection; a topic that is only ever a
-    qualifier value has no triple there and gets no answer."""
+def run_binary_pcr(graph, index: TextIndex, questions: Sequence[BlindQuestion], depths, lam):
+    """PCR from the topic to ``depths[i]`` hops (the predicted hop count) on the binary
+    projection; a topic that is only ever a qualifier value has no triple there and gets no
+    answer, as does a question without a predicted chain (depth 0)."""
     problems, states, live = [], [], []
-    for i, q in enumerate(questions):
-        got = PCR(index, max_hops=q.hops).retrieve(Query(q.text, anchor=q.topic), k=21)
+    for i, (q, d) in enumerate(zip(questions, depths)):
+        if not isinstance(q, BlindQuestion):
+            raise TypeError("binary PCR takes BlindQuestion objects (grounding.query.blind)")
+        if d < 1:
+            continue
+        got = PCR(index, max_hops=d).retrieve(Query(q.text, anchor=q.topic), k=21)
         keep = [(j, s) for j, s in zip(got.index, got.scores) if graph.entities[j] != q.topic][:20]
         if not keep:
             continue
         names = tuple(graph.entities[j] for j, _ in keep)
         problems.append(GroundingProblem(q.text, names, prior(np.array([s for _, s in keep])),
-                                         anchors=(q.topic,), max_hops=q.hops))  # fmt: skip
+                                         anchors=(q.topic,), max_hops=d))  # fmt: skip
         states.append(got.evidence)
         live.append(i)
-    results = dict(zip(live, ground_many(problems, states, lam=LAM, kappa=KAPPA)))
+    results = dict(zip(live, ground_many(problems, states, lam=lam, kappa=KAPPA)))
     return [
         results[i].answer_probabilities() if i in results else ((), np.zeros(0))
         for i in range(len(questions))
     ]
 
 
-def scores(answers, questions) -> dict[str, float]:
+def per_question(answers, questions) -> dict[str, np.ndarray]:
+    """Per question (the scorer's side: gold answers), Hits@1 and answer F1."""
     rows = [score_probabilities(n, p, q.answers) for (n, p), q in zip(answers, questions)]
-    return {k: float(np.mean([r[k] for r in rows])) for k in ("hit", "f1")}
+    return {k: np.array([r[k] for r in rows]) for k in ("hit", "f1")}
 
 
-def by_hops(answers, questions) -> dict:
-    out = {str(h): scores(*zip(*[(a, q) for a, q in zip(answers, questions) if q.hops == h]))
-           for h in HOPS if any(q.hops == h for q in questions)}  # fmt: skip
-    out["all"] = scores(answers, questions)
+def by_hops(rows: dict[str, np.ndarray], hops: np.ndarray) -> dict:
+    out = {str(h): {k: float(rows[k][hops == h].mean()) for k in ("hit", "f1")}
+           for h in HOPS if (hops == h).any()}  # fmt: skip
+    out["all"] = {k: float(rows[k].mean()) for k in ("hit", "f1")}
     return out
 
 
-def unobserved_fate(outcomes) -> dict:
+def verdict(ci: tuple[float, float], paper: float | None) -> str:
+    """How a paired 95 % interval reads against the paper's reported direction."""
+    if ci[0] <= 0 <= ci[1]:
+        return "not resolved at this size"
+    if paper is None:
+        return "resolved"
+    return "agrees" if (ci[0] > 0) == (paper > 0) else "disagrees"
+
+
+def run_blind(index, predictor, questions, lam: float, variants=tuple(VARIANTS), binary=None):
+    """Every blind system on ``questions``: each receives ``blind(q)`` only (text and topic),
+    never a gold field. PRoH variants plan with the predicted role chains, HyperGraphRAG claims
+    them, binary PCR (given ``binary = (graph, text index)``) explores to the predicted hop
+    count. Returns per system its answer distributions, the PRoH outcomes, the predicted
+    chains, the seconds each system took (the chain prediction counted in HyperGraphRAG's) and
+    per system the relation chains each question's candidates claim (PRoH: its plans' steps)."""
+    shown = [blind(q) for q in questions]
+    planner = RoleChainPlanner(predictor)
+    answers, outcomes, seconds = {}, {}, {}
+    for name in variants:
+        t = time.perf_counter()
+        answers[name], outcomes[name] = run_proh(index, shown, planner, lam, **VARIANTS[name])
+        seconds[name] = time.perf_counter() - t
+    t = time.perf_counter()
+    chains = predictor.predict(shown, K_CHAINS)
+    answers["hypergraphrag"], _, problems = run_hypergraphrag(index, shown, chains, lam)
+    seconds["hypergraphrag"] = time.perf_counter() - t
+    claims = {
+        name: [tuple(tuple(s.relations for s in p.steps) for p in o.plans) for o in outcomes[name]]
+        for name in variants
+    }
+    claims["hypergraphrag"] = [
+        tuple(sorted({c.relations for c in p.candidates})) if p else () for p in problems
+    ]
+    if binary is not None:
+        t = time.perf_counter()
+        depths = [len(c[0][0]) if c else 0 for c in chains]
+        answers["binary_pcr"] = run_binary_pcr(*binary, shown, depths, lam)
+        seconds["binary_pcr"] = time.perf_counter() - t
+    return answers, outcomes, chains, seconds, claims
+
+
+def fit_role_predictor(bench, encode):
+    """The role-chain predictor fitted on training questions, its label weight the one of
+    ``LABEL_WEIGHTS`` with the best mean top-1 validation accuracy over hop counts."""
+
+    def fitted(beta: float) -> RoleChainPredictor:
+        return RoleChainPredictor(bench.evidence, encode, label_weight=beta).fit(
+            bench.split("train")
+        )
+
+    def top1(p) -> float:
+        return float(
+            np.mean(
+                [r["top1"] for r in role_chain_accuracy(p, bench.split("valid"), K_CHAINS).values()]
+            )
+        )
+
+    valid = {b: top1(fitted(b)) for b in LABEL_WEIGHTS}
+    beta = max(LABEL_WEIGHTS, key=lambda b: (valid[b], -b))
+    return fitted(beta), beta, valid
+
+
+def fit_lambda(index, bench, planner, predictor) -> float:
+    """One lambda for every system: the grid value maximizing the validation log-mass of the gold
+    answers (:func:`experiments.grounded_qa.fit_blind_lambda`) over the final groundings of blind
+    PRoH and blind HyperGraphRAG, probed at lambda = 1 (energies do not depend on lambda)."""
+    valid = list(bench.split("valid"))
+    shown = [blind(q) for q in valid]
+    _, outs = run_proh(index, shown, planner, LAMBDA_PROBE)
+    rows, gold = [], []
+    for o, q in zip(outs, valid):
+        for s in o.solutions:
+            rows.append(SimpleNamespace(result=s.final.result))
+            gold.append(q)
+    chains = predictor.predict(shown, K_CHAINS)
+    _, results, _ = run_hypergraphrag(index, shown, chains, LAMBDA_PROBE)
+    rows += [SimpleNamespace(result=r) for r in results]
+    gold += valid
+    return fit_blind_lambda(rows, gold)
+
+
+def unobserved_fate(outcomes, questions) -> dict:
     """Final candidates that are true answers the evidence does not state (valid/test
     statements): how many hard grounding deletes (zero hard mass) and soft grounding keeps."""
     n = hard_del = soft_keep = 0
-    for o in outcomes:
-        unobs = set(o.question.unobserved)
+    for o, q in zip(outcomes, questions):
+        unobs = set(q.unobserved)
         for s in o.solutions:
             r, prob = s.final.result, s.final.problem
             hard = np.exp(np.asarray(r.hard_log_posterior, np.float64))
@@ -148,39 +309,112 @@ def unobserved_fate(outcomes) -> dict:
     return dict(candidates=n, hard_deletes=hard_del / max(n, 1), soft_keeps=soft_keep / max(n, 1))
 
 
+def run_seed(seed: int, full: bool, log) -> dict:
+    """Every system blind and the oracle rows on one benchmark seed: per-question scores."""
+    bench = hypergraph_qa_benchmark(questions_per_hop=300 if full else QUICK_PER_HOP, seed=seed)
+    t = time.perf_counter()
+    index = HypergraphIndex(bench.evidence)
+    index_seconds = time.perf_counter() - t
+    test = list(bench.split("test"))
+    shown = [blind(q) for q in test]  # all a system under evaluation receives
+    predictor, beta, valid_top1 = fit_role_predictor(bench, HashingEncoder().encode)
+    chain_acc = role_chain_accuracy(predictor, test, K_CHAINS)
+    log(f"wd50k seed {seed} role chains (beta={beta}): " + " ".join(
+        f"{h}-hop top1={r['top1']:.2f}" for h, r in chain_acc.items()))  # fmt: skip
+    planner = RoleChainPlanner(predictor)
+    lam = fit_lambda(index, bench, planner, predictor)
+    log(f"wd50k seed {seed}: lambda fitted on validation = {lam:.3g}")
+    binary = binary_projection(bench.evidence)
+    answers, outcomes, chains, seconds, _ = run_blind(
+        index, predictor, test, lam, binary=(binary, TextIndex(binary))
+    )
+    blind_rows = {s: per_question(answers[s], test) for s in SYSTEMS}
+    oracle_rows = {}
+    oracle_planner = HypergraphTemplatePlanner(index.hypergraph)
+    oracle_outcomes = {}
+    for name in ORACLE[full]:
+        if name in VARIANTS:
+            answers, oracle_outcomes[name] = run_proh(
+                index, test, oracle_planner, lam, **VARIANTS[name]
+            )
+            oracle_rows[name] = per_question(answers, test)
+    gold = [[(q.roles, 1.0)] for q in test]  # the oracle row: grounded on the gold chain
+    oracle_rows["hypergraphrag"] = per_question(run_hypergraphrag(index, shown, gold, lam)[0], test)
+    for s in SYSTEMS:
+        log(f"wd50k seed {seed} {s}: blind f1={blind_rows[s]['f1'].mean():.3f} "
+            f"hits1={blind_rows[s]['hit'].mean():.3f}" + (
+                f" | oracle f1={oracle_rows[s]['f1'].mean():.3f} "
+                f"hits1={oracle_rows[s]['hit'].mean():.3f}" if s in oracle_rows else ""))  # fmt: skip
+    # exploration depth on long-range questions (d_max = 1 and 3 are the main runs' rows)
+    long_range = [i for i, q in enumerate(test) if q.hops >= 5]
+    depth = {d: [o for i, o in enumerate(outcomes[v]) if i in long_range]
+             for d, v in ((1, "proh_d_max_1"), (3, "proh"))}  # fmt: skip
+    for d in (2, 4) if full else ():  # quick: d_max = 1 and 3 only
+        depth[d] = run_proh(index, [shown[i] for i in long_range], planner, lam, max_depth=d)[1]
+    depth_rows = {
+        str(d): per_question([(o.answers, o.probs) for o in outs], [test[i] for i in long_range])
+        for d, outs in sorted(depth.items())
+    }
+    return dict(
+        seed=seed, lam=lam, label_weight=beta, valid_top1=valid_top1, role_chains=chain_acc,
+        hops=np.array([q.hops for q in test]), blind=blind_rows, oracle=oracle_rows,
+        states={s: np.array([o.states_visited for o in outcomes[v]])
+                for s, v in (("dfs", "proh"), ("bfs", "proh_bfs"))},
+        depth=depth_rows, unobserved=unobserved_fate(outcomes["proh"], test),
+        oracle_unobserved=unobserved_fate(oracle_outcomes["proh"], test),
+        seconds=seconds, index_seconds=index_seconds, n_test=len(test),
+    )  # fmt: skip
+
+
+def pooled(runs: list[dict], key: str) -> dict[str, dict[str, np.ndarray]]:
+    """Per system, its per-question scores concatenated over the seeds."""
+    names = runs[0][key]
+    return {s: {m: np.concatenate([r[key][s][m] for r in runs]) for m in ("hit", "f1")}
+            for s in names}  # fmt: skip
+
+
+def fate_pooled(runs, key: str) -> dict:
+    n = sum(r[key]["candidates"] for r in runs)
+    out = dict(candidates=n)
+    for m in ("hard_deletes", "soft_keeps"):
+        out[m] = sum(r[key][m] * r[key]["candidates"] for r in runs) / max(n, 1)
+    return out
+
+
 @styled
-def figure(table: dict, states: dict, depth: dict):
+def figure(table: dict, oracle: dict, comparisons: dict, states: dict, depth: dict):
     fig, axes = plt.subplots(1, 3, figsize=(18, 5.2), layout="constrained")
     ax = axes[0]
-    hops = [h for h in map(str, HOPS) if h in table["proh"]]
-    x = np.arange(len(hops))
-    w = 0.8 / len(SYSTEMS)
-    for j, s in enumerate(SYSTEMS):
-        ax.bar(x + (j - (len(SYSTEMS) - 1) / 2) * w, [table[s][h]["f1"] for h in hops], w,
-               label=s.replace("_", " "))  # fmt: skip
-    ax.set(xticks=x, xlabel="hops (WD50K test questions)", ylabel="answer F1 (0-1)", ylim=(0, 1))
-    ax.set_xticklabels([f"{h}-hop" for h in hops])
-    ax.set_title("PRoH, its ablations and baselines (grounded)")
-    ax.legend(fontsize=8, ncol=2)
+    x = np.arange(len(SYSTEMS))
+    ax.bar(x - 0.2, [table[s]["all"]["f1"] for s in SYSTEMS], 0.4, label="blind")
+    ox = [i for i, s in enumerate(SYSTEMS) if s in oracle]
+    ax.bar(x[ox] + 0.2, [oracle[SYSTEMS[i]]["all"]["f1"] for i in ox], 0.4,
+           label="oracle (gold chain)", color="0.6")  # fmt: skip
+    ax.set(xticks=x, xlabel="system (WD50K test questions, all hops)", ylabel="answer F1 (0-1)",
+           ylim=(0, 1))  # fmt: skip
+    ax.set_xticklabels([s.replace("_", " ") for s in SYSTEMS], rotation=30, ha="right")
+    ax.set_title("PRoH, its ablations and baselines: blind and oracle (gold chain)")
+    ax.legend(fontsize=8)
     ax = axes[1]
-    for s in ("dfs", "bfs"):
-        ax.bar([0 if s == "dfs" else 1], [states[s]["mean_states"]], 0.6, label=s.upper())
-    ax.set(xticks=[0, 1], xlabel="state search", ylabel="states visited per question")
-    ax.set_xticklabels(["DFS", "BFS"])
-    ax.set_title("States visited (n_0 = 2, K = 2)")
-    ax.legend()
+    names = list(comparisons)
+    diffs = [comparisons[c]["f1"]["diff"] for c in names]
+    lo = [d - comparisons[c]["f1"]["ci"][0] for d, c in zip(diffs, names)]
+    hi = [comparisons[c]["f1"]["ci"][1] - d for d, c in zip(diffs, names)]
+    ax.errorbar(diffs, np.arange(len(names)), xerr=[lo, hi], fmt="o", capsize=3,
+                label="blind, paired bootstrap 95 %")  # fmt: skip
+    ax.axvline(0, color="0.5", lw=0.8)
+    ax.set(yticks=np.arange(len(names)), xlabel="F1 difference (a - b)", ylabel="comparison")
+    ax.set_yticklabels([c.replace("_", " ") for c in names], fontsize=8)
+    ax.set_title(f"Blind comparisons (DFS {states['dfs']:.1f}, BFS {states['bfs']:.1f} states)")
+    ax.legend(fontsize=8)
     ax = axes[2]
     ds = sorted(depth, key=int)
-    ax.plot([int(d) for d in ds], [depth[d]["f1"] for d in ds], marker="o", label="F1")
-    ax.set(
-        xlabel="exploration depth d_max",
-        ylabel="answer F1 (0-1)",
-        ylim=(0, 1),
-        xticks=[int(d) for d in ds],
-    )
-    ax.set_title("Long-range (5-6 hop) questions against d_max")
+    ax.plot([int(d) for d in ds], [depth[d]["f1"] for d in ds], marker="o", label="blind F1")
+    ax.set(xlabel="exploration depth d_max", ylabel="answer F1 (0-1)", ylim=(0, 1),
+           xticks=[int(d) for d in ds])  # fmt: skip
+    ax.set_title("Long-range (5-6 hop) questions against d_max (each step is one hop)")
     ax.legend()
-    fig.suptitle("PRoH on WD50K (n-ary Wikidata statements), offline planner", fontsize=13)
+    fig.suptitle("PRoH on WD50K (n-ary Wikidata statements), blind and oracle", fontsize=13)
     return fig
 
 
@@ -191,54 +425,80 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
     def log(s: str) -> None:
         print(s, file=sys.stderr, flush=True)
 
-    bench = hypergraph_qa_benchmark(questions_per_hop=300 if args.full else QUICK_PER_HOP)
-    t = time.perf_counter()
-    index = HypergraphIndex(bench.evidence)
-    index_seconds = time.perf_counter() - t
-    test = list(bench.split("test"))
-    table, outcomes, seconds = {}, {}, {}
-    for name, kw in VARIANTS.items():
-        t = time.perf_counter()
-        answers, outcomes[name] = run_proh(index, test, **kw)
-        seconds[name] = time.perf_counter() - t
-        table[name] = by_hops(answers, test)
-        log(
-            f"wd50k {name}: f1={table[name]['all']['f1']:.3f} hits1={table[name]['all']['hit']:.3f}"
-        )
-    t = time.perf_counter()
-    table["hypergraphrag"] = by_hops(run_hypergraphrag(index, test), test)
-    seconds["hypergraphrag"] = time.perf_counter() - t
-    binary = binary_projection(bench.evidence)
-    t = time.perf_counter()
-    table["binary_pcr"] = by_hops(run_binary_pcr(binary, TextIndex(binary), test), test)
-    seconds["binary_pcr"] = time.perf_counter() - t
-    for s in ("hypergraphrag", "binary_pcr"):
-        log(f"wd50k {s}: f1={table[s]['all']['f1']:.3f} hits1={table[s]['all']['hit']:.3f}")
+    runs = [run_seed(seed, args.full, log) for seed in SEEDS[args.full]]
+    hops = np.concatenate([r["hops"] for r in runs])
+    blind_q, oracle_q = pooled(runs, "blind"), pooled(runs, "oracle")
+    table = {s: by_hops(blind_q[s], hops) for s in SYSTEMS}
+    oracle = {s: by_hops(oracle_q[s], hops) for s in oracle_q}
+    comparisons = {}
+    for name, (a, b, paper) in COMPARISONS.items():
+        row = {m: paired_bootstrap(blind_q[a][m], blind_q[b][m]) for m in ("f1", "hit")}
+        row.update(a=a, b=b, paper_f1=paper, verdict=verdict(row["f1"]["ci"], paper))
+        comparisons[name] = row
+    for s in oracle_q:
+        comparisons[f"{s}_blind_vs_oracle"] = {
+            m: paired_bootstrap(blind_q[s][m], oracle_q[s][m]) for m in ("f1", "hit")
+        } | dict(a=s, b=f"{s} (oracle)", paper_f1=None)
+    for name, row in comparisons.items():
+        log(f"wd50k {name}: F1 {row['f1']['diff']:+.3f} (95 % {row['f1']['ci'][0]:+.3f} to "
+            f"{row['f1']['ci'][1]:+.3f}) {row.get('verdict', '')}")  # fmt: skip
     states = {
-        s: dict(mean_states=float(np.mean([o.states_visited for o in outcomes[v]])),
-                f1=table[v]["all"]["f1"])
-        for s, v in (("dfs", "proh"), ("bfs", "proh_bfs"))
-    }  # fmt: skip
-    long_range = [q for q in test if q.hops >= 5]
-    depth = {}
-    for d in (2, 3, 4):
-        answers, _ = run_proh(index, long_range, max_depth=d)
-        depth[str(d)] = scores(answers, long_range)
+        s: float(np.concatenate([r["states"][s] for r in runs]).mean()) for s in ("dfs", "bfs")
+    }
+    depth = {d: {m: float(np.concatenate([r["depth"][d][m] for r in runs]).mean())
+                 for m in ("f1", "hit")} for d in runs[0]["depth"]}  # fmt: skip
+    chains = {}
+    for h in HOPS:
+        per = [r["role_chains"][h] for r in runs if h in r["role_chains"]]
+        n = sum(p["n"] for p in per)
+        chains[str(h)] = (
+            dict(n=n)
+            | {
+                m: sum(p[m] * p["n"] for p in per) / max(n, 1)
+                for m in ("top1", "topk", "pairs_seen")
+            }
+            | {
+                "per_hop": [
+                    sum(p["per_hop"][i] * p["n"] for p in per) / max(n, 1) for i in range(h)
+                ]
+            }
+        )
+    seconds = {s: sum(r["seconds"][s] for r in runs) / len(hops) for s in runs[0]["seconds"]}
     report = dict(
-        full=args.full, lam=LAM, kappa=KAPPA, temperature=T, n_test=len(test),
-        n_per_hop={str(h): sum(q.hops == h for q in test) for h in HOPS},
-        systems=table, states=states, d_max=depth, unobserved=unobserved_fate(outcomes["proh"]),
-        seconds_per_question={s: v / len(test) for s, v in seconds.items()}, index_seconds=index_seconds,
+        full=args.full, seeds=list(SEEDS[args.full]), kappa=KAPPA, temperature=T,
+        k_chains=K_CHAINS, lam={str(r["seed"]): r["lam"] for r in runs},
+        label_weight={str(r["seed"]): r["label_weight"] for r in runs},
+        n_test=len(hops), n_per_hop={str(h): int((hops == h).sum()) for h in HOPS},
+        systems=table, oracle=oracle, comparisons=comparisons, role_chains=chains,
+        states={s: dict(mean_states=v, f1=table["proh" if s == "dfs" else "proh_bfs"]["all"]["f1"])
+                for s, v in states.items()},
+        d_max=depth, unobserved=fate_pooled(runs, "unobserved"),
+        oracle_unobserved=fate_pooled(runs, "oracle_unobserved"),
+        seconds_per_question=seconds, index_seconds=float(np.mean([r["index_seconds"] for r in runs])),
     )  # fmt: skip
     paths = [write_json(args.out / "proh.json", report)]
-    rows = [(s, h, m, table[s][h][m]) for s in SYSTEMS for h in table[s] for m in ("f1", "hit")]
-    rows += [(f"{s}_states", "all", "states_visited", states[s]["mean_states"]) for s in states]
-    rows += [("proh_d_max", d, "f1", depth[d]["f1"]) for d in depth]
-    paths.append(write_csv(args.out / "proh.csv", ("system", "hops", "metric", "value"), rows))
-    paths += save_figure(figure(table, states, depth), args.out / "proh.png", quick=not args.full)
+    rows = [
+        (s, "blind", h, m, table[s][h][m]) for s in SYSTEMS for h in table[s] for m in ("f1", "hit")
+    ]
+    rows += [(s, "oracle (gold chain)", h, m, oracle[s][h][m])
+             for s in oracle for h in oracle[s] for m in ("f1", "hit")]  # fmt: skip
+    rows += [(f"{s}_states", "blind", "all", "states_visited", states[s]) for s in states]
+    rows += [("proh_d_max", "blind", d, "f1", depth[d]["f1"]) for d in depth]
+    rows += [
+        (f"role_chain_{h}hop", "blind", h, "top1", chains[h]["top1"])
+        for h in chains
+        if chains[h]["n"]
+    ]
+    header = ("system", "protocol", "hops", "metric", "value")
+    paths.append(write_csv(args.out / "proh.csv", header, rows))
+    paths += save_figure(figure(table, oracle, comparisons, states, depth), args.out / "proh.png",
+                         quick=not args.full)  # fmt: skip
     print(
-        f"proh_f1={table['proh']['all']['f1']:.4f} hypergraphrag_f1={table['hypergraphrag']['all']['f1']:.4f} "
-        f"dfs_states={states['dfs']['mean_states']:.2f} bfs_states={states['bfs']['mean_states']:.2f}"
+        f"proh_f1={oracle['proh']['all']['f1']:.4f} "
+        f"hypergraphrag_f1={oracle['hypergraphrag']['all']['f1']:.4f} "
+        f"dfs_states={states['dfs']:.2f} bfs_states={states['bfs']:.2f} "
+        f"proh_blind_f1={table['proh']['all']['f1']:.4f} "
+        f"hypergraphrag_blind_f1={table['hypergraphrag']['all']['f1']:.4f}"
     )
     return paths
 

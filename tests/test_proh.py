@@ -370,3 +370,170 @@ def _exhaustive_with(index, anchors, qv, rho):
                 if h2 != h and shared.sum() > 0:
                     out[(h, h2)] = s0 + sigma[h2] + (shared * rho).sum()
     return out
+
+
+# --------------------------------------------------------------------------- blind PRoH
+
+
+class _WeightedPlanner:
+    """Two one-step plans with probabilities (a ``plans(question, k)`` planner)."""
+
+    name = "weighted"
+
+    def __init__(self, kh, weighted):
+        self.template, self.weighted = HypergraphTemplatePlanner(kh), weighted
+
+    def plans(self, question, k):
+        return [(self.template.plan(_Q(question.text, question.topic, r)), w)
+                for r, w in self.weighted][:k]  # fmt: skip
+
+    def plan(self, question):
+        return self.plans(question, 1)[0][0]
+
+
+def test_proh_weighs_each_plan_by_its_probability():
+    """Plans from ``plans(question, k)`` start their trajectories at ``log w``: the answer
+    distribution mixes the plans' final distributions by ``w`` (one-step plans)."""
+    kh = _toy()
+    index = HypergraphIndex(kh)
+    award = (("subject:award", "qualifier:for_work"),)  # alice -> film1
+    prize = (("subject:award", "object:award"),)  # alice -> prize1
+    planner = _WeightedPlanner(kh, [(award, 0.75), (prize, 0.25)])
+    out = PRoH(planner, index, lam=20.0, kappa=1.0, eps=0.0).answer(_Q("award?", "alice", ()))
+    assert sorted(s.score for s in out.solutions) == pytest.approx(np.log([0.25, 0.75]))
+    mass = dict(zip(out.answers, out.probs))
+    one = {
+        r: PRoH(_WeightedPlanner(kh, [(r, 1.0)]), index, lam=20.0, kappa=1.0, eps=0.0).answer(
+            _Q("award?", "alice", ())
+        )
+        for r in (award, prize)
+    }
+    for a in mass:
+        want = sum(w * dict(zip(one[r].answers, one[r].probs)).get(a, 0.0)
+                   for r, w in ((award, 0.75), (prize, 0.25)))  # fmt: skip
+        assert mass[a] == pytest.approx(want)
+    empty = PRoH(_WeightedPlanner(kh, []), index, lam=1.0, kappa=1.0).answer(
+        _Q("award?", "alice", ())
+    )
+    assert empty.answer is None and "gave no plan" in empty.reason
+
+
+@pytest.fixture(scope="module")
+def wd50k_blind():
+    from grounding.plans import RoleChainPredictor
+    from grounding.retrieval import HashingEncoder
+
+    bench = hypergraph_qa_benchmark(questions_per_hop=10, hops=(2, 3))
+    index = HypergraphIndex(bench.evidence)
+    pred = RoleChainPredictor(bench.evidence, HashingEncoder().encode, label_weight=2.0)
+    return bench, index, pred.fit(bench.split("train"))
+
+
+def test_role_chains_read_the_hop_phrases_and_walk_the_evidence(wd50k_blind):
+    from grounding.plans import RoleChainPredictor, role_chain_accuracy
+    from grounding.query import BlindQuestion, blind
+    from grounding.retrieval import HashingEncoder
+
+    bench, _, pred = wd50k_blind
+    kh = bench.evidence
+    test = bench.split("test")
+    for q in test:
+        hops = pred.hop_phrases(q.text)
+        # the (entering, leaving) phrases are the gold roles' label texts, innermost first
+        assert hops == [(pred.role_text(a), pred.role_text(b)) for a, b in q.roles]
+    preds = pred.predict([blind(q) for q in test], k=3)
+    for q, chains in zip(test, preds):
+        probs = [w for _, w in chains]
+        assert probs == sorted(probs, reverse=True) and sum(probs) == pytest.approx(1.0)
+        assert all(len(c) == q.hops for c, _ in chains)
+        plays = {
+            role_name(int(k), kh.relations[int(r)])
+            for h in kh.edges_of([kh.entity_index(q.topic)]).tolist()
+            for e, k, r in zip(*kh.members(h))
+            if kh.entities[int(e)] == q.topic
+        }
+        if plays:  # the first hop leaves the topic in a role it plays in the evidence
+            assert all(c[0][0] in plays for c, _ in chains)
+    acc = role_chain_accuracy(pred, test, k=3)
+    assert sorted(acc) == [2, 3] and all(len(r["per_hop"]) == h for h, r in acc.items())
+    assert all(0 <= r["top1"] <= r["topk"] <= 1 for r in acc.values())
+    with pytest.raises(TypeError, match="BlindQuestion"):
+        pred.predict(test[:1])  # a question with gold fields is refused, not read
+    with pytest.raises(ValueError, match="names no hop"):
+        pred.predict([BlindQuestion("Who was in charge of the city?", test[0].topic)])
+    with pytest.raises(ValueError, match="not fitted"):
+        RoleChainPredictor(kh, HashingEncoder().encode).predict([blind(test[0])])
+    with pytest.raises(ValueError, match="temperature"):
+        RoleChainPredictor(kh, HashingEncoder().encode, temperature=0.0)
+
+
+def test_role_chain_planner_gives_the_oracle_plan_when_the_chain_is_right(wd50k_blind):
+    from grounding.plans import RoleChainPlanner
+    from grounding.query import blind
+
+    bench, _, pred = wd50k_blind
+    planner = RoleChainPlanner(pred)
+    oracle = HypergraphTemplatePlanner(bench.evidence)
+    right = 0
+    for q in bench.split("test"):
+        [(roles, _)] = pred.predict([blind(q)], k=1)[0]
+        if roles == q.roles:
+            right += 1
+            assert planner.plan(blind(q)).to_dict() == oracle.plan(q).to_dict()
+        plans = planner.plans(blind(q), 2)
+        assert [p.to_dict() for p, _ in plans] == [
+            oracle.plan(_Q(q.text, q.topic, r)).to_dict() for r, _ in pred.predict([blind(q)], 2)[0]
+        ]
+    assert right > 0
+    with pytest.raises(TypeError, match="BlindQuestion"):
+        planner.plans(bench.split("test")[0])
+
+
+def test_scrambling_every_gold_field_leaves_blind_proh_and_hypergraphrag_unchanged(wd50k_blind):
+    """The experiment's blind systems (``experiments.proh.run_blind``) get gold-bearing questions
+    and must pass on ``blind(q)`` only: scrambling the role chain, the answers, the observed
+    answers and the split changes none of their predictions, nor the relations their
+    candidates claim."""
+    import dataclasses
+
+    from experiments.proh import run_blind
+
+    bench, index, pred = wd50k_blind
+    test = list(bench.split("test")[:3])
+    pool = [q.roles for q in bench.split("train")]
+    rng = np.random.default_rng(0)
+    scrambled = [
+        dataclasses.replace(
+            q, roles=pool[rng.integers(len(pool))], answers=("nobody",), observed=(), split="train"
+        )  # fmt: skip
+        for q in test
+    ]
+    assert all(a.roles != b.roles for a, b in zip(test, scrambled))
+    want, _, chains, _, claims = run_blind(index, pred, test, 5.0, variants=("proh",))
+    got, _, chains2, _, claims2 = run_blind(index, pred, scrambled, 5.0, variants=("proh",))
+    assert chains == chains2 and set(want) == {"proh", "hypergraphrag"}
+    assert claims == claims2  # every candidate claims the same (predicted) relations
+    for system in want:
+        for (n1, p1), (n2, p2) in zip(want[system], got[system]):
+            assert n1 == n2, system
+            np.testing.assert_array_equal(p1, p2)
+    assert any(len(n) for n, _ in want["proh"]) and any(len(n) for n, _ in want["hypergraphrag"])
+
+
+def test_proh_on_free_text_abstains_with_its_reason_instead_of_failing(wd50k_blind):
+    """Free-text planners on blind WD50K questions and free text: every question gets an outcome;
+    one without answers says why (linking or planning)."""
+    from grounding.plans import FlatPlanner, HeuristicPlanner, RoleChainPlanner
+    from grounding.query import BlindQuestion, blind
+
+    bench, index, pred = wd50k_blind
+    free = BlindQuestion("Who was in charge of the city where August Bloedner died?", "Q5")
+    questions = [*(blind(q) for q in bench.split("test")[:2]), free]
+    for planner in (HeuristicPlanner(), FlatPlanner(), RoleChainPlanner(pred)):
+        outs = PRoH(planner, index, lam=1.0, kappa=1.0).answer_batch(questions)
+        for o in outs:
+            assert (o.answer is not None) != bool(o.reason), (planner.name, o.reason)
+    [out] = PRoH(RoleChainPlanner(pred), index, lam=1.0, kappa=1.0).answer_batch([free])
+    assert out.answer is None and "planner" in out.reason and "names no hop" in out.reason
+    [out] = PRoH(HeuristicPlanner(), index, lam=1.0, kappa=1.0).answer_batch([free])
+    assert out.answer is None and "names no entity the hypergraph holds" in out.reason

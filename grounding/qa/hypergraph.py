@@ -12,6 +12,9 @@ implementation, offline (no LLM), with the choices below stated where the paper 
    beam search favors its hyperedges (``context_bonus``).
 3. **Plans**: up to ``n_plans`` distinct plans from the planner (a templated planner gives
    one), each reduced to its Hasse diagram (:meth:`~grounding.plans.Plan.transitive_reduction`).
+   A planner with ``plans(question, k)`` (e.g. :class:`~grounding.plans.RoleChainPlanner`, one
+   plan per predicted role chain) gives each plan a probability :math:`w`; its trajectories
+   start at score :math:`\log w`, so competing plans meet in the final mixture.
 4. **State search** (``search="dfs"`` or ``"bfs"``): a state is a plan, the number of levels
    resolved and one chosen answer per resolved step, with the sum of their log-probabilities;
    a transition resolves the next level, branching on each step's ``branch`` most probable
@@ -245,9 +248,10 @@ class PRoH:
                 depth=self.plan_depth,
                 width=self.context_width,
             )
-        plans = self._plans(question, sketch)
+        weighted = self._plans(question, sketch)
+        plans = [p for p, _ in weighted]
         memo: dict = {}
-        solutions, visited = self._search(plans, context, memo)
+        solutions, visited = self._search(weighted, context, memo)
         if not solutions:
             dead = next((s.reason for s in memo.values() if s.reason), None)
             why = "no reasoning trajectory reached an answer" + (f" ({dead})" if dead else "")
@@ -266,27 +270,39 @@ class PRoH:
         """:meth:`answer` of every question (a failing question does not stop the others)."""
         return [self.answer(q) for q in check_questions(questions)]
 
-    def _plans(self, question, sketch: str) -> list[Plan]:
-        plans: list[Plan] = []
-        for _ in range(self.n_plans):
-            try:
-                if getattr(self.planner, "accepts_context", False):
-                    plan = self.planner.plan(question, context=sketch)
-                else:
-                    plan = self.planner.plan(question)
-            except QUESTION_ERRORS as err:
-                raise _QuestionFailure(failure("planner", err)) from err
+    def _plans(self, question, sketch: str) -> list[tuple[Plan, float]]:
+        """Up to ``n_plans`` distinct plans and their log-probabilities: a planner with
+        ``plans(question, k)`` gives ``(plan, probability)`` pairs (e.g. one per predicted role
+        chain); any other is asked ``n_plans`` times, each plan log-probability 0."""
+        try:
+            if hasattr(self.planner, "plans"):
+                got = [(p, float(np.log(w))) for p, w in self.planner.plans(question, self.n_plans)]
+            elif getattr(self.planner, "accepts_context", False):
+                got = [(self.planner.plan(question, context=sketch), 0.0)
+                       for _ in range(self.n_plans)]  # fmt: skip
+            else:
+                got = [(self.planner.plan(question), 0.0) for _ in range(self.n_plans)]
+        except QUESTION_ERRORS as err:
+            raise _QuestionFailure(failure("planner", err)) from err
+        if not got:
+            raise _QuestionFailure("planner: it gave no plan")
+        plans: list[tuple[Plan, float]] = []
+        for plan, lp in got[: self.n_plans]:
             if not isinstance(plan, Plan):
                 raise TypeError(f"the planner returned {type(plan).__name__}, not a Plan")
             plan = plan.transitive_reduction()
-            if all(plan.to_dict() != p.to_dict() for p in plans):
-                plans.append(plan)
+            if all(plan.to_dict() != p.to_dict() for p, _ in plans):
+                plans.append((plan, lp))
         return plans
 
     # ---------------------------------------------------------------- state search
 
-    def _search(self, plans: list[Plan], context, memo) -> tuple[list[Solution], int]:
-        frontier: deque[_State] = deque(_State(i, 0, (), 0.0) for i in range(len(plans)))
+    def _search(self, weighted: list[tuple[Plan, float]], context, memo):
+        plans = [p for p, _ in weighted]
+        start = [_State(i, 0, (), lp) for i, (_, lp) in enumerate(weighted)]
+        if self.search == "dfs":  # the most probable plan is popped first
+            start.sort(key=lambda s: s.score)
+        frontier: deque = deque(start)
         solutions: list[Solution] = []
         visited = 0
         while frontier and visited < self.max_states:
