@@ -290,13 +290,9 @@ class TypedGraph:
             object.__setattr__(g, name, value)
         return g
 
-    def __repr__(self) -> str:
-        """The graph's size, e.g. ``TypedGraph(nodes=24, edges=31, relations=5)`` (the edge
-        arrays and names are its fields: ``graph.entities``, ``graph.triples()``, ...)."""
-        return (
-            f"TypedGraph(nodes={self.n_nodes}, edges={self.n_edges}, "
-            f"relations={len(self.relations)})"
-        )
+    def __repr__(self) -> str:  # the size: TypedGraph(nodes=24, edges=31, relations=5)
+        n, r = (self.n_nodes, self.n_edges), len(self.relations)
+        return f"TypedGraph(nodes={n[0]}, edges={n[1]}, relations={r})"
 
     # ---------------------------------------------------------------- views
     @property

@@ -104,10 +104,7 @@ class ClaimChain:
 Candidate = ClaimChain | str
 
 #: The end of a "log_prior does not normalize" error: the constructor for raw scores.
-_HINT = (
-    "GroundingProblem.from_logprobs(question, candidates, scores) normalizes raw log-scores, "
-    "e.g. an LLM's log-probabilities of a few sampled answers"
-)
+_HINT = "GroundingProblem.from_logprobs(question, candidates, scores) normalizes raw scores"
 
 
 def _key(c: Candidate) -> object:
@@ -265,30 +262,13 @@ class GroundingProblem:
 
     @classmethod
     def from_logprobs(
-        cls,
-        question: str,
-        candidates: Sequence[Candidate],
-        logprobs: ArrayLike,
-        **kwargs: Any,
+        cls, question: str, candidates: Sequence[Candidate], logprobs: ArrayLike, **kwargs: Any
     ) -> GroundingProblem:
-        r"""A problem from raw log-scores, normalized here: :math:`\log p_\theta(\rho_i\mid q)
-        = s_i - \log\sum_j e^{s_j}` (Eq. (1) over the candidates given).
-
-        An LLM's log-probabilities of a few sampled answers (or the sums of their tokens'
-        log-probabilities) never sum to one: they are a share of the model's mass that the
-        candidates carry. Grounding needs the prior *conditioned on the candidate set*,
-        which is this normalization; the constructor itself refuses an unnormalized prior
-        rather than guess. Scores may be any real numbers (logits work too); ``-inf`` gives
-        a candidate no mass. Each candidate is listed once (a repeated answer is an error:
-        see :meth:`merged`).
-
-        Args:
-            question: the question text.
-            candidates: claim chains or answer entity names, as for the constructor.
-            logprobs: ``[C]`` raw log-scores, one per candidate (no NaN or ``+inf``, not all
-                ``-inf``).
-            kwargs: the other fields (``anchors``, ``max_hops``, ``min_hops``,
-                ``claim_energy``).
+        r"""A problem from raw log-scores ``[C]``, normalized over the candidates given:
+        :math:`\log p_\theta(\rho_i\mid q) = s_i - \log\sum_j e^{s_j}` (Eq. (1)). An LLM's
+        log-probabilities of a few sampled answers never sum to one; grounding needs the prior
+        conditioned on the candidate set, which the constructor refuses to guess. Any real
+        scores work (logits too; ``-inf``: no mass); ``kwargs`` are the other fields.
 
         Raises:
             ValueError: ``logprobs`` of another shape, with NaN or ``+inf``, or all ``-inf``.
@@ -300,18 +280,13 @@ class GroundingProblem:
             >>> [round(float(x), 3) for x in jnp.exp(p.log_prior)]
             [0.75, 0.25]
         """
-        cands = tuple(candidates)
         s = as_float_array(logprobs, "logprobs", min_ndim=1)
-        if s.shape != (len(cands),):
-            raise ValueError(
-                f"logprobs must have shape ({len(cands)},), one score per candidate, got {s.shape}"
-            )
         a = np.asarray(s)
-        if np.isnan(a).any() or (a == np.inf).any():
-            raise ValueError("logprobs must not contain NaN or +inf")
-        if (a == -np.inf).all():
-            raise ValueError("logprobs are all -inf: no candidate has mass to normalize")
-        return cls(question, cands, log_normalize(s), **kwargs)
+        if a.shape != (len(candidates),):
+            raise ValueError(f"logprobs must have shape ({len(candidates)},), got {a.shape}")
+        if np.isnan(a).any() or (a == np.inf).any() or (a == -np.inf).all():
+            raise ValueError("logprobs must not contain NaN or +inf, nor be all -inf")
+        return cls(question, tuple(candidates), log_normalize(s), **kwargs)
 
     @property
     def kind(self) -> str:

@@ -19,12 +19,16 @@ from test_multiprocess import run_processes
 ROOT = Path(__file__).resolve().parents[1]
 PROCESSES = re.compile(r"# run as (\d+) processes:")
 CLUSTER = "# on every host of a cluster"
-USER_DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+USER_DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 BLOCKS = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
+#: A block that only includes a section of a script (``--8<-- "path:section"``, shown by the
+#: docs build) is not run alone: the script it comes from runs whole (tests/test_first_use.py).
+SNIPPET = re.compile(r'\A(\s*--8<-- "[^"]+"\s*)+\Z')
 DOC_BLOCKS = [
     (f"{page.stem}{i}", code)
     for page in USER_DOCS[1:]
     for i, code in enumerate(re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S))
+    if not SNIPPET.match(code)
 ]
 #: Words about how the work was organized, which user documentation must not use.
 PROCESS_WORDS = re.compile(
@@ -64,7 +68,7 @@ def test_docs_have_one_cluster_block_and_one_multiprocess_block():
     assert sum(kinds) == 2
 
 
-@pytest.mark.parametrize("page", USER_DOCS, ids=[p.name for p in USER_DOCS])
+@pytest.mark.parametrize("page", USER_DOCS, ids=[str(p.relative_to(ROOT)) for p in USER_DOCS])
 def test_user_docs_speak_of_the_software(page):
     hits = [
         f"{page.name}:{n}: {line.strip()}"
