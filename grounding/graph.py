@@ -23,7 +23,7 @@ from grounding._checks import check_reliability, first_bad_name, frozen_array
 from grounding.semiring import EdgeIndex, Reachability
 from grounding.semiring.reach import csr_slices
 
-__all__ = ["TypedGraph", "Triple", "inverse_relation", "relation_phrase"]
+__all__ = ["TypedGraph", "Triple", "inverse_relation"]
 
 Triple = tuple[str, str, str]
 
@@ -39,53 +39,6 @@ def inverse_relation(name: str) -> str:
         ('mascot_of^-1', 'mascot_of')
     """
     return name[: -len(INVERSE_SUFFIX)] if name.endswith(INVERSE_SUFFIX) else name + INVERSE_SUFFIX
-
-
-_PREPOSITIONS = frozenset(
-    {"of", "at", "by", "after", "with", "to", "in", "on", "from", "for", "out"}
-)
-#: Labels that end in "s" but are nouns, not verbs ("symptoms", not "affects").
-_PLURAL_NOUNS = frozenset({"symptoms", "headquarters", "series", "species", "lyrics"})
-
-
-def relation_phrase(label: str, subject: str, *, inverse: bool = False) -> str:
-    """A noun phrase for the entity that relation ``label`` reaches from ``subject`` (with
-    ``inverse``: the entity from which it reaches ``subject``), read from the label's form:
-
-    - a noun (``"capital"``): *the capital of X* / *the entity whose capital is X*;
-    - a verb (``"treats"``, ``"shares border with"``): *the entity that X treats* /
-      *the entity that treats X*;
-    - a participle or a relational noun (``"founded by"``, ``"part of"``): *the entity that X
-      is founded by* / *the entity that is founded by X*.
-
-    Example:
-        >>> relation_phrase("member of", "Q719623 (human)")
-        'the entity that Q719623 (human) is member of'
-        >>> relation_phrase("capital", "France"), relation_phrase("treats", "flu", inverse=True)
-        ('the capital of France', 'the entity that treats flu')
-    """
-    words = label.split()
-    if label == "isa":
-        words, label = ["is", "a", "kind", "of"], "is a kind of"
-    first = words[0] if words else ""
-    verb = (
-        first == "is"
-        or first.endswith("s")
-        and not first.endswith(("ss", "us"))
-        and first not in _PLURAL_NOUNS
-        and (len(words) == 1 or words[-1] in _PREPOSITIONS)
-    )
-    relational = not verb and (
-        first.endswith("ed") or len(words) > 1 and words[-1] in _PREPOSITIONS
-    )
-    if verb or relational:
-        be = "" if verb else "is "
-        return (
-            f"the entity that {be}{label} {subject}"
-            if inverse
-            else f"the entity that {subject} {be}{label}"
-        )
-    return f"the entity whose {label} is {subject}" if inverse else f"the {label} of {subject}"
 
 
 def _index(names: Sequence[str]) -> dict[str, int]:

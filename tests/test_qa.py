@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 
 from grounding import ground
 from grounding.datasets import KGQuestion, kgqa_benchmark, load_kg
-from grounding.graph import relation_phrase
 from grounding.learn import KGEModel, ReciprocalModel
 from grounding.problem import ClaimChain, GroundingProblem
 from grounding.qa import (
@@ -29,6 +28,7 @@ from grounding.qa import (
     risk_coverage,
     score_probabilities,
 )
+from grounding.query import relation_phrase
 from grounding.retrieval import PCR, TextIndex
 
 

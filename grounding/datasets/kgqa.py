@@ -42,8 +42,8 @@ import numpy as np
 from grounding._checks import check_int
 from grounding.datasets.kg import KGSplits, load_kg
 from grounding.datasets.pathrag6 import RetrievalBenchmark
-from grounding.graph import INVERSE_SUFFIX, TypedGraph, inverse_relation, relation_phrase
-from grounding.query import Query
+from grounding.graph import INVERSE_SUFFIX, TypedGraph, inverse_relation
+from grounding.query import Query, relation_phrase
 
 __all__ = [
     "kg_retrieval_benchmark",

@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 
 from grounding._checks import check_int
-from grounding.graph import INVERSE_SUFFIX, TypedGraph, inverse_relation, relation_phrase
-from grounding.query import BlindQuestion
+from grounding.graph import INVERSE_SUFFIX, TypedGraph, inverse_relation
+from grounding.query import BlindQuestion, relation_phrase
 
 __all__ = ["RelationPathPredictor", "path_accuracy"]
 
@@ -90,7 +90,7 @@ class RelationPathPredictor:
 
     def path_text(self, path: Path) -> str:
         """A path's relations in words, phrased as templated questions read them
-        (:func:`~grounding.graph.relation_phrase`), the topic left out."""
+        (:func:`~grounding.query.relation_phrase`), the topic left out."""
         x = ""
         for r in path:
             inverse = r.endswith(INVERSE_SUFFIX)
