@@ -1,5 +1,6 @@
-"""One script per figure of the paper; ``python -m experiments [--quick|--full] [--out DIR]``
-regenerates them all. Each module ``experiments.<name>`` has ``main(argv)`` and runs alone."""
+"""One script per figure of the paper; ``python -m experiments [--smoke|--quick|--full] [--out
+DIR]`` regenerates them all. Each module ``experiments.<name>`` has ``main(argv)`` and runs
+alone."""
 
 EXPERIMENTS = (
     "fig2_two_worlds",
@@ -13,3 +14,21 @@ EXPERIMENTS = (
     "learned_retrievers",
     "proh",
 )
+
+#: The fast theory figures: ``python -m experiments --smoke``, a first look.
+SMOKE = ("fig2_two_worlds", "thm3_tv_bound", "prop6_soft_to_hard", "prop13_tradeoff")
+
+#: Seconds each experiment's quick mode took on an idle 2-core machine (the main job's time
+#: estimate; measured 2026-11-27).
+QUICK_SECONDS = {
+    "fig2_two_worlds": 3,
+    "thm3_tv_bound": 3,
+    "prop6_soft_to_hard": 3,
+    "prop13_tradeoff": 3,
+    "kg_incomplete": 37,
+    "retrieval_pcr": 10,
+    "grounded_qa": 636,
+    "pankrag": 100,
+    "learned_retrievers": 118,
+    "proh": 70,
+}

@@ -1,5 +1,6 @@
-"""Run every experiment in order (or those named by --only); one start line per experiment,
-then a table of the seconds each took and the files it wrote."""
+"""Run every experiment in order (or those named by --only; --smoke: the fast theory figures
+alone, a first look in under a minute), with a progress line per experiment and the time
+left, then a table of the seconds each took and the files it wrote."""
 
 from __future__ import annotations
 
@@ -10,8 +11,16 @@ from collections.abc import Sequence
 
 import jax
 
-from experiments import EXPERIMENTS
+from experiments import EXPERIMENTS, QUICK_SECONDS, SMOKE
 from experiments._io import checked_out_dir, parser
+
+
+def _eta(names: Sequence[str], done: dict[str, float]) -> float:
+    """Seconds left: the measured quick-mode seconds of the experiments not yet run, scaled by
+    how this run compares with them so far."""
+    left = sum(QUICK_SECONDS[n] for n in names if n not in done)
+    expected = sum(QUICK_SECONDS[n] for n in done)
+    return left * (sum(done.values()) / expected if expected else 1.0)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -23,8 +32,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="comma-separated experiments to run (default: all, in the order listed above)",
     )
+    ap.add_argument(
+        "--smoke",
+        action="store_true",
+        help=f"a first look: {', '.join(SMOKE)} in quick mode (under a minute)",
+    )
     args = ap.parse_args(list(sys.argv[1:] if argv is None else argv))
-    names = list(EXPERIMENTS)
+    names = list(SMOKE if args.smoke else EXPERIMENTS)
+    if args.smoke and (args.full or args.only):
+        ap.error("--smoke runs the fast figures in quick mode: drop --full / --only")
     if args.only is not None:
         names = [n.strip() for n in args.only.split(",") if n.strip()]
         unknown = [n for n in names if n not in EXPERIMENTS]
@@ -34,12 +50,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
     checked_out_dir(ap, args.out)
     child = ["--full" if args.full else "--quick", "--out", str(args.out)]
+    if args.seeds is not None:
+        child += ["--seeds", str(args.seeds)]
+    mode = "full" if args.full else "quick"
+    if not args.full:
+        total = sum(QUICK_SECONDS[n] for n in names)
+        print(f"{len(names)} experiments, about {total / 60:.1f} min on an idle 2-core machine")
+    done: dict[str, float] = {}
     summary = []
     for i, name in enumerate(names, 1):
-        print(f"[{i}/{len(names)}] {name} ({'full' if args.full else 'quick'}) ...", flush=True)
+        print(f"[{i}/{len(names)}] {name} ({mode}) ...", flush=True)
         t0 = time.perf_counter()
         paths = importlib.import_module(f"experiments.{name}").main(child)
-        summary.append((name, time.perf_counter() - t0, paths))
+        done[name] = time.perf_counter() - t0
+        summary.append((name, done[name], paths))
+        left = "" if args.full or i == len(names) else f"; about {_eta(names, done):.0f} s left"
+        print(f"[{i}/{len(names)}] {name} done in {done[name]:.0f} s{left}", flush=True)
         # each compiled program holds memory maps; one process running every experiment
         # would otherwise reach Linux's default limit (vm.max_map_count = 65,530)
         jax.clear_caches()

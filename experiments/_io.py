@@ -66,8 +66,32 @@ def parser(description: str, prog: str) -> argparse.ArgumentParser:
     mode.add_argument("--quick", dest="full", action="store_false", help="small run (the default)")
     mode.add_argument("--full", dest="full", action="store_true", help="full-size run (slow)")
     ap.add_argument("--out", type=out_dir, default=Path("results"), help="output directory")
+    ap.add_argument(
+        "--seeds",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="benchmark seeds 0..N-1 where questions are sampled (default: 1 quick, 3 full)",
+    )
     ap.set_defaults(full=False)
     return ap
+
+
+def positive_int(text: str) -> int:
+    """The ``--seeds`` argument type: an integer >= 1."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
+
+
+def seeds(args: argparse.Namespace) -> tuple[int, ...]:
+    """The benchmark seeds of a run: ``--seeds N`` gives ``0..N-1``; by default one seed in
+    quick mode and three in full mode."""
+    return tuple(range(args.seeds if args.seeds is not None else (3 if args.full else 1)))
 
 
 def out_dir(text: str) -> Path:

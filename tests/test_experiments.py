@@ -72,6 +72,35 @@ def test_main_only_and_bad_arguments(tmp_path, capsys, monkeypatch):
     assert all(name in help_text for name in EXPERIMENTS) and "--only" in help_text
 
 
+def test_main_smoke_seeds_and_time_left(tmp_path, capsys, monkeypatch):
+    from experiments import QUICK_SECONDS, SMOKE
+
+    assert set(QUICK_SECONDS) == set(EXPERIMENTS) and set(SMOKE) <= set(EXPERIMENTS)
+    calls = []
+    runner = _stub_experiments(monkeypatch, tmp_path, calls)
+    assert runner.main(["--smoke", "--out", str(tmp_path)]) == 0
+    assert [c[0] for c in calls] == list(SMOKE)
+    out = capsys.readouterr().out
+    total = sum(QUICK_SECONDS[n] for n in SMOKE) / 60
+    assert out.startswith(f"{len(SMOKE)} experiments, about {total:.1f} min")
+    done = [ln for ln in out.splitlines() if " done in " in ln]
+    assert len(done) == len(SMOKE) and "s left" in done[0] and "s left" not in done[-1]
+    calls.clear()
+    assert runner.main(["--only", "proh", "--seeds", "3", "--out", str(tmp_path)]) == 0
+    assert calls == [("proh", ["--quick", "--out", str(tmp_path), "--seeds", "3"])]
+    for bad in (["--smoke", "--full"], ["--smoke", "--only", "proh"], ["--seeds", "0"]):
+        with pytest.raises(SystemExit):
+            runner.main([*bad, "--out", str(tmp_path)])
+
+
+def test_time_left_scales_the_remaining_estimate_by_the_run_so_far(monkeypatch):
+    import experiments.__main__ as runner
+
+    monkeypatch.setattr(runner, "QUICK_SECONDS", {"a": 10, "b": 20, "c": 30})
+    assert runner._eta(["a", "b", "c"], {"a": 20.0}) == 100.0  # twice as slow as measured
+    assert runner._eta(["a", "b", "c"], {"a": 5.0, "b": 10.0}) == 15.0
+
+
 def _help(main) -> str:
     import contextlib
     import io
