@@ -162,7 +162,7 @@ def test_missing_or_extra_parameter_arrays_are_refused(saved, tmp_path):
         (lambda m: m.update(graph=[1]), "'graph' must be a JSON object"),
         (lambda m: m.update(config=None), "'config' must be a JSON object"),
         (lambda m: m.pop("version"), "'version' is missing"),
-        (lambda m: m.update(version=1), "'version': checkpoint version 1, expected 2"),
+        (lambda m: m.update(version=2), "'version': checkpoint version 2, expected 3: written by"),
     ],
 )
 def test_bad_metadata_names_the_file_and_the_field(saved, tmp_path, edit, field):

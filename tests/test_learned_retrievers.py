@@ -352,3 +352,173 @@ def test_bad_input_is_refused():
                        relations=("r",))  # fmt: skip
     with pytest.raises(ValueError, match="no edges"):
         FactGraph.from_graph(empty)
+
+
+# ------------------------------------------------------- prepared questions, labels, resume
+def test_exact_labels_keep_one_fact_per_entity_pair():
+    from grounding.retrieval.learned.features import one_fact_per_pair
+
+    # 0 -> 1 twice (parallel), 1 -> 0 once (reverse direction), 1 -> 2 once
+    head, tail = np.array([0, 0, 1, 1]), np.array([1, 1, 0, 2])
+    topic, ans = np.array([1, 0, 0], bool), np.array([0, 0, 1], bool)
+    full = shortest_path_labels(head, tail, 3, topic, ans)
+    assert full.tolist() == [1, 1, 1, 1]
+    exact = shortest_path_labels(head, tail, 3, topic, ans, one_per_pair=True)
+    assert exact.tolist() == [0, 0, 1, 1]  # the last of the pair {0, 1}, and {1, 2}
+    np.testing.assert_array_equal(one_fact_per_pair(full, head, tail), exact)
+    assert not one_fact_per_pair(np.zeros(4), head, tail).any()
+
+
+def test_bucket_shapes_and_a_question_beyond_the_cap():
+    from grounding.retrieval.learned.prepared import PreparedQuestions, bucket_shapes
+
+    assert bucket_shapes(1500) == ((448, 384), (832, 768), (1600, 1536))
+    assert bucket_shapes(10) == ((128, 64),)
+    fg = FactGraph.from_graph(chain_graph())
+    subs = [QuestionSubgraph.build(fg, np.arange(4), [0], [2]),
+            QuestionSubgraph.build(fg, np.arange(3), [0], [2])]  # fmt: skip
+    p = PreparedQuestions.build(subs, np.zeros((2, 8)), 2, {})
+    # the 4-fact question exceeds the cap of 2 facts: a bucket of its own size
+    assert [b.shape for b in p.buckets] == [(128, 64)] and sorted(p.rows[0].tolist()) == [0, 1]
+    with pytest.raises(ValueError, match="labels"):
+        PreparedQuestions.build(subs, np.zeros((2, 8)), 2, {}, labels="some")
+
+
+def test_prepared_scores_equal_the_padded_batch_scores(trained):
+    """Scoring through the buckets (device gather) gives make_batch's logits."""
+    r, queries, _ = trained
+    subs = r.subgraphs(queries)
+    qs = r.embed(queries)
+    direct = np.asarray(logits(r.params, r.config, r.batch(subs, qs), r.relation_text))
+    got = r.scores(r.prepare(queries))
+    for i, s in enumerate(got):
+        np.testing.assert_allclose(s, direct[i, : subs[i].n_facts], rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(np.concatenate(r.scores(subs, qs)), np.concatenate(got))
+
+
+def test_hidden_anchor_tags_equal_tags_without_anchors():
+    from grounding.retrieval.learned.prepared import PreparedQuestions, gather
+
+    fg = FactGraph.from_graph(chain_graph())
+    with_a = QuestionSubgraph.build(fg, np.arange(4), [0], [2], anchor_facts=[3])
+    without = QuestionSubgraph.build(fg, np.arange(4), [0], [2])
+    p = PreparedQuestions.build([with_a], np.zeros((1, 8)), 64, {})
+    b = gather(p.buckets[0], jnp.zeros(1, jnp.int32), jnp.ones(1, bool), jnp.zeros((6, 8)), False)
+    n = with_a.n_entities
+    np.testing.assert_array_equal(np.asarray(b.tags)[0, :n], without.tags)
+    b = gather(p.buckets[0], jnp.zeros(1, jnp.int32), jnp.ones(1, bool), jnp.zeros((6, 8)), True)
+    np.testing.assert_array_equal(np.asarray(b.tags)[0, :n], with_a.tags)
+
+
+def test_training_resumes_from_its_per_epoch_state(tmp_path):
+    """Two epochs, then a restart to four from the written state, give the parameters of
+    four epochs in one go; a state of another schedule is refused."""
+    g = chain_graph()
+    queries = [Query("alpha city gamma lake", anchor="a", relevant=("c",), id=f"q{i}")
+               for i in range(3)]  # fmt: skip
+
+    def run(epochs, ckpt=None):
+        r = TripleRetriever(g, GNNConfig(gate="structural", layers=1, hidden=8), n_anchors=1)
+        log = r.fit(queries, queries[:1], RetrieverTrainConfig(epochs=epochs, patience=50,
+                                                                seed=4), checkpoint=ckpt)  # fmt: skip
+        return r, log
+
+    whole, log_whole = run(4)
+    ckpt = tmp_path / "state.npz"
+    run(2, ckpt)
+    resumed, log = run(4, ckpt)
+    assert log.resumed_epochs == 2 and len(log.loss) == 4 and len(log.epoch_seconds) == 2
+    np.testing.assert_allclose(log.loss, log_whole.loss, rtol=1e-6)
+    for a, b in zip(jax.tree_util.tree_leaves(whole.params),
+                    jax.tree_util.tree_leaves(resumed.params)):  # fmt: skip
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-7)
+    r = TripleRetriever(g, GNNConfig(gate="structural", layers=1, hidden=8), n_anchors=1)
+    with pytest.raises(ValueError, match="another retriever, schedule or question set"):
+        r.fit(queries, queries[:1], RetrieverTrainConfig(epochs=4, seed=5), checkpoint=ckpt)
+    other = tmp_path / "other.npz"
+    r.save(other)  # a parameters checkpoint is not a training state
+    with pytest.raises(ValueError, match="not a TripleRetriever training state"):
+        r.fit(queries, queries[:1], RetrieverTrainConfig(epochs=4), checkpoint=other)
+
+
+def test_exact_label_training_and_settings_mismatch_refused():
+    g = chain_graph()
+    queries = [Query("alpha city gamma lake", anchor="a", relevant=("c",), id="q")]
+    r = TripleRetriever(g, GNNConfig(gate="none", layers=0), n_anchors=0)
+    log = r.fit(queries, [], RetrieverTrainConfig(epochs=2, labels="pair"))
+    assert len(log.loss) == 2 and np.isfinite(log.question_epochs_per_second)
+    with pytest.raises(ValueError, match="other settings"):
+        r.fit(r.prepare(queries, labels="all"), [], RetrieverTrainConfig(labels="pair"))
+    other = TripleRetriever(g, GNNConfig(gate="none", layers=0), n_anchors=1)
+    with pytest.raises(ValueError, match="n_anchors"):
+        other.scores(r.prepare(queries))
+    with pytest.raises(ValueError, match="labels"):
+        RetrieverTrainConfig(labels="one")
+
+
+# -------------------------------------------------------------------- blind evaluation
+def _rankings(model, questions):
+    """What the experiment ranks: each question's candidates (built from its text and topic),
+    and the facts retrieve_batch returns for it."""
+    ranked = model.rank(model.prepare([q.query() for q in questions]))
+    got = model.retrieve_batch([Query(q.text, anchor=q.topic) for q in questions], k=5)
+    return [r.tolist() for r in ranked], [r.triples.tolist() for r in got]
+
+
+@pytest.fixture(scope="module")
+def nations_trained():
+    from grounding.datasets import kgqa_benchmark
+
+    bench = kgqa_benchmark("nations", questions_per_hop=20, hops=(1, 2), max_answers=5)
+    labels = [bench.relation_labels[r] for r in bench.graph.relations]
+    model = TripleRetriever(bench.graph, GNNConfig(gate="structural", layers=1, hidden=8),
+                            relation_texts=labels, n_anchors=3, max_facts=40)  # fmt: skip
+    train = [q.query() for q in bench.split("train")]
+    model.fit(train, [], RetrieverTrainConfig(epochs=2))
+    return bench, model
+
+
+def test_scrambling_every_gold_field_leaves_the_learned_rankings_unchanged(
+    nations_trained, monkeypatch
+):
+    """Test questions with another chain, other answers, no observed answers, another id and
+    split: the learned retriever ranks and retrieves the same facts (it sees the text and the
+    topic; the answers a query carries feed the training labels only). A planted leak (the
+    labels added to the scorer's input) is caught."""
+    import dataclasses
+
+    import grounding.retrieval.learned.retriever as mod
+
+    bench, model = nations_trained
+    test = list(bench.split("test"))
+    chains = [q.chain for q in bench.split("train")]
+    ents = list(bench.graph.entities)
+    rng = np.random.default_rng(0)
+    scrambled = [dataclasses.replace(q, id=f"s{j}", split="train", observed=(),
+                                     chain=next(c for c in chains[rng.integers(len(chains)):]
+                                                + chains if c != q.chain),
+                                     answers=tuple(e for e in ents[j % 5 : j % 5 + 2]
+                                                   if e not in q.answers) or (q.topic,))
+                 for j, q in enumerate(test)]  # fmt: skip
+    fields = {f.name for f in dataclasses.fields(test[0])} - {"text", "topic"}
+    assert fields == {"id", "chain", "answers", "observed", "split"}
+    assert all(getattr(a, f) != getattr(b, f) for a, b in zip(test, scrambled) for f in fields)
+    want = _rankings(model, test)
+    assert _rankings(model, scrambled) == want
+    # the harness has power: a scorer that reads the labels moves
+    real_gather = mod.gather
+
+    def leaky(bucket, idx, live, ent, anchor_tags=True):
+        b = real_gather(bucket, idx, live, ent, anchor_tags)
+        B, N = b.entity_mask.shape
+        seg = (b.tail + jnp.arange(B)[:, None] * N).reshape(-1)  # labels of facts into v
+        into = jax.ops.segment_sum(b.labels.reshape(-1), seg, num_segments=B * N)
+        return dataclasses.replace(b, dde=b.dde + 100.0 * into.reshape(B, N, 1))
+
+    monkeypatch.setattr(mod, "gather", leaky)
+    mod._programs.cache_clear()
+    try:
+        assert _rankings(model, scrambled)[0] != _rankings(model, test)[0]
+    finally:
+        monkeypatch.undo()
+        mod._programs.cache_clear()

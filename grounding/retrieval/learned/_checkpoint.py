@@ -17,7 +17,8 @@ from grounding.learn.checkpoint import short
 
 __all__ = ["check_compatible", "check_meta", "graph_sha256"]
 
-CHECKPOINT_VERSION = 2  # 2: the graph fingerprint holds a sha256 of the graph
+CHECKPOINT_VERSION = 3  # 2: the graph fingerprint holds a sha256 of the graph; 3: anchor_tags
+TRAIN_STATE_VERSION = 1  # the per-epoch training state of TripleRetriever.fit(checkpoint=...)
 
 
 def graph_sha256(graph: TypedGraph) -> str:
@@ -42,7 +43,9 @@ def check_meta(path: str | Path, meta: object, settings: Sequence[str]) -> None:
     if meta["version"] != CHECKPOINT_VERSION:
         raise ValueError(
             f"{path}: field 'version': checkpoint version {short(meta['version'], 40)}, "
-            f"expected {CHECKPOINT_VERSION} (re-save it with this version)"
+            f"expected {CHECKPOINT_VERSION}: written by an older version of the package "
+            "(version 3 records the anchor_tags setting); retrain, or load it with the "
+            "version that wrote it"
         )
     for field, kind in (("config", dict), ("graph", dict), *((k, int) for k in settings)):
         if field not in meta:

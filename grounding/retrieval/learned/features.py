@@ -19,7 +19,10 @@ in Knowledge-Graph-Based Retrieval-Augmented Generation", Li, Miao and Li, 2025)
   answer. Paths ignore direction: on a graph storing every fact in both directions this is
   SubgraphRAG's rule (directed shortest paths topic → answer and answer → topic, the shorter
   kept when both exist). Unlike its ``networkx.DiGraph``, which keeps one of several parallel
-  facts between two entities, every parallel fact on such a path is positive.
+  facts between two entities, every parallel fact on such a path is positive by default;
+  ``one_per_pair=True`` (:func:`shortest_path_labels`) keeps SubgraphRAG's exact labels: one
+  fact per entity pair, the last of the pair's facts in candidate order (a simple graph keeps
+  one edge per pair, with the attributes of the last one added).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ __all__ = [
     "dde",
     "structural_tags",
     "shortest_path_labels",
+    "one_fact_per_pair",
     "gold_facts",
     "N_DDE",
     "N_TAGS",
@@ -328,11 +332,18 @@ def structural_tags(
 
 
 def shortest_path_labels(
-    head: np.ndarray, tail: np.ndarray, n: int, topic: np.ndarray, answer: np.ndarray
+    head: np.ndarray,
+    tail: np.ndarray,
+    n: int,
+    topic: np.ndarray,
+    answer: np.ndarray,
+    one_per_pair: bool = False,
 ) -> np.ndarray:
     """``[m]`` float32: 1 for every fact on a shortest (undirected) path between a topic
     entity and an answer, pair by pair (module docstring); a fact ``(u, v)`` lies on one iff
-    :math:`d_q(u) + 1 + d_a(v) = d_q(a)` or the same with ``u``, ``v`` swapped.
+    :math:`d_q(u) + 1 + d_a(v) = d_q(a)` or the same with ``u``, ``v`` swapped. With
+    ``one_per_pair``, of several such facts joining the same two entities only the last (the
+    highest index) stays positive: SubgraphRAG's exact labels.
 
     References:
         Li, Miao & Li, "Simple is Effective: The Roles of Graphs and Large Language Models in
@@ -353,7 +364,26 @@ def shortest_path_labels(
             fwd = d_q[i, head] + 1 + d_a[j, tail] == length
             bwd = d_q[i, tail] + 1 + d_a[j, head] == length
             labels[fwd | bwd] = 1.0
-    return labels
+    return one_fact_per_pair(labels, head, tail) if one_per_pair else labels
+
+
+def one_fact_per_pair(labels: np.ndarray, head: np.ndarray, tail: np.ndarray) -> np.ndarray:
+    """``[m]`` float32: of the positive facts joining the same two entities (either
+    direction), only the last (highest index) stays positive (SubgraphRAG's exact labels,
+    module docstring).
+
+    Example:
+        >>> one_fact_per_pair(np.ones(3), np.array([0, 1, 1]), np.array([1, 0, 2])).tolist()
+        [0.0, 1.0, 1.0]
+    """
+    out = np.zeros(len(labels), np.float32)
+    pos = np.flatnonzero(labels)
+    if len(pos):
+        h, t = np.asarray(head)[pos].astype(np.int64), np.asarray(tail)[pos].astype(np.int64)
+        pair = np.stack([np.minimum(h, t), np.maximum(h, t)], 1)[::-1]
+        _, last = np.unique(pair, axis=0, return_index=True)  # the last fact of each pair
+        out[pos[len(pos) - 1 - last]] = 1.0
+    return out
 
 
 def stable_seed(text: str) -> int:

@@ -221,8 +221,13 @@ def _apply(p: dict, x: jax.Array) -> jax.Array:
     return x @ p["w"] + p["b"] if "b" in p else x @ p["w"]
 
 
-def _entity_text(params, x, has_text):
-    return jnp.where(has_text[:, None], x, params["no_text"])
+def _text_part(params, flat: Batch, weights: Sequence[jax.Array]) -> list[jax.Array]:
+    """``[x_v W]`` for each ``[D, k]`` block ``W`` of ``weights``, ``x_v`` an entity's text
+    embedding or the shared learned vector: one matmul for every block, and the shared
+    vector projected once (so no gradient flows through a ``[BN, D]`` array of texts)."""
+    W = jnp.concatenate(list(weights), 1)
+    y = jnp.where(flat.has_text[:, None], flat.x @ W, params["no_text"] @ W)
+    return jnp.split(y, np.cumsum([w.shape[1] for w in weights])[:-1].tolist(), axis=1)
 
 
 def _gate(config: GNNConfig, layer: dict, z_src, z_dst, s_src, s_dst) -> jax.Array:
@@ -268,10 +273,16 @@ def _messages(flat: Batch):
     return src, dst, rel, direction, live
 
 
-def _states(params, config: GNNConfig, flat: Batch, rel_text) -> list[jax.Array]:
-    """``[z^(0), ..., z^(L)]`` of a flattened batch (``[B N, H]`` each)."""
-    x = _entity_text(params, flat.x, flat.has_text)
-    z = jax.nn.relu(_apply(params["in"], jnp.concatenate([x, flat.dde], -1)))
+def _states(
+    params, config: GNNConfig, flat: Batch, rel_text, x_in: jax.Array | None = None
+) -> list[jax.Array]:
+    """``[z^(0), ..., z^(L)]`` of a flattened batch (``[B N, H]`` each); ``x_in``: the text
+    part of the input layer, when already computed."""
+    W = params["in"]["w"]
+    D = flat.x.shape[-1]
+    if x_in is None:
+        (x_in,) = _text_part(params, flat, [W[:D]])
+    z = jax.nn.relu(x_in + flat.dde @ W[D:] + params["in"]["b"])
     z = z * flat.entity_mask[:, None]
     src, dst, rel, direction, live = _messages(flat)
     N, H = z.shape
@@ -298,18 +309,25 @@ def logits(params: dict, config: GNNConfig, batch: Batch, rel_text: jax.Array) -
         - An unpublished project write-up on the structurally gated GNN retriever (untitled;
           no code released), n.d.: the gated GNN.
     """
-    flat, fact_row = _flatten(batch)
-    x = _entity_text(params, flat.x, flat.has_text)
-    ent = [x, flat.dde]
+    flat, _ = _flatten(batch)
+    D = flat.x.shape[-1]
+    Wh, Wt = params["head_h"]["w"], params["head_t"]["w"]
+    # the head's first layer is linear in [x_h | DDE_h | z_h | ...]: applied once per entity,
+    # its text blocks (and the input layer's) in one matmul
+    blocks = [Wh[:D], Wt[:D]] + ([params["in"]["w"][:D]] if config.n_layers else [])
+    xh, xt, *x_in = _text_part(params, flat, blocks)
+    rest = [flat.dde]
     if config.n_layers:
-        ent.append(_states(params, config, flat, rel_text)[-1])
-    ent = jnp.concatenate(ent, -1)
-    ph = ent @ params["head_h"]["w"]  # the head's first layer, applied once per entity
-    pt = ent @ params["head_t"]["w"]
+        rest.append(_states(params, config, flat, rel_text, x_in[0])[-1])
+    rest = jnp.concatenate(rest, -1)
+    ph = xh + rest @ Wh[D:]
+    pt = xt + rest @ Wt[D:]
     pr = rel_text @ params["head_r"]["w"]
-    pq = _apply(params["head_q"], flat.q)[fact_row]
-    hidden = jax.nn.relu(ph[flat.head] + pr[flat.relation] + pt[flat.tail] + pq)
-    out = _apply(params["out"], hidden)[:, 0].reshape(batch.fact_mask.shape)
+    B, M = batch.fact_mask.shape
+    pq = _apply(params["head_q"], flat.q)[:, None, :]  # one per question, broadcast
+    hidden = (ph[flat.head] + pr[flat.relation] + pt[flat.tail]).reshape(B, M, -1)
+    hidden = jax.nn.relu(hidden + pq)
+    out = _apply(params["out"], hidden)[..., 0]
     return jnp.where(batch.fact_mask, out, -jnp.inf)
 
 

@@ -10,14 +10,23 @@ returns the top ``k`` as a :class:`~grounding.retrieval.Retrieval` whose evidenc
 those facts (and their stored inverse copies) for :func:`grounding.ground`.
 
 Training (:meth:`TripleRetriever.fit`) follows SubgraphRAG: binary cross-entropy with logits
-against the shortest-path labels, Adam (learning rate ``1e-3``), early stopping on validation
-shortest-path triple recall@100 with patience 10; training questions without a topic–answer
-path in their candidate subgraph are skipped and counted.
+against the shortest-path labels (every fact on a shortest path, or SubgraphRAG's exact labels,
+one fact per entity pair: ``RetrieverTrainConfig.labels``), Adam (learning rate ``1e-3``),
+early stopping on validation shortest-path triple recall@100 with patience 10; training
+questions without a topic–answer path in their candidate subgraph are skipped and counted.
+Questions are prepared once (:class:`~grounding.retrieval.learned.PreparedQuestions`:
+candidate subgraphs and features, padded into a few fixed shapes) and a batch holds questions
+of one shape, so one compiled step per shape serves every epoch, seed and retriever of the
+same architecture. With a ``checkpoint`` path, :meth:`TripleRetriever.fit` writes its whole
+state after every epoch (atomically) and resumes from it when started again.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
+import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -37,6 +46,7 @@ from grounding.query import Query
 from grounding.retrieval.base import Retrieval, check_k
 from grounding.retrieval.learned._checkpoint import (
     CHECKPOINT_VERSION,
+    TRAIN_STATE_VERSION,
     check_compatible,
     check_meta,
     graph_sha256,
@@ -47,9 +57,8 @@ from grounding.retrieval.learned.features import (
     stable_seed,
 )
 from grounding.retrieval.learned.gnn import Batch, GNNConfig, init_params, logits, make_batch
-from grounding.retrieval.metrics import recall_at_k
+from grounding.retrieval.learned.prepared import LABELS, Bucket, PreparedQuestions, gather
 from grounding.retrieval.text import Encoder, HashingEncoder
-from grounding.solver.prepare import bucket
 
 __all__ = [
     "RetrieverTrainConfig",
@@ -66,9 +75,11 @@ class RetrieverTrainConfig:
         epochs: maximum epochs.
         lr: Adam learning rate.
         patience: epochs without a better validation recall@``eval_k`` before stopping.
-        batch_size: questions per step.
+        batch_size: questions per step (a batch holds questions of one bucket shape).
         eval_k: the ``K`` of the stopping criterion.
-        seed: initialization and shuffling.
+        seed: shuffling.
+        labels: ``"all"`` (every fact on a shortest topic–answer path is positive) or
+            ``"pair"`` (SubgraphRAG's exact labels: one fact per entity pair).
 
     References:
         Li, Miao & Li, "Simple is Effective: The Roles of Graphs and Large Language Models in
@@ -81,10 +92,13 @@ class RetrieverTrainConfig:
     batch_size: int = 4
     eval_k: int = 100
     seed: int = 0
+    labels: str = "all"
 
     def __post_init__(self) -> None:
         for name in ("epochs", "patience", "batch_size", "eval_k"):
             check_int(getattr(self, name), name)
+        if self.labels not in LABELS:
+            raise ValueError(f"labels must be one of {LABELS}, got {self.labels!r}")
         if not (isinstance(self.lr, (int, float)) and np.isfinite(self.lr) and self.lr > 0):
             raise ValueError(f"lr must be a finite positive number, got {self.lr!r}")
 
@@ -92,18 +106,30 @@ class RetrieverTrainConfig:
 @dataclasses.dataclass
 class TrainLog:
     """What :meth:`TripleRetriever.fit` did: per-epoch loss and validation recall, the best
-    epoch, questions skipped (no path), wall time."""
+    epoch, whether the stopping rule fired, questions skipped (no path), wall time (all of
+    it; the epochs' alone: training steps, compiling and per-epoch validation, without
+    preparing the questions; and each epoch's), and the epochs resumed from a checkpoint."""
 
     loss: list[float] = dataclasses.field(default_factory=list)
     valid_recall: list[float] = dataclasses.field(default_factory=list)
     best_epoch: int = -1
+    stopped: bool = False
     n_train: int = 0
     n_skipped: int = 0
     seconds: float = 0.0
+    train_seconds: float = 0.0
+    epoch_seconds: list[float] = dataclasses.field(default_factory=list)
+    resumed_epochs: int = 0
 
     @property
     def epochs_per_second(self) -> float:
         return len(self.loss) / self.seconds if self.seconds else float("nan")
+
+    @property
+    def question_epochs_per_second(self) -> float:
+        """Training questions times the epochs run in this call, per second of the epochs."""
+        run = len(self.loss) - self.resumed_epochs
+        return self.n_train * run / self.train_seconds if self.train_seconds else float("nan")
 
 
 class TripleRetriever:
@@ -117,6 +143,9 @@ class TripleRetriever:
         relation_texts: one text per relation of ``graph`` (default: the names).
         n_anchors: anchor facts per question (0: anchors off).
         hops, anchor_hops, max_facts: the candidate subgraph (:meth:`FactGraph.candidates`).
+        anchor_tags: whether the structural tags see the anchor facts (``False``: the anchors
+            still bring their facts into the candidate subgraph, but the tags read as if there
+            were none; an ablation on a candidate set shared with anchored retrievers).
         name: the retriever's name (default from the configuration).
         seed: parameter initialization.
         facts: the graph's :class:`FactGraph`, to share one between retrievers of a graph.
@@ -139,6 +168,7 @@ class TripleRetriever:
         hops: int = 2,
         anchor_hops: int = 1,
         max_facts: int = 3000,
+        anchor_tags: bool = True,
         name: str | None = None,
         seed: int = 0,
         facts: FactGraph | None = None,
@@ -170,13 +200,17 @@ class TripleRetriever:
             anchor_hops,
             max_facts,
         )
+        if not isinstance(anchor_tags, bool):
+            raise TypeError(f"anchor_tags must be a bool, got {anchor_tags!r}")
+        self.anchor_tags = anchor_tags
         self.name = name or f"gnn-{config.gate}-L{config.n_layers}" + (
-            "" if n_anchors else "-noanchor"
+            "" if n_anchors and anchor_tags else "-noanchor"
         )
         self.params = init_params(
             jax.random.PRNGKey(seed), config, self.encoder.dim, len(rel_texts)
         )
         self._fact_norm = self._fact_norms()
+        self._entity_text = jnp.asarray(self.entity_text)
         self._score = jax.jit(lambda p, b: logits(p, config, b, self.relation_text))
 
     # ------------------------------------------------------------------ question subgraphs
@@ -210,7 +244,10 @@ class TripleRetriever:
         return topics
 
     def subgraph(self, query: Query, q: np.ndarray | None = None) -> QuestionSubgraph:
-        """The query's candidate subgraph (answers from ``query.relevant`` when given)."""
+        """The query's candidate subgraph (answers from ``query.relevant`` when given, for the
+        labels only). What the candidates are depends on the query's text and anchors alone
+        (the tie-break at the cap is seeded by them, not by the query's id), so a question
+        gets the same candidates in training, in evaluation and in use."""
         q = self.embed([query])[0] if q is None else q
         topics = self._topics(query)
         anchors = self.anchor_facts(q)
@@ -220,7 +257,7 @@ class TripleRetriever:
             self.hops,
             self.anchor_hops,
             self.max_facts,
-            seed=stable_seed(query.id or query.text),
+            seed=stable_seed("\x1f".join((query.text, *query.anchors))),
         )
         answers = [self.graph.entity_index(a) for a in query.relevant if self.graph.has_entity(a)]
         return QuestionSubgraph.build(self.facts, cand, topics, answers, anchors)
@@ -241,26 +278,101 @@ class TripleRetriever:
         pad to that many rows, :func:`~grounding.retrieval.learned.gnn.make_batch`)."""
         return make_batch(subs, qs, self.entity_text, n_rows=n_rows)
 
+    def candidate_settings(self, labels: str = "all") -> dict:
+        """What prepared questions must agree on to serve this retriever: the candidate
+        settings, the encoder and the label mode (``anchor_tags`` and the architecture are
+        not among them: retrievers that differ only there share prepared questions)."""
+        return dict(
+            n_anchors=self.n_anchors,
+            hops=self.hops,
+            anchor_hops=self.anchor_hops,
+            max_facts=self.max_facts,
+            encoder=self.encoder.name,
+            text_dim=self.encoder.dim,
+            n_facts=self.facts.n_facts,
+            labels=labels,
+        )
+
+    def prepare(self, queries: Sequence[Query], labels: str = "all") -> PreparedQuestions:
+        """The queries' candidate subgraphs and features, built once and padded into the
+        buckets of :func:`~grounding.retrieval.learned.prepared.bucket_shapes` (answers, for
+        the labels, from ``query.relevant``; ``labels``: ``"all"`` or ``"pair"``)."""
+        if len(queries) == 0:
+            raise ValueError("no questions to prepare")
+        qs = self.embed(queries)
+        subs = [self.subgraph(query, q) for query, q in zip(queries, qs)]
+        return self.prepare_subgraphs(subs, qs, [x.id or x.text for x in queries], labels)
+
+    def prepare_subgraphs(
+        self,
+        subs: Sequence[QuestionSubgraph],
+        qs: np.ndarray,
+        ids: Sequence[str] | None = None,
+        labels: str = "all",
+    ) -> PreparedQuestions:
+        """:class:`PreparedQuestions` of subgraphs already built (question embeddings ``qs``)."""
+        settings = self.candidate_settings(labels)
+        return PreparedQuestions.build(subs, qs, self.max_facts, settings, ids, labels)
+
+    def _check_prepared(self, prepared: PreparedQuestions, labels: str | None = None) -> None:
+        mine = self.candidate_settings(prepared.settings.get("labels", "all"))
+        if labels is not None:
+            mine["labels"] = labels
+        if prepared.settings != mine:
+            diff = sorted(k for k in set(mine) | set(prepared.settings)
+                          if mine.get(k) != prepared.settings.get(k))  # fmt: skip
+            raise ValueError(
+                f"{self.name}: the prepared questions were built with other settings ("
+                + ", ".join(f"{k}={prepared.settings.get(k)!r} vs {mine.get(k)!r}" for k in diff)
+                + ")"
+            )
+
     # ------------------------------------------------------------------------- scoring
     def scores(
-        self, subs: Sequence[QuestionSubgraph], qs: np.ndarray, batch_size: int = 8
+        self,
+        subs: Sequence[QuestionSubgraph] | PreparedQuestions,
+        qs: np.ndarray | None = None,
+        batch_size: int = 8,
     ) -> list[np.ndarray]:
-        """``[m_i]`` logits of every candidate fact of each subgraph."""
-        out = []
-        rows = min(batch_size, bucket(len(subs), floor=1))  # a last, smaller batch is padded
-        for lo in range(0, len(subs), batch_size):
-            part = subs[lo : lo + batch_size]
-            batch = self.batch(part, qs[lo : lo + batch_size], n_rows=rows)
-            s = np.asarray(self._score(self.params, batch))
-            if not np.all(np.isfinite(s[np.asarray(batch.fact_mask)])):
+        """``[m_i]`` logits of every candidate fact of each question: prepared questions, or
+        subgraphs with their question embeddings ``qs`` (prepared here)."""
+        prepared = subs if isinstance(subs, PreparedQuestions) else None
+        if prepared is None:
+            if qs is None:
+                raise ValueError("scores of subgraphs need their question embeddings qs")
+            prepared = self.prepare_subgraphs(list(subs), qs)
+        self._check_prepared(prepared)
+        out: list[np.ndarray] = [np.zeros(0)] * len(prepared)
+        for bucket, rows in zip(prepared.buckets, prepared.rows):
+            z = self._bucket_logits(bucket, batch_size)
+            if not np.all(np.isfinite(z[np.asarray(bucket.fact_mask)])):
                 raise FloatingPointError(f"{self.name}: non-finite fact scores")
-            out.extend(s[i, : sub.n_facts] for i, sub in enumerate(part))
+            for j, i in enumerate(rows):
+                out[i] = z[j, : prepared.subgraphs[i].n_facts]
         return out
 
-    def rank(self, subs: Sequence[QuestionSubgraph], qs: np.ndarray) -> list[np.ndarray]:
-        """Fact indices of each subgraph's candidates, best first (ties: lower index)."""
+    def _bucket_logits(self, bucket: Bucket, rows: int = 8) -> np.ndarray:
+        """``[Q, M]`` logits of a bucket's questions, ``rows`` at a time (a last, smaller
+        batch padded with empty rows: one compiled scorer per bucket shape)."""
+        score = _programs(self.config, 1e-3, self.anchor_tags)[1]
+        Q = bucket.q.shape[0]
+        out = []
+        for lo in range(0, Q, rows):
+            idx = np.arange(lo, lo + rows)
+            live = idx < Q
+            z = score(self.params, bucket, jnp.asarray(np.minimum(idx, Q - 1)), jnp.asarray(live),
+                      self._entity_text, self.relation_text)  # fmt: skip
+            out.append(np.asarray(z)[: int(live.sum())])
+        return np.concatenate(out)
+
+    def rank(
+        self, subs: Sequence[QuestionSubgraph] | PreparedQuestions, qs: np.ndarray | None = None
+    ) -> list[np.ndarray]:
+        """Fact indices of each question's candidates, best first (ties: lower index)."""
+        subgraphs = subs.subgraphs if isinstance(subs, PreparedQuestions) else subs
         return [
-            sub.facts[np.lexsort((sub.facts, -s))] for sub, s in zip(subs, self.scores(subs, qs))
+            sub.facts[np.lexsort((sub.facts, -s))]
+            for sub, s in zip(subgraphs, self.scores(subs, qs))
         ]
 
     def retrieve(self, query: Query, k: int = 100) -> Retrieval:
@@ -271,10 +383,9 @@ class TripleRetriever:
         logits) and an evidence state holding them and their inverse copies; ``index`` lists
         the facts' entities, each scored by its best fact."""
         k = check_k(k)
-        qs = self.embed(queries)
-        subs = [self.subgraph(query, q) for query, q in zip(queries, qs)]
+        prepared = self.prepare(queries)
         out = []
-        for query, sub, s in zip(queries, subs, self.scores(subs, qs)):
+        for query, sub, s in zip(queries, prepared.subgraphs, self.scores(prepared)):
             order = np.lexsort((sub.facts, -s))[:k]
             top = sub.facts[order]
             edges = self.facts.edge[top]
@@ -306,73 +417,184 @@ class TripleRetriever:
     # ------------------------------------------------------------------------- training
     def fit(
         self,
-        train: Sequence[Query],
-        valid: Sequence[Query],
+        train: Sequence[Query] | PreparedQuestions,
+        valid: Sequence[Query] | PreparedQuestions,
         config: RetrieverTrainConfig | None = None,
         progress: bool = False,
+        checkpoint: str | Path | None = None,
     ) -> TrainLog:
-        """Train on ``train`` (queries with ``relevant`` answers), stop early on ``valid``
-        (keep the parameters of the best validation epoch); with no ``valid`` questions, train
-        every epoch and keep the last parameters."""
+        """Train on ``train`` (queries with ``relevant`` answers, or questions prepared by
+        :meth:`prepare` with ``config.labels``), stop early on ``valid`` (keep the parameters
+        of the best validation epoch); with no ``valid`` questions, train every epoch and keep
+        the last parameters.
+
+        Each epoch shuffles the training questions within each bucket shape, cuts them into
+        batches of ``config.batch_size`` (a bucket's last batch padded with empty rows) and
+        visits the batches in a random order; validation recall@``eval_k`` is computed on the
+        device against every fact on a shortest path in the candidate subgraph.
+
+        Args:
+            checkpoint: a file for the training state (parameters, optimizer state, best
+                parameters, shuffling state, log), written atomically after every epoch; when
+                it exists, training resumes after its last epoch (``config.epochs`` may be
+                larger than the state's run; a state of another retriever, schedule or
+                question set is refused with a ``ValueError``).
+        """
         config = config if config is not None else RetrieverTrainConfig()
         log = TrainLog()
         t0 = time.perf_counter()
-        tq, vq = self.embed(train), self.embed(valid)
-        tsubs = [self.subgraph(x, q) for x, q in zip(train, tq)]
-        keep = [i for i, s in enumerate(tsubs) if s.has_path]
-        log.n_train, log.n_skipped = len(keep), len(tsubs) - len(keep)
-        if not keep:
+        tp = train if isinstance(train, PreparedQuestions) else self.prepare(train, config.labels)
+        self._check_prepared(tp, config.labels)
+        vp = None
+        if isinstance(valid, PreparedQuestions):
+            vp = valid
+        elif len(valid):
+            vp = self.prepare(valid)
+        if vp is not None:
+            self._check_prepared(vp)
+        keep = tp.has_path
+        log.n_train, log.n_skipped = int(keep.sum()), int((~keep).sum())
+        if not keep.any():
             raise ValueError(
                 "no training question has a topic-answer path in its candidate subgraph"
             )
-        vsubs = [self.subgraph(x, q) for x, q in zip(valid, vq)]
-        vgold = [s.facts[s.labels > 0] for s in vsubs]
+        step = _programs(self.config, float(config.lr), self.anchor_tags)[0]
         opt = optax.adam(config.lr)
         state = opt.init(self.params)
-        cfg = self.config
-        rel = self.relation_text
-
-        def loss_fn(p, b):
-            z = logits(p, cfg, b, rel)
-            z = jnp.where(b.fact_mask, z, 0.0)
-            bce = optax.sigmoid_binary_cross_entropy(z, b.labels) * b.fact_mask
-            per_q = jnp.sum(bce, 1) / jnp.maximum(jnp.sum(b.fact_mask, 1), 1)
-            real = jnp.any(b.fact_mask, 1)
-            return jnp.sum(per_q * real) / jnp.maximum(jnp.sum(real), 1)
-
-        @jax.jit
-        def step(p, s, b):
-            loss, g = jax.value_and_grad(loss_fn)(p, b)
-            upd, s = opt.update(g, s, p)
-            return optax.apply_updates(p, upd), s, loss
-
         rng = np.random.default_rng(config.seed)
         stop = EarlyStopping(config.patience)
-        best_params = self.params
-        for epoch in tqdm(range(config.epochs), disable=not progress, desc=self.name):
-            order = rng.permutation(keep)
+        stop.best_state = self.params
+        start = 0
+        tag = _data_tag(tp, vp)
+        if checkpoint is not None and Path(checkpoint).exists():
+            state, rng, start = self._resume(checkpoint, config, tag, opt, log, stop)
+        local = [np.flatnonzero(keep[rows]) for rows in tp.rows]  # trainable rows per bucket
+        B = config.batch_size
+        t1 = time.perf_counter()
+        for epoch in tqdm(range(start, config.epochs), disable=not progress, desc=self.name):
+            if log.stopped:
+                break
+            te = time.perf_counter()
+            batches = []
+            for b, rows in enumerate(local):
+                perm = rng.permutation(rows)
+                batches += [(b, perm[lo : lo + B]) for lo in range(0, len(perm), B)]
             losses = []
-            for lo in range(0, len(order), config.batch_size):
-                idx = order[lo : lo + config.batch_size]
-                b = self.batch([tsubs[i] for i in idx], tq[idx], n_rows=config.batch_size)
-                self.params, state, loss = step(self.params, state, b)
-                losses.append(float(loss))
-            mean = float(np.mean(losses))
+            for j in rng.permutation(len(batches)):
+                b, idx = batches[j]
+                live = np.arange(B) < len(idx)
+                full = np.resize(idx, B) if len(idx) else np.zeros(B, np.int64)
+                self.params, state, loss = step(
+                    self.params, state, tp.buckets[b], jnp.asarray(full), jnp.asarray(live),
+                    self._entity_text, self.relation_text,
+                )  # fmt: skip
+                losses.append(loss)
+            mean = float(np.mean(np.asarray(jnp.stack(losses))))
             check_finite(mean, self.params, epoch, self.name)
             log.loss.append(mean)
-            if not vsubs:
-                best_params, log.best_epoch = self.params, epoch
-                continue
-            ranked = self.rank(vsubs, vq)
-            rec = [recall_at_k(r, g, config.eval_k) for r, g in zip(ranked, vgold) if len(g)]
-            log.valid_recall.append(float(np.mean(rec)) if rec else 0.0)
-            done = stop.update(epoch, log.valid_recall[-1], self.params)
-            best_params, log.best_epoch = stop.best_state, stop.best_epoch
-            if done:
-                break
-        self.params = best_params
+            if vp is None:
+                stop.best_state, stop.best_epoch = self.params, epoch
+            else:
+                log.valid_recall.append(self.valid_recall(vp, config.eval_k))
+                log.stopped = stop.update(epoch, log.valid_recall[-1], self.params)
+            log.best_epoch = stop.best_epoch
+            log.epoch_seconds.append(time.perf_counter() - te)
+            if checkpoint is not None:
+                self._save_state(checkpoint, config, tag, state, rng, log, stop)
+        self.params = stop.best_state
+        log.train_seconds = time.perf_counter() - t1
         log.seconds = time.perf_counter() - t0
         return log
+
+    def valid_recall(self, prepared: PreparedQuestions, k: int = 100) -> float:
+        """Mean over the questions with a shortest-path fact among their candidates of the
+        share of those facts in the top ``k`` (the stopping criterion; computed on the
+        device, ties broken by candidate order)."""
+        self._check_prepared(prepared)
+        recalls = []
+        for bucket in prepared.buckets:
+            z = self._bucket_logits(bucket)
+            gold = np.asarray(bucket.gold)
+            n_gold = gold.sum(1)
+            kk = min(k, z.shape[1])
+            top = np.argsort(-z, axis=1, kind="stable")[:, :kk]  # ties: candidate order
+            hits = np.take_along_axis(gold, top, 1).sum(1)
+            recalls += (hits / np.maximum(n_gold, 1))[n_gold > 0].tolist()
+        return float(np.mean(recalls)) if recalls else 0.0
+
+    def _state_meta(self, config: RetrieverTrainConfig, tag: str) -> dict:
+        return dict(
+            version=TRAIN_STATE_VERSION,
+            kind="TripleRetriever training state",
+            config=dataclasses.asdict(self.config),
+            graph=self._fingerprint(),
+            settings={k: int(v) for k, v in self._settings().items()},
+            # the epoch budget may grow between runs; everything else must be the same
+            train_config={k: v for k, v in dataclasses.asdict(config).items() if k != "epochs"},
+            data=tag,
+        )
+
+    def _save_state(self, path, config, tag, opt_state, rng, log: TrainLog, stop) -> None:
+        parts = [self.params, opt_state, stop.best_state]
+        leaves = [np.asarray(x) for p in parts for x in jax.tree_util.tree_leaves(p)]
+        meta = self._state_meta(config, tag) | dict(
+            epoch=len(log.loss),
+            rng=rng.bit_generator.state,
+            log=dict(loss=log.loss, valid_recall=log.valid_recall, best_epoch=log.best_epoch,
+                     stopped=log.stopped),
+            stop=dict(best_score=stop.best_score, best_epoch=stop.best_epoch,
+                      since_best=stop.since_best),
+            counts=[len(jax.tree_util.tree_leaves(p)) for p in parts],
+        )  # fmt: skip
+        write_archive(path, meta, leaves)
+
+    def _resume(self, path, config, tag, opt, log: TrainLog, stop) -> tuple:
+        """Restore the training state at ``path`` into this retriever, ``log`` and ``stop``;
+        returns the optimizer state, the shuffling generator and the next epoch."""
+        meta, leaves = read_archive(path, "TripleRetriever training state")
+        if not isinstance(meta, dict) or meta.get("kind") != "TripleRetriever training state":
+            raise ValueError(f"{path}: not a TripleRetriever training state")
+        if meta.get("version") != TRAIN_STATE_VERSION:
+            raise ValueError(
+                f"{path}: field 'version': training state version {meta.get('version')!r}, "
+                f"expected {TRAIN_STATE_VERSION} (start training afresh: delete the file)"
+            )
+        mine = self._state_meta(config, tag)
+        bad = [k for k in mine if json.dumps(meta.get(k), sort_keys=True)
+               != json.dumps(mine[k], sort_keys=True)]  # fmt: skip
+        if bad:
+            raise ValueError(
+                f"{path}: training state of another retriever, schedule or question set "
+                f"(differs in {', '.join(bad)}); delete it to start afresh"
+            )
+        refs = [self.params, opt.init(self.params), self.params]
+        counts = meta["counts"]
+        if counts != [len(jax.tree_util.tree_leaves(p)) for p in refs]:
+            raise ValueError(f"{path}: {sum(counts)} arrays, not this architecture's state")
+        out, lo = [], 0
+        for part, (ref, c) in enumerate(zip(refs, counts)):
+            got, want = leaves[lo : lo + c], jax.tree_util.tree_leaves(ref)
+            if part == 1:  # the optimizer state: its step count is an integer
+                bad = [i for i, (x, r) in enumerate(zip(got, want))
+                       if x.shape != r.shape or x.dtype != r.dtype]  # fmt: skip
+                if bad:
+                    raise ValueError(f"{path}: optimizer state array {bad[0]} is not the "
+                                     "architecture's (shape or dtype)")  # fmt: skip
+                arrays = got
+            else:
+                arrays = check_leaves(path, got, want)
+            treedef = jax.tree_util.tree_structure(ref)
+            out.append(jax.tree_util.tree_unflatten(treedef, [jnp.asarray(x) for x in arrays]))
+            lo += c
+        self.params, opt_state, stop.best_state = out
+        for k, v in meta["stop"].items():
+            setattr(stop, k, v)
+        log.loss, log.valid_recall = list(meta["log"]["loss"]), list(meta["log"]["valid_recall"])
+        log.best_epoch, log.stopped = meta["log"]["best_epoch"], meta["log"]["stopped"]
+        log.resumed_epochs = meta["epoch"]
+        rng = np.random.default_rng()
+        rng.bit_generator.state = meta["rng"]
+        return opt_state, rng, meta["epoch"]
 
     # ------------------------------------------------------------------------ checkpoints
     def _fingerprint(self) -> dict:
@@ -427,4 +649,42 @@ class TripleRetriever:
         return self
 
 
-_SETTINGS = ("n_anchors", "hops", "anchor_hops", "max_facts")
+_SETTINGS = ("n_anchors", "hops", "anchor_hops", "max_facts", "anchor_tags")
+
+
+def _data_tag(train: PreparedQuestions, valid: PreparedQuestions | None) -> str:
+    """A sha256 of the training and validation questions' ids and settings (a training
+    state resumes only on the same questions)."""
+    h = hashlib.sha256()
+    for p in (train, valid):
+        if p is not None:
+            h.update(json.dumps([list(p.ids), p.settings], sort_keys=True).encode())
+    return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=64)
+def _programs(config: GNNConfig, lr: float, anchor_tags: bool):
+    """The compiled training step and scorer of an architecture (shared by every retriever and
+    seed of it; one compilation per bucket shape)."""
+    opt = optax.adam(lr)
+
+    def loss_fn(p, b: Batch, rel):
+        z = logits(p, config, b, rel)
+        z = jnp.where(b.fact_mask, z, 0.0)
+        bce = optax.sigmoid_binary_cross_entropy(z, b.labels) * b.fact_mask
+        per_q = jnp.sum(bce, 1) / jnp.maximum(jnp.sum(b.fact_mask, 1), 1)
+        real = jnp.any(b.fact_mask, 1)
+        return jnp.sum(per_q * real) / jnp.maximum(jnp.sum(real), 1)
+
+    @jax.jit
+    def step(p, s, bucket: Bucket, idx, live, ent, rel):
+        b = gather(bucket, idx, live, ent, anchor_tags)
+        loss, g = jax.value_and_grad(loss_fn)(p, b, rel)
+        upd, s = opt.update(g, s, p)
+        return optax.apply_updates(p, upd), s, loss
+
+    @jax.jit
+    def score(p, bucket: Bucket, idx, live, ent, rel):
+        return logits(p, config, gather(bucket, idx, live, ent, anchor_tags), rel)
+
+    return step, score
