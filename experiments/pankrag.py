@@ -1,31 +1,55 @@
 """PankRAG on real data: question planning against MuSiQue's human decompositions, and grounded
-multi-hop answering on CoDEx-M with its ablations and an error-injection probe.
+multi-hop answering on CoDEx-M, blind and with the oracle plan, with its ablations and an
+error-injection probe.
 
-Planning: the offline heuristic planner on all 3,000 shipped MuSiQue questions, scored
-against the gold sub-question DAGs (hop-count accuracy, exact DAG match, dependency-edge
-precision / recall / F1; steps matched by position), beside the constant baseline "always a
-two-step chain" (MuSiQue is 73 % two-hop) and, when ``GROUNDING_LLM_BASE_URL`` and
-``GROUNDING_LLM_MODEL`` name an OpenAI-compatible endpoint, the LLM planner.
+Planning: the shipped 3,000 MuSiQue questions split once, seeded (``MUSIQUE_SEED``), into a
+dev set of 1,000 and a test set of 2,000; the offline heuristic planner scored on both against
+the gold sub-question DAGs (hop-count accuracy, exact DAG match, dependency-edge precision /
+recall / F1; steps matched by position), beside the constant baseline "always a two-step
+chain" (MuSiQue is 73 % two-hop) and, when ``GROUNDING_LLM_BASE_URL`` and
+``GROUNDING_LLM_MODEL`` name an OpenAI-compatible endpoint, the LLM planner. The heuristic's
+rules were written before the split, looking at questions of both parts: its test score is not
+a held-out score.
 
 Answering: the templated CoDEx-M benchmark and the TransE answerer of the grounded QA
-experiment (same settings, trained on the evidence only); lambda fitted on validation
-questions for the one-loop path-constrained system and used by every system (kappa = 1).
-Systems: PankRAG (templated plan, local retrieval, dependency-aware reranking with graph
-agreement), without the reranker, with embedding agreement, without the DAG (the whole
-question as one step; once with PankRAG's per-step budget, 20 nodes and 20 candidates, and
-once with the budget of its largest plan, 60 nodes and 100 candidates), global (community) retrieval only, and the one-loop PCR and soft-PCR
-systems. Local-only equals PankRAG on this benchmark: every templated step is specific. Hits@1
-is the top answer of the grounded posterior; each system is compared with PankRAG question by
-question (sign test). Systems after the first reuse the answerer's memoized proposals, so
-their milliseconds per question are not comparable with the first's: speed is PankRAG's first
-run and a second run with compiled programs and no memoized proposals. Error propagation: on 2- and 3-hop test
-questions the first step's answers get a wrong entity (its most probable non-gold answer)
-holding half of the probability; final Hits@1 with and without the reranker.
+experiment (same settings, trained on the evidence only).
 
-Quick mode: the first 15 test questions of each hop count (a smoke run).
+- **Blind** systems see each test question's text and topic entity only
+  (:func:`grounding.query.blind`); the relation-path predictor of the grounded QA experiment
+  (``blind_paths``: fitted on the training questions, its label weight chosen on validation)
+  replaces the gold chain. PankRAG blind plans one step per relation of the top-1 predicted
+  path (:class:`~grounding.plans.PredictedPathPlanner`); also without the reranker; the
+  one-step (no-DAG) pipeline on the same predicted path at the node and candidate budget of
+  PankRAG's largest plan (3 steps of 20 nodes: 60 nodes; 5 anchors of 20 candidates: 100);
+  and the one-loop PCR system on blind questions (:class:`~grounding.qa.BlindQA`, top-3 paths
+  meeting in one posterior). One lambda for every blind system, fitted on the blind
+  validation outcomes of the one-loop system (``fit_blind_lambda``, the grounded QA
+  experiment's blind fit).
+- **Oracle (gold chain)** systems read the question's gold relation chain: PankRAG (templated
+  plan, local retrieval, dependency-aware reranking with graph agreement), without the
+  reranker, with embedding agreement, without the DAG (once with PankRAG's per-step budget, 20
+  nodes and 20 candidates, once with the budget of its largest plan, 60 nodes and 100
+  candidates), global (community) retrieval only, and the one-loop PCR and soft-PCR systems;
+  lambda fitted on validation questions for the one-loop path-constrained system
+  (``fit_lambda``) and used by every oracle system (kappa = 1). Local-only equals PankRAG on
+  this benchmark: every templated step is specific.
 
-Final line: ``musique_hop_acc=<x> musique_edge_f1=<y> pankrag_hits1=<z> flat_hits1=<w>``
-(heuristic planner on MuSiQue; CoDEx-M test questions, all hops, PankRAG and no-DAG).
+Hits@1 is the top answer of the grounded posterior. Every system is compared with PankRAG
+question by question (blind rows with blind PankRAG as well): the paired bootstrap 95 %
+interval of the Hits@1 difference and the exact sign test. Systems after the first reuse the
+answerer's memoized proposals, so their milliseconds per question are not comparable with the
+first's: speed is PankRAG's first run and a second run with compiled programs and no memoized
+proposals. Error propagation (oracle plans): on 2- and 3-hop test questions the first step's
+answers get a wrong entity (its most probable non-gold answer) holding half of the
+probability; final Hits@1 with and without the reranker.
+
+Quick mode: the first 15 test questions of each hop count (a smoke run); the blind lambda is
+fitted on the first 15 validation questions of each hop count.
+
+Final line: ``musique_hop_acc=<x> musique_edge_f1=<y> pankrag_hits1=<z> flat_hits1=<w>
+pankrag_blind_hits1=<b> flat_blind_hits1=<f>`` (heuristic planner on the MuSiQue test split;
+CoDEx-M test questions, all hops: oracle PankRAG and no-DAG at PankRAG's per-step budget,
+blind PankRAG and blind no-DAG at the matched budget).
 """
 
 from __future__ import annotations
@@ -40,7 +64,15 @@ import numpy as np
 from scipy.stats import binom
 
 from experiments._io import float64, parse_args, plt, save_figure, styled, write_csv, write_json
-from experiments.grounded_qa import KAPPA, SETTINGS, build, fit_lambda
+from experiments.grounded_qa import (
+    KAPPA,
+    SETTINGS,
+    blind_paths,
+    build,
+    fit_blind_lambda,
+    fit_lambda,
+    paired_bootstrap,
+)
 from grounding.datasets import load_musique
 from grounding.llm import Endpoint
 from grounding.plans import (
@@ -48,13 +80,15 @@ from grounding.plans import (
     HeuristicPlanner,
     LLMPlanner,
     Plan,
+    PredictedPathPlanner,
     TemplatePlanner,
     plan_from_decomposition,
 )
-from grounding.qa import GroundedQA, PankRAG, score_probabilities
+from grounding.qa import BlindQA, GroundedQA, PankRAG, score_probabilities
+from grounding.query import blind
 from grounding.retrieval import Communities
 
-SYSTEMS = (
+ORACLE = (
     "pankrag",
     "no_rerank",
     "embedding_agreement",
@@ -64,8 +98,27 @@ SYSTEMS = (
     "pcr",
     "soft_pcr",
 )
+BLIND = ("pankrag_blind", "no_rerank_blind", "flat_blind", "pcr_blind")
+SYSTEMS = ORACLE + BLIND
+LABELS = {
+    "pankrag": "PankRAG",
+    "no_rerank": "without the reranker",
+    "embedding_agreement": "embedding agreement",
+    "no_dag": "without the DAG",
+    "no_dag_matched": "without the DAG, matched budget",
+    "global_only": "global retrieval only",
+    "pcr": "PCR, one loop",
+    "soft_pcr": "soft PCR, one loop",
+    "pankrag_blind": "PankRAG",
+    "no_rerank_blind": "without the reranker",
+    "flat_blind": "without the DAG, matched budget",
+    "pcr_blind": "PCR, one loop (top-3 paths)",
+}
 HOPS = (1, 2, 3)
 QUICK_PER_HOP = 15
+#: PankRAG's per-step budget (its defaults): nodes kept per step, candidates per anchor, anchors
+K_NODES, K_CANDIDATES, BEAM = 20, 20, 5
+MUSIQUE_DEV, MUSIQUE_SEED = 1000, 0
 
 
 # --------------------------------------------------------------------------- planning
@@ -112,6 +165,18 @@ def planning_scores(planner, questions) -> dict[str, dict[str, float]]:
     return out
 
 
+def musique_split(questions: Sequence, seed: int = MUSIQUE_SEED) -> dict[str, list]:
+    """The questions split once, seeded: ``dev`` (the first ``MUSIQUE_DEV`` of a permutation)
+    and ``test`` (the rest), each in file order."""
+    if len(questions) <= MUSIQUE_DEV:
+        raise ValueError(f"{len(questions)} questions cannot give a dev set of {MUSIQUE_DEV}")
+    order = np.random.default_rng(seed).permutation(len(questions))
+    return {
+        "dev": [questions[i] for i in sorted(order[:MUSIQUE_DEV])],
+        "test": [questions[i] for i in sorted(order[MUSIQUE_DEV:])],
+    }
+
+
 def planners() -> dict:
     out = {"heuristic": HeuristicPlanner(), "two-step chain": TwoStepChain()}
     url, model = os.environ.get("GROUNDING_LLM_BASE_URL"), os.environ.get("GROUNDING_LLM_MODEL")
@@ -126,27 +191,60 @@ def planners() -> dict:
 def pankrag_system(bench, answerer, index, communities, lam, **kw) -> PankRAG:
     texts = dict(zip(bench.kg.entities, bench.kg.node_texts))
     planner = kw.pop("planner", TemplatePlanner(bench.relation_labels, texts))
+    kw = dict(k_nodes=K_NODES, k_candidates=K_CANDIDATES, beam=BEAM) | kw
     return PankRAG(planner, answerer, index, communities=communities, lam=lam, kappa=KAPPA, **kw)
 
 
+def matched_budget(largest_plan: int) -> dict[str, int]:
+    """The one-step pipeline's budget matched to PankRAG's largest plan: its steps' nodes
+    (``largest_plan * K_NODES``) and its anchors' candidates (``BEAM * K_CANDIDATES``)."""
+    return dict(k_nodes=largest_plan * K_NODES, k_candidates=BEAM * K_CANDIDATES)
+
+
+def blind_predictor(bench, answerer, pcr, log, per_hop: int | None = None):
+    """The relation-path predictor of the grounded QA experiment (fitted on the training
+    questions) and the one lambda of every blind system: the grounded QA experiment's blind
+    fit on the blind validation outcomes of the one-loop system (:class:`BlindQA`), on the
+    first ``per_hop`` validation questions of each hop count (``None``: all)."""
+    paths, predictor = blind_paths(bench, log)
+    valid = [q for h in HOPS for q in bench.split("valid", h)[:per_hop]]
+    probe = BlindQA(answerer, predictor, lambda d: pcr[d], lam=1.0, kappa=KAPPA)
+    lam = fit_blind_lambda(probe.answer_batch([blind(q) for q in valid]), valid)
+    return paths, predictor, lam
+
+
 def run_system(name, questions, parts):
-    """``[(names, probs)]`` per question, and seconds."""
-    bench, answerer, (pcr, soft), index, communities, lam = parts
+    """``[(names, probs)]`` per question, and seconds. Blind systems get ``blind(q)`` only."""
+    bench, answerer, (pcr, soft), index, communities, lam = parts["oracle"]
+    predictor, blind_lam = parts["predictor"], parts["blind_lam"]
     t = time.perf_counter()
     if name in ("pcr", "soft_pcr"):
         retr = pcr if name == "pcr" else soft
         qa = GroundedQA(answerer, lambda q: retr[q.hops], lam=lam, kappa=KAPPA)
         out = [(o.candidates.entities, o.probabilities("soft")) for o in qa.answer_batch(questions)]
         return out, time.perf_counter() - t
+    if name == "pcr_blind":
+        qa = BlindQA(answerer, predictor, lambda d: pcr[d], lam=blind_lam, kappa=KAPPA)
+        outs = qa.answer_batch([blind(q) for q in questions])
+        return [o.answer_probabilities("soft") for o in outs], time.perf_counter() - t
+    texts = dict(zip(bench.kg.entities, bench.kg.node_texts))
+    predicted = PredictedPathPlanner(predictor, bench.relation_labels, texts)
+    predicted_flat = PredictedPathPlanner(predictor, bench.relation_labels, texts, flat=True)
+    largest = max(len(p) for p in predictor.paths)
     kw = dict(
         no_rerank=dict(rerank=False),
         embedding_agreement=dict(agreement="embedding"),
         no_dag=dict(planner=FlatPlanner()),
         # the same node and candidate budget as PankRAG's largest plan: 3 steps of 20 nodes,
         # up to 5 anchors of 20 candidates per step
-        no_dag_matched=dict(planner=FlatPlanner(), k_nodes=60, k_candidates=100),
+        no_dag_matched=dict(planner=FlatPlanner(), **matched_budget(max(HOPS))),
         global_only=dict(mode="global"),
+        pankrag_blind=dict(planner=predicted),
+        no_rerank_blind=dict(planner=predicted, rerank=False),
+        flat_blind=dict(planner=predicted_flat, **matched_budget(largest)),
     ).get(name, {})
+    if name in BLIND:
+        lam, questions = blind_lam, [blind(q) for q in questions]
     system = pankrag_system(bench, answerer, index, communities, lam, **kw)
     outs = system.answer_batch(questions)
     return [(o.final.answers, o.final.probs) for o in outs], time.perf_counter() - t
@@ -164,12 +262,15 @@ def hits(answers, questions) -> np.ndarray:
 
 
 def paired(a: np.ndarray, b: np.ndarray) -> dict:
-    """Questions only ``a`` gets right, only ``b`` gets right, and the two-sided sign-test
-    p-value of that split (exact binomial, ties dropped)."""
+    """Questions only ``a`` gets right, only ``b`` gets right, the two-sided sign-test p-value
+    of that split (exact binomial, ties dropped), and the paired bootstrap 95 % interval of the
+    Hits@1 difference ``a - b`` (``resolved``: the interval excludes 0)."""
     wins, losses = int(np.sum((a == 1) & (b == 0))), int(np.sum((a == 0) & (b == 1)))
     n = wins + losses
     p = float(min(1.0, 2 * binom.cdf(min(wins, losses), n, 0.5))) if n else 1.0
-    return dict(only_pankrag=wins, only_other=losses, sign_test_p=p)
+    boot = paired_bootstrap(a, b)
+    resolved = not (boot["ci"][0] <= 0 <= boot["ci"][1])
+    return dict(only_pankrag=wins, only_other=losses, sign_test_p=p, **boot, resolved=resolved)
 
 
 def injections(bench, outcomes) -> tuple[list[int], list[dict[str, str]]]:
@@ -188,7 +289,7 @@ def injections(bench, outcomes) -> tuple[list[int], list[dict[str, str]]]:
 
 
 def error_propagation(parts, questions) -> dict:
-    bench, answerer, _, index, communities, lam = parts
+    bench, answerer, _, index, communities, lam = parts["oracle"]
     clean_system = pankrag_system(bench, answerer, index, communities, lam)
     keep, inject = injections(bench, clean_system.answer_batch(questions))
     qs = [questions[i] for i in keep]
@@ -203,32 +304,58 @@ def error_propagation(parts, questions) -> dict:
     return out
 
 
+def _bars(ax, systems, kg, title):
+    x = np.arange(len(HOPS))
+    w = 0.8 / len(systems)
+    for j, s in enumerate(systems):
+        ax.bar(x + (j - (len(systems) - 1) / 2) * w, [kg[s][str(h)]["hit"] for h in HOPS], w,
+               label=LABELS[s])  # fmt: skip
+    ax.set(xticks=x, xlabel="hops (CoDEx-M test questions)", ylabel="Hits@1 accuracy", ylim=(0, 1))
+    ax.set_xticklabels([f"{h}-hop" for h in HOPS])
+    ax.set_title(title)
+    ax.legend(fontsize=8, ncol=2)
+
+
+def _differences(ax, kg, reference: str, others: list[str]) -> None:
+    """Hits@1 of ``reference`` minus each other system's, with paired bootstrap intervals."""
+    key = f"against_{reference}"
+    diff = [kg[s][key] for s in others]
+    y = np.arange(len(others))
+    lo = [d["diff"] - d["ci"][0] for d in diff]
+    hi = [d["ci"][1] - d["diff"] for d in diff]
+    kind = "blind" if reference in BLIND else "oracle (gold chain)"
+    ax.barh(y, [d["diff"] for d in diff], xerr=[lo, hi], color="C0",
+            label=f"{kind} PankRAG - system")  # fmt: skip
+    ax.axvline(0, color="k", lw=0.8)
+    ax.set(yticks=y, xlabel="Hits@1 difference (paired bootstrap 95 % interval)",
+           ylabel=f"system compared with {kind} PankRAG")  # fmt: skip
+    ax.set_yticklabels([("blind: " if s in BLIND else "oracle: ") + LABELS[s] for s in others])
+    ax.set_title(f"{kind.capitalize()} PankRAG against other systems, all hops")
+    ax.legend()
+
+
 @styled
 def figure(planning: dict, kg: dict, propagation: dict):
-    fig, axes = plt.subplots(1, 3, figsize=(18, 5.2), layout="constrained")
-    ax = axes[0]
+    fig, axes = plt.subplots(2, 3, figsize=(19, 10), layout="constrained")
+    ax = axes[0, 0]
     keys = ("hop_accuracy", "exact_dag", "edge_f1")
-    names = list(planning)
+    test = planning["test"]
+    names = list(test)
     x = np.arange(len(keys))
     for j, n in enumerate(names):
-        ax.bar(x + (j - (len(names) - 1) / 2) * 0.3, [planning[n]["all"][k] for k in keys], 0.3,
+        ax.bar(x + (j - (len(names) - 1) / 2) * 0.3, [test[n]["all"][k] for k in keys], 0.3,
                label=n)  # fmt: skip
-    ax.set(xticks=x, xlabel="planning metric (3,000 MuSiQue questions)", ylabel="accuracy / F1",
-           ylim=(0, 1))  # fmt: skip
+    n_test = test[names[0]]["all"]["n"]
+    ax.set(xticks=x, xlabel=f"planning metric (MuSiQue test split, {n_test:,} questions)",
+           ylabel="accuracy / F1", ylim=(0, 1))  # fmt: skip
     ax.set_xticklabels(["hop count", "exact DAG", "edge F1"])
     ax.set_title("Planners against MuSiQue's gold decompositions")
     ax.legend()
-    ax = axes[1]
-    x = np.arange(len(HOPS))
-    w = 0.8 / len(SYSTEMS)
-    for j, s in enumerate(SYSTEMS):
-        ax.bar(x + (j - (len(SYSTEMS) - 1) / 2) * w, [kg[s][str(h)]["hit"] for h in HOPS], w,
-               label=s.replace("_", " "))  # fmt: skip
-    ax.set(xticks=x, xlabel="hops (CoDEx-M test questions)", ylabel="Hits@1 accuracy", ylim=(0, 1))
-    ax.set_xticklabels([f"{h}-hop" for h in HOPS])
-    ax.set_title("Grounded answering: PankRAG, its ablations, PCR")
-    ax.legend(fontsize=8, ncol=2)
-    ax = axes[2]
+    _bars(axes[0, 1], ORACLE, kg, "Oracle (gold chain): PankRAG, its ablations, PCR")
+    _bars(axes[0, 2], BLIND, kg, "Blind (text and topic only): predicted relation paths")
+    _differences(axes[1, 0], kg, "pankrag", [s for s in SYSTEMS if s != "pankrag"])
+    _differences(axes[1, 2], kg, "pankrag_blind", list(BLIND[1:]))
+    ax = axes[1, 1]
     x = np.arange(2)
     for j, (k, lab) in enumerate(
         (("clean_hits1", "clean"), ("injected_hits1", "wrong answer at q1"))
@@ -237,7 +364,7 @@ def figure(planning: dict, kg: dict, propagation: dict):
                label=lab)  # fmt: skip
     ax.set(xticks=x, xlabel="system (2-3 hop questions)", ylabel="Hits@1 accuracy", ylim=(0, 1))
     ax.set_xticklabels(["with reranker", "without reranker"])
-    ax.set_title(f"Error propagation ({propagation['n_questions']} questions)")
+    ax.set_title(f"Error propagation, oracle (gold chain) ({propagation['n_questions']} questions)")
     ax.legend()
     fig.suptitle("PankRAG: planning on MuSiQue, grounded answering on CoDEx-M", fontsize=13)
     return fig
@@ -250,12 +377,17 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
     def log(s: str) -> None:
         print(s, file=sys.stderr, flush=True)
 
-    musique = load_musique()
-    planning = {n: planning_scores(p, musique) for n, p in planners().items()}
-    for n, row in planning.items():
-        log(
-            f"musique {n}: hop={row['all']['hop_accuracy']:.3f} edge_f1={row['all']['edge_f1']:.3f}"
-        )
+    split = musique_split(load_musique())
+    planning = {
+        part: {n: planning_scores(p, qs) for n, p in planners().items()}
+        for part, qs in split.items()
+    }
+    for part, rows in planning.items():
+        for n, row in rows.items():
+            log(
+                f"musique {part} {n}: hop={row['all']['hop_accuracy']:.3f} "
+                f"edge_f1={row['all']['edge_f1']:.3f}"
+            )
     bench, answerer, retrievers, _ = build(SETTINGS[args.full]["codex-m"])
     t = time.perf_counter()
     communities = Communities.build(bench.graph, relation_labels=bench.relation_labels)
@@ -267,8 +399,16 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
             valid
         )
     )
-    parts = (bench, answerer, retrievers, index, communities, lam)
     per_hop = None if args.full else QUICK_PER_HOP  # quick: a smoke run on fewer questions
+    t = time.perf_counter()
+    paths, predictor, blind_lam = blind_predictor(bench, answerer, retrievers[0], log, per_hop)
+    blind_fit_seconds = time.perf_counter() - t
+    log(f"codex-m lambda: oracle {lam:.3f}, blind {blind_lam:.3f} ({blind_fit_seconds:.1f} s)")
+    parts = dict(
+        oracle=(bench, answerer, retrievers, index, communities, lam),
+        predictor=predictor,
+        blind_lam=blind_lam,
+    )
     test = [q for h in HOPS for q in bench.split("test", h)[:per_hop]]
     kg: dict = {}
     per_question = {}
@@ -279,13 +419,26 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
                  for h in HOPS}  # fmt: skip
         kg[s]["all"] = scores(answers, test)
         kg[s]["ms_per_question"] = 1000 * seconds / len(test)
+        kg[s]["kind"] = "blind" if s in BLIND else "oracle (gold chain)"
         log(
             f"codex-m {s}: "
             + " ".join(f"{h}={kg[s][str(h)]['hit']:.3f}" for h in HOPS)
-            + f" ({seconds:.1f} s)"
+            + f" all={kg[s]['all']['hit']:.3f} ({seconds:.1f} s)"
         )
     for s in SYSTEMS[1:]:  # PankRAG against each other system, question by question
         kg[s]["against_pankrag"] = paired(per_question["pankrag"], per_question[s])
+    for s in BLIND[1:]:  # blind PankRAG against the other blind systems
+        kg[s]["against_pankrag_blind"] = paired(per_question["pankrag_blind"], per_question[s])
+    for s in ("pankrag", "pankrag_blind"):
+        for other, row in kg.items():
+            key = "against_pankrag" if s == "pankrag" else "against_pankrag_blind"
+            if key in row:
+                d = row[key]
+                log(
+                    f"codex-m {s} - {other}: {d['diff']:+.3f} (95 % {d['ci'][0]:+.3f} to "
+                    f"{d['ci'][1]:+.3f}; {d['only_pankrag']} against {d['only_other']}, sign "
+                    f"test p = {d['sign_test_p']:.2g})"
+                )
     # speed: PankRAG again with compiled programs but no memoized model proposals
     answerer.cache_clear()
     _, seconds = run_system("pankrag", test, parts)
@@ -298,29 +451,51 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
     report = dict(
         full=args.full,
         planning=planning,
-        kg=dict(dataset="codex-m", lam=lam, kappa=KAPPA, n_test=len(test), systems=kg),
+        musique_split=dict(
+            seed=MUSIQUE_SEED,
+            dev=len(split["dev"]),
+            test=len(split["test"]),
+            heuristic_rules="written before the split, looking at questions of both parts",
+        ),  # fmt: skip
+        kg=dict(
+            dataset="codex-m",
+            lam=lam,
+            blind_lam=blind_lam,
+            kappa=KAPPA,
+            n_test=len(test),
+            blind_paths=paths,
+            matched_budget=dict(
+                oracle=matched_budget(max(HOPS)),
+                blind=matched_budget(max(len(p) for p in predictor.paths)),
+            ),
+            systems=kg,
+        ),
         error_propagation=propagation,
         speed=speed,
         communities=dict(
             n=len(communities.communities), levels=communities.levels, seconds=community_seconds
         ),  # fmt: skip
     )
-    paths = [write_json(args.out / "pankrag.json", report)]
-    rows = [("planning", n, k, m, planning[n][k][m]) for n in planning for k in planning[n]
+    paths_out = [write_json(args.out / "pankrag.json", report)]
+    rows = [("planning", f"{n} ({part})", k, m, planning[part][n][k][m])
+            for part in planning for n in planning[part] for k in planning[part][n]
             for m in ("hop_accuracy", "exact_dag", "edge_precision", "edge_recall", "edge_f1")]  # fmt: skip
-    rows += [("codex-m", s, h, m, kg[s][h][m]) for s in SYSTEMS
+    rows += [(f"codex-m {kg[s]['kind']}", s, h, m, kg[s][h][m]) for s in SYSTEMS
              for h in (*map(str, HOPS), "all") for m in ("hit", "f1", "abstained")]  # fmt: skip
-    paths.append(
+    paths_out.append(
         write_csv(args.out / "pankrag.csv", ("table", "system", "hops", "metric", "value"), rows)
     )
-    paths += save_figure(figure(planning, kg, propagation), args.out / "pankrag.png",
-                         quick=not args.full)  # fmt: skip
-    h = planning["heuristic"]["all"]
+    paths_out += save_figure(figure(planning, kg, propagation), args.out / "pankrag.png",
+                             quick=not args.full)  # fmt: skip
+    h = planning["test"]["heuristic"]["all"]
     print(
         f"musique_hop_acc={h['hop_accuracy']:.4f} musique_edge_f1={h['edge_f1']:.4f} "
-        f"pankrag_hits1={kg['pankrag']['all']['hit']:.4f} flat_hits1={kg['no_dag']['all']['hit']:.4f}"
+        f"pankrag_hits1={kg['pankrag']['all']['hit']:.4f} "
+        f"flat_hits1={kg['no_dag']['all']['hit']:.4f} "
+        f"pankrag_blind_hits1={kg['pankrag_blind']['all']['hit']:.4f} "
+        f"flat_blind_hits1={kg['flat_blind']['all']['hit']:.4f}"
     )
-    return paths
+    return paths_out
 
 
 if __name__ == "__main__":

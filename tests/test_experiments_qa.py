@@ -58,21 +58,31 @@ def test_grounded_qa(results):
 
 def test_pankrag(results):
     r = results["pankrag"]
-    chain = r["planning"]["two-step chain"]
-    # the constant two-step chain is exactly right on every two-hop question, never on others
-    assert chain["2"]["exact_dag"] == 1.0 and chain["3"]["hop_accuracy"] == 0.0
-    assert chain["all"]["n"] == 3000 and chain["all"]["hop_accuracy"] == 2180 / 3000
-    heur = r["planning"]["heuristic"]["all"]
-    assert 0 < heur["exact_dag"] <= heur["hop_accuracy"] <= 1 and 0 < heur["edge_f1"] <= 1
+    split = r["musique_split"]
+    assert (split["dev"], split["test"]) == (1000, 2000)
+    for part, n in (("dev", 1000), ("test", 2000)):
+        chain = r["planning"][part]["two-step chain"]
+        # the constant two-step chain is exactly right on every two-hop question, never on others
+        assert chain["2"]["exact_dag"] == 1.0 and chain["3"]["hop_accuracy"] == 0.0
+        assert chain["all"]["n"] == n
+        heur = r["planning"][part]["heuristic"]["all"]
+        assert 0 < heur["exact_dag"] <= heur["hop_accuracy"] <= 1 and 0 < heur["edge_f1"] <= 1
+    two_hop = sum(r["planning"][p]["two-step chain"]["2"]["n"] for p in ("dev", "test"))
+    assert two_hop == 2180  # the split partitions the 3,000 questions
     kg = r["kg"]
-    assert kg["n_test"] > 0 and 0 < kg["lam"] < float("inf")
+    assert kg["n_test"] > 0 and 0 < kg["lam"] < float("inf") and 0 < kg["blind_lam"] < float("inf")
     for name, row in kg["systems"].items():
         for h in ("1", "2", "3", "all"):
             assert 0 <= row[h]["hit"] <= 1 and 0 <= row[h]["f1"] <= 1, name
         assert row["ms_per_question"] > 0
+        assert row["kind"] == ("blind" if name.endswith("_blind") else "oracle (gold chain)")
     # a one-hop question's plan is the question itself (same text, anchor and relation)
     systems = kg["systems"]
     assert systems["pankrag"]["1"] == systems["no_dag"]["1"] == systems["no_rerank"]["1"]
+    # blind: the predicted path's one step is one step either way (the flat row differs only by
+    # its larger budget, so only the reranker ablation must match on one-hop questions)
+    assert systems["pankrag_blind"]["1"] == systems["no_rerank_blind"]["1"]
+    assert kg["matched_budget"]["blind"]["k_candidates"] == 100  # 5 anchors of 20 candidates
     prop = r["error_propagation"]
     assert prop["n_questions"] > 0
     for s in ("rerank", "no_rerank"):
@@ -81,12 +91,19 @@ def test_pankrag(results):
         )
     assert r["communities"]["n"] > 0
     n = kg["n_test"]
-    for name, row in systems.items():  # the paired counts add up to the Hits@1 difference
-        if name != "pankrag":
-            d = row["against_pankrag"]
-            diff = systems["pankrag"]["all"]["hit"] - row["all"]["hit"]
+    for ref, key in (("pankrag", "against_pankrag"), ("pankrag_blind", "against_pankrag_blind")):
+        for row in systems.values():  # the paired counts add up to the Hits@1 difference
+            if key not in row:
+                continue
+            d = row[key]
+            diff = systems[ref]["all"]["hit"] - row["all"]["hit"]
             assert d["only_pankrag"] - d["only_other"] == round(diff * n)
+            assert d["diff"] == pytest.approx(diff) and d["n"] == n
+            assert d["ci"][0] <= d["diff"] <= d["ci"][1]
+            assert d["resolved"] == (not d["ci"][0] <= 0 <= d["ci"][1])
             assert 0 < d["sign_test_p"] <= 1
+    assert all("against_pankrag" in systems[s] for s in systems if s != "pankrag")
+    assert all("against_pankrag_blind" in systems[s] for s in ("flat_blind", "no_rerank_blind"))
     speed = r["speed"]
     assert speed["ms_per_question_first_run"] > 0 and speed["ms_per_question_compiled"] > 0
 

@@ -36,7 +36,7 @@ from grounding.hypergraph import KnowledgeHypergraph, hop_relations, parse_role
 from grounding.plans._base import PlanError, Planner, _escape
 from grounding.plans._llm import DECOMPOSE_PROMPT, REWRITE_PROMPT, LLMPlanner
 from grounding.plans.dag import Plan, SubQuestion, plan_from_decomposition
-from grounding.query import BlindQuestion
+from grounding.query import BlindQuestion, relation_phrase
 
 __all__ = [
     "Planner",
@@ -107,10 +107,8 @@ class TemplatePlanner:
         subject = _escape(self.texts.get(topic, topic))
         for k, rel in enumerate(chain, 1):
             label = _escape(self._label(rel))
-            if rel.endswith(INVERSE_SUFFIX):
-                text = f"What is the entity whose {label} is {subject}?"
-            else:
-                text = f"What is the {label} of {subject}?"
+            phrase = relation_phrase(label, subject, inverse=rel.endswith(INVERSE_SUFFIX))
+            text = f"What is {phrase}?"  # the benchmark questions' phrasing
             deps = (f"q{k - 1}",) if k > 1 else ()
             anchors = (topic,) if k == 1 else ()
             steps.append(SubQuestion(f"q{k}", text, deps, anchors=anchors, relations=(rel,)))
