@@ -487,7 +487,7 @@ def test_scrambling_every_gold_field_leaves_the_learned_rankings_unchanged(
     labels added to the scorer's input) is caught."""
     import dataclasses
 
-    import grounding.retrieval.learned.retriever as mod
+    import grounding.retrieval.learned._training as mod
 
     bench, model = nations_trained
     test = list(bench.split("test"))
@@ -516,9 +516,9 @@ def test_scrambling_every_gold_field_leaves_the_learned_rankings_unchanged(
         return dataclasses.replace(b, dde=b.dde + 100.0 * into.reshape(B, N, 1))
 
     monkeypatch.setattr(mod, "gather", leaky)
-    mod._programs.cache_clear()
+    mod.programs.cache_clear()
     try:
         assert _rankings(model, scrambled)[0] != _rankings(model, test)[0]
     finally:
         monkeypatch.undo()
-        mod._programs.cache_clear()
+        mod.programs.cache_clear()

@@ -24,40 +24,34 @@ state after every epoch (atomically) and resumes from it when started again.
 from __future__ import annotations
 
 import dataclasses
-import functools
-import hashlib
-import json
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
-from tqdm import tqdm
 
 from grounding._checks import check_int
 from grounding.evidence import EvidenceState
 from grounding.graph import TypedGraph
 from grounding.learn.checkpoint import check_leaves, read_archive, write_archive
-from grounding.learn.loop import EarlyStopping, check_finite
 from grounding.query import Query
 from grounding.retrieval.base import Retrieval, check_k
+from grounding.retrieval.learned import _training
 from grounding.retrieval.learned._checkpoint import (
     CHECKPOINT_VERSION,
-    TRAIN_STATE_VERSION,
     check_compatible,
     check_meta,
     graph_sha256,
 )
+from grounding.retrieval.learned._training import RetrieverTrainConfig, TrainLog
 from grounding.retrieval.learned.features import (
     FactGraph,
     QuestionSubgraph,
     stable_seed,
 )
 from grounding.retrieval.learned.gnn import Batch, GNNConfig, init_params, logits, make_batch
-from grounding.retrieval.learned.prepared import LABELS, Bucket, PreparedQuestions, gather
+from grounding.retrieval.learned.prepared import Bucket, PreparedQuestions
 from grounding.retrieval.text import Encoder, HashingEncoder
 
 __all__ = [
@@ -65,71 +59,6 @@ __all__ = [
     "TrainLog",
     "TripleRetriever",
 ]
-
-
-@dataclasses.dataclass(frozen=True)
-class RetrieverTrainConfig:
-    """Training schedule (SubgraphRAG's optimizer, loss and stopping rule).
-
-    Attributes:
-        epochs: maximum epochs.
-        lr: Adam learning rate.
-        patience: epochs without a better validation recall@``eval_k`` before stopping.
-        batch_size: questions per step (a batch holds questions of one bucket shape).
-        eval_k: the ``K`` of the stopping criterion.
-        seed: shuffling.
-        labels: ``"all"`` (every fact on a shortest topic–answer path is positive) or
-            ``"pair"`` (SubgraphRAG's exact labels: one fact per entity pair).
-
-    References:
-        Li, Miao & Li, "Simple is Effective: The Roles of Graphs and Large Language Models in
-            Knowledge-Graph-Based Retrieval-Augmented Generation", 2025.
-    """
-
-    epochs: int = 50
-    lr: float = 1e-3
-    patience: int = 10
-    batch_size: int = 4
-    eval_k: int = 100
-    seed: int = 0
-    labels: str = "all"
-
-    def __post_init__(self) -> None:
-        for name in ("epochs", "patience", "batch_size", "eval_k"):
-            check_int(getattr(self, name), name)
-        if self.labels not in LABELS:
-            raise ValueError(f"labels must be one of {LABELS}, got {self.labels!r}")
-        if not (isinstance(self.lr, (int, float)) and np.isfinite(self.lr) and self.lr > 0):
-            raise ValueError(f"lr must be a finite positive number, got {self.lr!r}")
-
-
-@dataclasses.dataclass
-class TrainLog:
-    """What :meth:`TripleRetriever.fit` did: per-epoch loss and validation recall, the best
-    epoch, whether the stopping rule fired, questions skipped (no path), wall time (all of
-    it; the epochs' alone: training steps, compiling and per-epoch validation, without
-    preparing the questions; and each epoch's), and the epochs resumed from a checkpoint."""
-
-    loss: list[float] = dataclasses.field(default_factory=list)
-    valid_recall: list[float] = dataclasses.field(default_factory=list)
-    best_epoch: int = -1
-    stopped: bool = False
-    n_train: int = 0
-    n_skipped: int = 0
-    seconds: float = 0.0
-    train_seconds: float = 0.0
-    epoch_seconds: list[float] = dataclasses.field(default_factory=list)
-    resumed_epochs: int = 0
-
-    @property
-    def epochs_per_second(self) -> float:
-        return len(self.loss) / self.seconds if self.seconds else float("nan")
-
-    @property
-    def question_epochs_per_second(self) -> float:
-        """Training questions times the epochs run in this call, per second of the epochs."""
-        run = len(self.loss) - self.resumed_epochs
-        return self.n_train * run / self.train_seconds if self.train_seconds else float("nan")
 
 
 class TripleRetriever:
@@ -354,7 +283,7 @@ class TripleRetriever:
     def _bucket_logits(self, bucket: Bucket, rows: int = 8) -> np.ndarray:
         """``[Q, M]`` logits of a bucket's questions, ``rows`` at a time (a last, smaller
         batch padded with empty rows: one compiled scorer per bucket shape)."""
-        score = _programs(self.config, 1e-3, self.anchor_tags)[1]
+        score = _training.programs(self.config, 1e-3, self.anchor_tags)[1]
         Q = bucket.q.shape[0]
         out = []
         for lo in range(0, Q, rows):
@@ -430,8 +359,8 @@ class TripleRetriever:
 
         Each epoch shuffles the training questions within each bucket shape, cuts them into
         batches of ``config.batch_size`` (a bucket's last batch padded with empty rows) and
-        visits the batches in a random order; validation recall@``eval_k`` is computed on the
-        device against every fact on a shortest path in the candidate subgraph.
+        visits the batches in a random order; validation recall@``eval_k`` counts every fact on
+        a shortest path in the candidate subgraph (:meth:`valid_recall`).
 
         Args:
             checkpoint: a file for the training state (parameters, optimizer state, best
@@ -440,161 +369,13 @@ class TripleRetriever:
                 larger than the state's run; a state of another retriever, schedule or
                 question set is refused with a ``ValueError``).
         """
-        config = config if config is not None else RetrieverTrainConfig()
-        log = TrainLog()
-        t0 = time.perf_counter()
-        tp = train if isinstance(train, PreparedQuestions) else self.prepare(train, config.labels)
-        self._check_prepared(tp, config.labels)
-        vp = None
-        if isinstance(valid, PreparedQuestions):
-            vp = valid
-        elif len(valid):
-            vp = self.prepare(valid)
-        if vp is not None:
-            self._check_prepared(vp)
-        keep = tp.has_path
-        log.n_train, log.n_skipped = int(keep.sum()), int((~keep).sum())
-        if not keep.any():
-            raise ValueError(
-                "no training question has a topic-answer path in its candidate subgraph"
-            )
-        step = _programs(self.config, float(config.lr), self.anchor_tags)[0]
-        opt = optax.adam(config.lr)
-        state = opt.init(self.params)
-        rng = np.random.default_rng(config.seed)
-        stop = EarlyStopping(config.patience)
-        stop.best_state = self.params
-        start = 0
-        tag = _data_tag(tp, vp)
-        if checkpoint is not None and Path(checkpoint).exists():
-            state, rng, start = self._resume(checkpoint, config, tag, opt, log, stop)
-        local = [np.flatnonzero(keep[rows]) for rows in tp.rows]  # trainable rows per bucket
-        B = config.batch_size
-        t1 = time.perf_counter()
-        for epoch in tqdm(range(start, config.epochs), disable=not progress, desc=self.name):
-            if log.stopped:
-                break
-            te = time.perf_counter()
-            batches = []
-            for b, rows in enumerate(local):
-                perm = rng.permutation(rows)
-                batches += [(b, perm[lo : lo + B]) for lo in range(0, len(perm), B)]
-            losses = []
-            for j in rng.permutation(len(batches)):
-                b, idx = batches[j]
-                live = np.arange(B) < len(idx)
-                full = np.resize(idx, B) if len(idx) else np.zeros(B, np.int64)
-                self.params, state, loss = step(
-                    self.params, state, tp.buckets[b], jnp.asarray(full), jnp.asarray(live),
-                    self._entity_text, self.relation_text,
-                )  # fmt: skip
-                losses.append(loss)
-            mean = float(np.mean(np.asarray(jnp.stack(losses))))
-            check_finite(mean, self.params, epoch, self.name)
-            log.loss.append(mean)
-            if vp is None:
-                stop.best_state, stop.best_epoch = self.params, epoch
-            else:
-                log.valid_recall.append(self.valid_recall(vp, config.eval_k))
-                log.stopped = stop.update(epoch, log.valid_recall[-1], self.params)
-            log.best_epoch = stop.best_epoch
-            log.epoch_seconds.append(time.perf_counter() - te)
-            if checkpoint is not None:
-                self._save_state(checkpoint, config, tag, state, rng, log, stop)
-        self.params = stop.best_state
-        log.train_seconds = time.perf_counter() - t1
-        log.seconds = time.perf_counter() - t0
-        return log
+        return _training.train(self, train, valid, config, progress, checkpoint)
 
     def valid_recall(self, prepared: PreparedQuestions, k: int = 100) -> float:
         """Mean over the questions with a shortest-path fact among their candidates of the
-        share of those facts in the top ``k`` (the stopping criterion; computed on the
-        device, ties broken by candidate order)."""
-        self._check_prepared(prepared)
-        recalls = []
-        for bucket in prepared.buckets:
-            z = self._bucket_logits(bucket)
-            gold = np.asarray(bucket.gold)
-            n_gold = gold.sum(1)
-            kk = min(k, z.shape[1])
-            top = np.argsort(-z, axis=1, kind="stable")[:, :kk]  # ties: candidate order
-            hits = np.take_along_axis(gold, top, 1).sum(1)
-            recalls += (hits / np.maximum(n_gold, 1))[n_gold > 0].tolist()
-        return float(np.mean(recalls)) if recalls else 0.0
-
-    def _state_meta(self, config: RetrieverTrainConfig, tag: str) -> dict:
-        return dict(
-            version=TRAIN_STATE_VERSION,
-            kind="TripleRetriever training state",
-            config=dataclasses.asdict(self.config),
-            graph=self._fingerprint(),
-            settings={k: int(v) for k, v in self._settings().items()},
-            # the epoch budget may grow between runs; everything else must be the same
-            train_config={k: v for k, v in dataclasses.asdict(config).items() if k != "epochs"},
-            data=tag,
-        )
-
-    def _save_state(self, path, config, tag, opt_state, rng, log: TrainLog, stop) -> None:
-        parts = [self.params, opt_state, stop.best_state]
-        leaves = [np.asarray(x) for p in parts for x in jax.tree_util.tree_leaves(p)]
-        meta = self._state_meta(config, tag) | dict(
-            epoch=len(log.loss),
-            rng=rng.bit_generator.state,
-            log=dict(loss=log.loss, valid_recall=log.valid_recall, best_epoch=log.best_epoch,
-                     stopped=log.stopped),
-            stop=dict(best_score=stop.best_score, best_epoch=stop.best_epoch,
-                      since_best=stop.since_best),
-            counts=[len(jax.tree_util.tree_leaves(p)) for p in parts],
-        )  # fmt: skip
-        write_archive(path, meta, leaves)
-
-    def _resume(self, path, config, tag, opt, log: TrainLog, stop) -> tuple:
-        """Restore the training state at ``path`` into this retriever, ``log`` and ``stop``;
-        returns the optimizer state, the shuffling generator and the next epoch."""
-        meta, leaves = read_archive(path, "TripleRetriever training state")
-        if not isinstance(meta, dict) or meta.get("kind") != "TripleRetriever training state":
-            raise ValueError(f"{path}: not a TripleRetriever training state")
-        if meta.get("version") != TRAIN_STATE_VERSION:
-            raise ValueError(
-                f"{path}: field 'version': training state version {meta.get('version')!r}, "
-                f"expected {TRAIN_STATE_VERSION} (start training afresh: delete the file)"
-            )
-        mine = self._state_meta(config, tag)
-        bad = [k for k in mine if json.dumps(meta.get(k), sort_keys=True)
-               != json.dumps(mine[k], sort_keys=True)]  # fmt: skip
-        if bad:
-            raise ValueError(
-                f"{path}: training state of another retriever, schedule or question set "
-                f"(differs in {', '.join(bad)}); delete it to start afresh"
-            )
-        refs = [self.params, opt.init(self.params), self.params]
-        counts = meta["counts"]
-        if counts != [len(jax.tree_util.tree_leaves(p)) for p in refs]:
-            raise ValueError(f"{path}: {sum(counts)} arrays, not this architecture's state")
-        out, lo = [], 0
-        for part, (ref, c) in enumerate(zip(refs, counts)):
-            got, want = leaves[lo : lo + c], jax.tree_util.tree_leaves(ref)
-            if part == 1:  # the optimizer state: its step count is an integer
-                bad = [i for i, (x, r) in enumerate(zip(got, want))
-                       if x.shape != r.shape or x.dtype != r.dtype]  # fmt: skip
-                if bad:
-                    raise ValueError(f"{path}: optimizer state array {bad[0]} is not the "
-                                     "architecture's (shape or dtype)")  # fmt: skip
-                arrays = got
-            else:
-                arrays = check_leaves(path, got, want)
-            treedef = jax.tree_util.tree_structure(ref)
-            out.append(jax.tree_util.tree_unflatten(treedef, [jnp.asarray(x) for x in arrays]))
-            lo += c
-        self.params, opt_state, stop.best_state = out
-        for k, v in meta["stop"].items():
-            setattr(stop, k, v)
-        log.loss, log.valid_recall = list(meta["log"]["loss"]), list(meta["log"]["valid_recall"])
-        log.best_epoch, log.stopped = meta["log"]["best_epoch"], meta["log"]["stopped"]
-        log.resumed_epochs = meta["epoch"]
-        rng = np.random.default_rng()
-        rng.bit_generator.state = meta["rng"]
-        return opt_state, rng, meta["epoch"]
+        share of those facts in the top ``k`` (the stopping criterion; ties broken by
+        candidate order)."""
+        return _training.valid_recall(self, prepared, k)
 
     # ------------------------------------------------------------------------ checkpoints
     def _fingerprint(self) -> dict:
@@ -650,41 +431,3 @@ class TripleRetriever:
 
 
 _SETTINGS = ("n_anchors", "hops", "anchor_hops", "max_facts", "anchor_tags")
-
-
-def _data_tag(train: PreparedQuestions, valid: PreparedQuestions | None) -> str:
-    """A sha256 of the training and validation questions' ids and settings (a training
-    state resumes only on the same questions)."""
-    h = hashlib.sha256()
-    for p in (train, valid):
-        if p is not None:
-            h.update(json.dumps([list(p.ids), p.settings], sort_keys=True).encode())
-    return h.hexdigest()
-
-
-@functools.lru_cache(maxsize=64)
-def _programs(config: GNNConfig, lr: float, anchor_tags: bool):
-    """The compiled training step and scorer of an architecture (shared by every retriever and
-    seed of it; one compilation per bucket shape)."""
-    opt = optax.adam(lr)
-
-    def loss_fn(p, b: Batch, rel):
-        z = logits(p, config, b, rel)
-        z = jnp.where(b.fact_mask, z, 0.0)
-        bce = optax.sigmoid_binary_cross_entropy(z, b.labels) * b.fact_mask
-        per_q = jnp.sum(bce, 1) / jnp.maximum(jnp.sum(b.fact_mask, 1), 1)
-        real = jnp.any(b.fact_mask, 1)
-        return jnp.sum(per_q * real) / jnp.maximum(jnp.sum(real), 1)
-
-    @jax.jit
-    def step(p, s, bucket: Bucket, idx, live, ent, rel):
-        b = gather(bucket, idx, live, ent, anchor_tags)
-        loss, g = jax.value_and_grad(loss_fn)(p, b, rel)
-        upd, s = opt.update(g, s, p)
-        return optax.apply_updates(p, upd), s, loss
-
-    @jax.jit
-    def score(p, bucket: Bucket, idx, live, ent, rel):
-        return logits(p, config, gather(bucket, idx, live, ent, anchor_tags), rel)
-
-    return step, score
