@@ -70,7 +70,8 @@ def smoke_scale(patch: pytest.MonkeyPatch) -> None:
         "codex-s": S("codex-s", 60, 3, negatives=True, dim=32),
     }
     patch.setitem(grounded_qa.SETTINGS, False, small)
-    few = learned_retrievers.Scale(30, 10, 4, 1, (0,), 300, False, ablations=False)
+    few = learned_retrievers.Scale(10, 3, 4, 1, 1, (0,), 300, False, ablations=False,
+                                   downstream=("subgraphrag", "gated"))  # fmt: skip
     patch.setattr(learned_retrievers, "scale", lambda full: few)
     patch.setattr(pankrag, "QUICK_PER_HOP", 5)
     patch.setattr(proh, "QUICK_PER_HOP", 12)
