@@ -39,6 +39,17 @@ def test_grounded_qa(results):
             # Thm. 3 on the real world: a certified answer is the world's answer
             assert row["certificate"]["certified_world_sound"] == 1.0
             assert len(row["lambda_sweep"]) == 33
+    # blind against oracle over the seeds run (quick: seed 0): the pooled paired interval
+    # holds the mean difference, which is the difference of the two Hits@1
+    for rep in r["reports"]:
+        for h in ("1", "2", "3"):
+            row = r["seeds"][rep["dataset"]][h]
+            assert row["seeds"] == [0]
+            d = row["blind_minus_oracle"]
+            assert d["ci"][0] <= d["diff"] <= d["ci"][1]
+            assert abs(d["diff"] - (row["blind_hits1"][0] - row["oracle_hits1"][0])) < 1e-12
+            assert row["oracle_hits1"][0] == rep["per_hop"][h]["soft"]["hits1"]
+            assert row["blind_hits1"][0] == rep["blind"]["per_hop"][h]["soft"]["hits1"]
     # the worked example: one 2-hop question through the loop, with its supporting walks
     ex = r["reports"][0]["example"]
     names = [c["name"] for c in ex["candidates"]]
