@@ -186,10 +186,11 @@ def test_chains_sharing_a_prefix_equal_each_chain_grounded_alone(tau):
     prior = jnp.log(jnp.full(len(chains), 1 / len(chains)))
     kw = dict(lam=1.5, kappa=2.0, tau=tau, n_paths=2, path_candidates=None)
     together = g.ground(g.GroundingProblem("q", chains, prior), graph, **kw)
-    structure = g.solver.prepare.prepare(
+    plan = g.solver.prepare.prepare(
         g.GroundingProblem("q", chains, prior), graph, None, g.GroundingConfig(**kw)
-    ).statics.structure
-    assert structure.shared[0] == (2, (0, 1, 2, 3))  # the four share one prefix (then padding)
+    ).plan
+    assert plan.shared[0] == (2, (0, 1, 2, 3))  # the four share one prefix
+    assert plan.alone == ((2, (4,)),)
     for i, c in enumerate(chains):
         alone = g.ground(g.GroundingProblem("q", [c], jnp.zeros(1)), graph, **kw)
         np.testing.assert_allclose(together.raw_energy[i], alone.raw_energy[0], rtol=1e-12)
@@ -197,3 +198,60 @@ def test_chains_sharing_a_prefix_equal_each_chain_grounded_alone(tau):
         np.testing.assert_allclose(
             together.paths.weight[i], alone.paths.weight[0], rtol=1e-9, atol=1e-12
         )
+
+
+def _blind_like(seed, n_questions=6):
+    """Questions shaped like the blind loop's: one topic each, whose claims follow one to
+    three relation paths of one to three hops with one to six answers each (paths with at
+    least four answers share a prefix, the others are grounded chain by chain), so nearly
+    every question arranges its candidates differently."""
+    rng = np.random.default_rng(seed)
+    ents, rels = [f"e{i}" for i in range(12)], ["r0", "r1", "r2", "r3"]
+    triples = sorted({(ents[rng.integers(12)], rels[rng.integers(4)], ents[rng.integers(12)])
+                      for _ in range(30)})  # fmt: skip
+    graph = g.TypedGraph.from_triples(
+        triples, reliability=rng.uniform(0.3, 1.0, len(triples)), entities=ents
+    )
+    problems = []
+    for q in range(n_questions):
+        topic, chains = ents[rng.integers(12)], []
+        for _ in range(int(rng.integers(1, 4))):
+            t = int(rng.integers(1, 4))
+            path = tuple(rels[rng.integers(4)] for _ in range(t))
+            for a in rng.choice(12, int(rng.integers(1, 7)), replace=False):
+                chains.append(g.ClaimChain((topic, *([None] * (t - 1)), ents[a]), path))
+        prior = g.log_normalize(rng.normal(size=len(chains)))
+        problems.append(g.GroundingProblem(f"q{q}", chains, prior))
+    return graph, problems
+
+
+@pytest.mark.parametrize("tau", [0.0, 0.5])
+def test_differently_arranged_chains_share_one_program_and_equal_ground(tau):
+    """Blind-like questions whose candidates fall in different hop-count and shared-prefix
+    groups (each its own program when the groups' indices were static) are grounded by one
+    compiled program: the candidate indices are inputs, empty slots point past the last
+    candidate and are dropped. Each result equals ``ground``'s for the question alone, and the
+    walk report's costs are compiled once per padded shape, not per question."""
+    from grounding.solver import prepare, program, support
+
+    graph, problems = _blind_like(3)
+    cfg = g.GroundingConfig(lam=1.0, kappa=2.0)
+    laid = [prepare.prepare(p, graph, None, cfg) for p in problems]
+    assert len({p.plan for p in laid}) == len(problems)  # every question arranged differently
+    assert len({p.statics.structure for p in laid}) > 2  # and laid out in several shapes alone
+    kw = dict(lam=1.0, kappa=2.0, tau=tau, n_paths=2, path_candidates=None)
+    program.compiled.cache_clear()
+    support._batched_chain_costs.clear_cache()
+    batch = g.ground_batch(problems, graph, **kw)
+    assert program.compiled.cache_info().misses == 1  # one program for the batch
+    assert support._batched_chain_costs._cache_size() <= 6  # hop counts x batch buckets
+    for p, b in zip(problems, batch):
+        one = g.ground(p, graph, **kw)
+        for field in ("raw_energy", "energy", "status", "log_posterior", "best", "action"):
+            np.testing.assert_allclose(getattr(b, field), getattr(one, field), rtol=0, atol=1e-10)
+        np.testing.assert_allclose(b.paths.weight, one.paths.weight, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(b.paths.cost, one.paths.cost, rtol=0, atol=1e-10)
+        assert b.triples == one.triples
+        for i, c in enumerate(p.candidates[:3]):  # and each chain grounded alone
+            alone = g.ground(g.GroundingProblem("q", [c], np.zeros(1)), graph, **kw)
+            np.testing.assert_allclose(b.raw_energy[i], alone.raw_energy[0], rtol=0, atol=1e-10)

@@ -26,7 +26,8 @@ is one :class:`GroundingConfig`, checked once.
 
 Steps 1-4 are one jitted program (``vmap``-ed over questions by :func:`ground_batch`),
 compiled once per configuration and shape bucket (candidates, edges and the nodes of small
-evidence graphs padded to powers of two); the compiled programs sit in a bounded LRU cache.
+evidence graphs padded to powers of two; claim chains by slot counts per hop count, their
+indices being inputs); the compiled programs sit in a bounded LRU cache.
 """
 
 from grounding.solver.config import GroundingConfig

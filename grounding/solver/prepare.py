@@ -9,6 +9,7 @@ compiled program; large graphs keep their exact edges and their ELL layout.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Iterable
 from typing import NamedTuple
 
 import jax.numpy as jnp
@@ -23,22 +24,82 @@ from grounding.solver.config import GroundingConfig
 __all__ = [
     "AnswerFamily",
     "ChainGroups",
+    "ChainPlan",
     "Prepared",
     "Statics",
     "bucket",
+    "chain_indices",
+    "merge_structures",
     "prepare",
+    "relayout",
 ]
 
 
 class ChainGroups(NamedTuple):
-    """Claim chains, grouped by hop count: ``groups`` ``((T, candidate indices), ...)`` are
-    grounded chain by chain; ``shared`` ``((T, candidate indices), ...)`` are sets of at least
-    two chains that share every mention but the last and every claimed relation (as the
-    candidates of one question do: one topic, one relation chain, many answers), grounded
-    from one forward pass (padding slots join the first candidate's hop count)."""
+    """The static layout of a question's claim chains, shapes only (what selects the compiled
+    program; which candidate sits in which slot is an input, see :class:`ChainPlan`):
+    ``groups`` ``((T, M), ...)``: ``M`` slots of ``T``-hop chains grounded chain by chain
+    (``q["alone{T}"]``, ``[M]`` candidate indices); ``shared`` ``((T, K, M), ...)``: ``K``
+    prefixes of ``T``-hop chains with ``M`` slots each, every prefix grounded from one
+    forward pass (``q["shared{T}"]``, ``[K, M]``). ``M`` and ``K`` are powers of two, so
+    questions with differently arranged candidates share one program; an empty slot holds
+    the index ``c_pad``, out of range: its output is dropped, never written over a candidate."""
 
-    groups: tuple[tuple[int, tuple[int, ...]], ...]
+    groups: tuple[tuple[int, int], ...]
+    shared: tuple[tuple[int, int, int], ...] = ()
+
+
+class ChainPlan(NamedTuple):
+    """Which candidates are grounded how (host side): ``alone`` ``((T, indices), ...)`` are
+    grounded chain by chain; ``shared`` ``((T, indices), ...)`` are sets of at least
+    :data:`MIN_SHARED` chains that share every mention but the last and every claimed
+    relation (as the candidates of one question do: one topic, one relation chain, many
+    answers), grounded from one forward pass. Padding candidates are in neither (they keep
+    raw energy ``+inf``)."""
+
+    alone: tuple[tuple[int, tuple[int, ...]], ...]
     shared: tuple[tuple[int, tuple[int, ...]], ...] = ()
+
+    def structure(self) -> ChainGroups:
+        """The smallest :class:`ChainGroups` that holds this plan."""
+        by_t: dict[int, list[int]] = {}
+        for t, m in self.shared:
+            by_t.setdefault(t, []).append(len(m))
+        return ChainGroups(
+            tuple((t, bucket(len(idx), floor=1)) for t, idx in self.alone),
+            tuple((t, bucket(len(n), floor=1), bucket(max(n), floor=1))
+                  for t, n in sorted(by_t.items())),
+        )  # fmt: skip
+
+
+def merge_structures(structures: Iterable[ChainGroups]) -> ChainGroups:
+    """The smallest :class:`ChainGroups` that holds each of ``structures`` (per hop count,
+    the most slots): one program for a batch of questions with different arrangements."""
+    alone: dict[int, int] = {}
+    shared: dict[int, tuple[int, int]] = {}
+    for s in structures:
+        for t, m in s.groups:
+            alone[t] = max(alone.get(t, 0), m)
+        for t, k, m in s.shared:
+            k0, m0 = shared.get(t, (0, 0))
+            shared[t] = (max(k0, k), max(m0, m))
+    return ChainGroups(
+        tuple(sorted(alone.items())), tuple((t, k, m) for t, (k, m) in sorted(shared.items()))
+    )
+
+
+def chain_indices(plan: ChainPlan, structure: ChainGroups, c_pad: int) -> dict:
+    """The slot arrays of ``plan`` laid out in ``structure`` (which must hold it): the
+    ``q["alone{T}"]`` and ``q["shared{T}"]`` inputs of the program, empty slots ``c_pad``."""
+    out = {f"alone{t}": np.full(m, c_pad, np.int32) for t, m in structure.groups}
+    out.update({f"shared{t}": np.full((k, m), c_pad, np.int32) for t, k, m in structure.shared})
+    for t, idx in plan.alone:
+        out[f"alone{t}"][: len(idx)] = idx
+    rows: dict[int, int] = {}
+    for t, idx in plan.shared:
+        r = rows[t] = rows.get(t, -1) + 1
+        out[f"shared{t}"][r, : len(idx)] = idx
+    return out
 
 
 class AnswerFamily(NamedTuple):
@@ -66,12 +127,14 @@ class Statics(NamedTuple):
 
 class Prepared(NamedTuple):
     """One question laid out: the checked evidence state, the question's arrays (candidates,
-    prior, settings), the evidence arrays and the statics."""
+    prior, settings, the chains' slot indices), the evidence arrays, the statics and, for
+    claim chains, the plan the slot indices lay out."""
 
     state: EvidenceState
     q: dict
     ev: dict
     statics: Statics
+    plan: ChainPlan | None = None
 
 
 def bucket(n: int, floor: int = 8) -> int:
@@ -90,7 +153,8 @@ def _evidence(evidence) -> EvidenceState:
 
 
 def _candidate_arrays(problem: GroundingProblem, state: EvidenceState, c_pad: int, min_rel):
-    """Per-candidate index arrays (padded to ``c_pad``) and the static structure."""
+    """Per-candidate index arrays (padded to ``c_pad``), the static structure and the chain
+    plan (``None`` for answers)."""
     g = state.graph
     every_node = problem.kind == "answer" and problem.candidates == g.entities
     names = problem.anchors if every_node else problem.entities()
@@ -112,6 +176,7 @@ def _candidate_arrays(problem: GroundingProblem, state: EvidenceState, c_pad: in
         anchors = np.asarray(list(dict.fromkeys(g.entity_index(a) for a in problem.anchors)))
         arrays = dict(answers=answers, anchors=anchors.astype(np.int32))
         structure: Structure = AnswerFamily(problem.max_hops, problem.min_hops)
+        plan = None
     else:
         t_max = max(c.n_hops for c in problem.candidates)
         mentions = np.full((c_pad, t_max + 1), -1, np.int32)
@@ -127,19 +192,19 @@ def _candidate_arrays(problem: GroundingProblem, state: EvidenceState, c_pad: in
                 g.relation_index(r) if r is not None and schema[i] else -1 for r in c.relations
             ]
             counter[i] = any(state.counter_support(h, min_rel) for h in c.named_hops())
-        groups[problem.candidates[0].n_hops] += list(range(C, c_pad))
-        arrays = dict(mentions=mentions, claimed=claimed)
-        structure = _chain_groups(groups, mentions, claimed)
-    return dict(arrays, counter=counter, schema=schema), structure
+        plan = _chain_plan(groups, mentions, claimed)
+        structure = plan.structure()
+        arrays = dict(mentions=mentions, claimed=claimed, **chain_indices(plan, structure, c_pad))
+    return dict(arrays, counter=counter, schema=schema), structure, plan
 
 
 #: A prefix is shared through one forward pass when at least this many chains have it, for at
-#: most :data:`MAX_SHARED` prefixes a question (the largest; each is a block of the compiled
-#: program, so their number bounds the program's size); other chains are grounded one by one.
+#: most :data:`MAX_SHARED` prefixes a question (the largest; they are batched in the compiled
+#: program, so their number bounds its memory); other chains are grounded one by one.
 MIN_SHARED, MAX_SHARED = 4, 8
 
 
-def _chain_groups(groups: dict[int, list[int]], mentions, claimed) -> ChainGroups:
+def _chain_plan(groups: dict[int, list[int]], mentions, claimed) -> ChainPlan:
     """Each hop count's chains split into those that share a prefix (every mention but the
     last, every claimed relation) with enough others and the rest."""
     alone, shared = [], []
@@ -155,7 +220,7 @@ def _chain_groups(groups: dict[int, list[int]], mentions, claimed) -> ChainGroup
         rest = tuple(i for i in idx if i not in taken)
         if rest:
             alone.append((t, rest))
-    return ChainGroups(tuple(alone), tuple(sorted(shared)))
+    return ChainPlan(tuple(alone), tuple(sorted(shared)))
 
 
 _EDGE_CACHE: dict[int, tuple[weakref.ref, np.dtype, dict, object]] = {}
@@ -217,7 +282,7 @@ def prepare(
         raise ValueError("answer candidates with max_hops=None (any length) need tau == 0")
     C = problem.n_candidates
     c_pad = bucket(C) if c_pad is None else c_pad
-    q, structure = _candidate_arrays(problem, state, c_pad, config.min_reliability)
+    q, structure, plan = _candidate_arrays(problem, state, c_pad, config.min_reliability)
     lp = np.full(c_pad, -np.inf)
     lp[:C] = np.asarray(problem.log_prior)
     claim = np.zeros(c_pad)
@@ -232,4 +297,19 @@ def prepare(
     # is +inf) so that questions with evidence graphs of similar size share one program
     n = state.graph.n_nodes
     n_nodes = n if layout is not None else bucket(n)
-    return Prepared(state, q, ev, Statics(structure, flags, metric, n_nodes, layout is not None))
+    statics = Statics(structure, flags, metric, n_nodes, layout is not None)
+    return Prepared(state, q, ev, statics, plan)
+
+
+def relayout(prepared: Prepared, structure: ChainGroups, width: int) -> Prepared:
+    """A claim-chain question laid out in a larger ``structure`` (one that holds its plan, see
+    :func:`merge_structures`) with its mention arrays widened to ``width`` columns (``-1``:
+    columns past a chain's end are never read), so that it shares a program with others."""
+    q = dict(prepared.q)
+    c_pad, w = q["mentions"].shape
+    q["mentions"] = np.pad(q["mentions"], ((0, 0), (0, width - w)), constant_values=-1)
+    q["claimed"] = np.pad(q["claimed"], ((0, 0), (0, width - w)), constant_values=-1)
+    q = {k: v for k, v in q.items() if not k.startswith(("alone", "shared"))}
+    q.update(chain_indices(prepared.plan, structure, c_pad))
+    statics = prepared.statics._replace(structure=structure)
+    return prepared._replace(q=q, statics=statics)

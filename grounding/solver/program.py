@@ -15,7 +15,6 @@ from collections.abc import Mapping
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax.typing import ArrayLike
 
 from grounding._numerics import logaddexp, logsumexp, neg_scaled, scaled_energy
@@ -79,7 +78,13 @@ def chain_costs(
 
 def _chain_energies(layout, cost, ev, q, structure, tropical, realization, metric, n_nodes):
     """Raw energies and log masses ``[C]`` of claim chains, grouped by their hop count; each
-    group in chunks of candidates (``jax.lax.map``) so that only a chunk's costs are live."""
+    group in chunks of candidates (``jax.lax.map``) so that only a chunk's costs are live.
+
+    Which candidate sits in which slot is an input (``q["alone{T}"]``, ``q["shared{T}"]``, see
+    :class:`~grounding.solver.prepare.ChainGroups`), so the program depends on the slot counts
+    only. An empty slot holds the index ``C``: it reads a clamped row (any valid chain) and
+    its result is dropped by the out-of-range scatter (``mode="drop"``), never written over a
+    candidate; candidates in no slot (padding) keep ``+inf`` / ``-inf``."""
     C = q["log_prior"].shape[0]
     raw, log_mass = jnp.full(C, jnp.inf), jnp.full(C, -jnp.inf)
 
@@ -89,35 +94,45 @@ def _chain_energies(layout, cost, ev, q, structure, tropical, realization, metri
             layout, node, step, q["tau"], tropical, ev["edge_mask"]
         )  # Eq. (11) / (13)
 
-    for t, idx in structure.groups:
-        idx = np.asarray(idx)
-        rows = (q["mentions"][idx, : t + 1], q["claimed"][idx, :t])
+    for t, m in structure.groups:
+        idx = q[f"alone{t}"]
+        src = jnp.minimum(idx, C - 1)  # empty slots read a valid row; their output is dropped
+        rows = (q["mentions"][src, : t + 1], q["claimed"][src, :t])
         chunk = max(1, CHAIN_CHUNK_ELEMENTS // (t * cost.shape[0] + (t + 1) * n_nodes))
-        if chunk >= len(idx):
+        if chunk >= m:
             e, lm = jax.vmap(one)(rows)
         else:
             e, lm = jax.lax.map(one, rows, batch_size=chunk)
-        raw, log_mass = raw.at[idx].set(e), log_mass.at[idx].set(lm)
-    for t, idx in structure.shared:
-        idx = np.asarray(idx)
-        e, lm = _shared_prefix(layout, cost, ev, q, t, idx, tropical, realization, metric,
-                               n_nodes)  # fmt: skip
-        raw, log_mass = raw.at[idx].set(e), log_mass.at[idx].set(lm)
+        raw = raw.at[idx].set(e, mode="drop")
+        log_mass = log_mass.at[idx].set(lm, mode="drop")
+    for t, _, _ in structure.shared:
+        idx = q[f"shared{t}"]  # [K, M]: one row per shared prefix
+        e, lm = jax.vmap(
+            lambda row, t=t: _shared_prefix(
+                layout, cost, ev, q, t, row, tropical, realization, metric, n_nodes
+            )
+        )(idx)
+        raw = raw.at[idx.reshape(-1)].set(e.reshape(-1), mode="drop")
+        log_mass = log_mass.at[idx.reshape(-1)].set(lm.reshape(-1), mode="drop")
     return raw, log_mass
 
 
 def _shared_prefix(layout, cost, ev, q, t, idx, tropical, realization, metric, n_nodes):
-    """Raw energies and log masses of ``T``-hop chains that share every mention but the last
-    and every claimed relation: the forward messages :math:`m_T(v)` of the shared prefix are
-    computed once (the recursion of Eqs. (11)/(13) with the last node cost left out), and each
-    chain adds its own last node cost, :math:`a_T(v) = m_T(v) - c_T(v)/\tau`: the same
-    arithmetic as grounding each chain alone (:func:`grounding.paths.chain_energy_and_log_mass`)."""
-    rep = idx[0]
+    r"""Raw energies and log masses ``[M]`` of the ``T``-hop chains in the slots ``idx``, which
+    share every mention but the last and every claimed relation: the forward messages
+    :math:`m_T(v)` of the shared prefix are computed once (the recursion of Eqs. (11)/(13)
+    with the last node cost left out), and each chain adds its own last node cost,
+    :math:`a_T(v) = m_T(v) - c_T(v)/\tau`: the same arithmetic as grounding each chain alone
+    (:func:`grounding.paths.chain_energy_and_log_mass`). Empty slots (index ``C``, and every
+    slot of an empty prefix row) read a clamped row; the caller drops their output."""
+    C = q["log_prior"].shape[0]
+    src = jnp.minimum(idx, C - 1)
+    rep = src[0]  # a real chain whenever the row holds a prefix (slot 0 is filled first)
     node, step = chain_costs(
         q["mentions"][rep, : t + 1], q["claimed"][rep, :t], cost, ev, q, realization, metric,
         n_nodes,
     )  # fmt: skip  # Eqs. (9)-(10) of the shared prefix
-    last = _mention_costs(q["mentions"][idx, t], realization, metric, n_nodes)  # [M, N]
+    last = _mention_costs(q["mentions"][src, t], realization, metric, n_nodes)  # [M, N]
     scale = 1.0 if tropical else q["tau"]
     m = exact_hops(
         layout,

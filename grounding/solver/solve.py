@@ -15,7 +15,14 @@ from grounding.evidence import EvidenceState
 from grounding.problem import GroundingProblem, Realization
 from grounding.result import GroundingResult
 from grounding.solver.config import GroundingConfig, make_config
-from grounding.solver.prepare import Prepared, bucket, prepare
+from grounding.solver.prepare import (
+    ChainGroups,
+    Prepared,
+    bucket,
+    merge_structures,
+    prepare,
+    relayout,
+)
 from grounding.solver.program import compiled
 from grounding.solver.support import finish, traced_result
 
@@ -115,9 +122,10 @@ def ground_batch(
     **settings: Any,
 ) -> list[GroundingResult]:
     """:func:`ground` for many questions: one ``vmap``-ed program per group of questions with
-    the same statics (candidate kind and structure, shapes after padding), the evidence shared
-    (one state for all) or per question (a sequence; one graph vocabulary per group), and one
-    device-to-host transfer per group.
+    the same statics (candidate kind, shapes after padding; claim chains of any arrangement
+    share one layout, the group's, see :class:`~grounding.solver.prepare.ChainGroups`), the
+    evidence shared (one state for all) or per question (a sequence; one graph vocabulary per
+    group), and one device-to-host transfer per group.
 
     The settings (``config`` and/or keywords, as for :func:`ground`) are shared by every
     question. Results equal :func:`ground` question by question.
@@ -137,13 +145,17 @@ def ground_batch(
     c_pad = bucket(max(p.n_candidates for p in problems))
     prepared = [prepare(p, s, realization, config, c_pad) for p, s in zip(problems, states)]
     groups: dict = {}
-    for i, (_, q, ev, statics) in enumerate(prepared):
-        shapes = tuple((k, np.shape(v)) for k, v in sorted(q.items()))
-        # one group per edge bucket too: a question's edges are padded to its own power of two,
-        # never to the largest graph of the batch
-        groups.setdefault((statics, shapes, np.shape(ev["head"])), []).append(i)
+    for i, p in enumerate(prepared):
+        groups.setdefault(_group_key(p, shared, i), []).append(i)
+    for members in groups.values():  # claim chains: one layout for the group (see _group_key)
+        if prepared[members[0]].plan is not None and len(members) > 1:
+            structure = merge_structures(prepared[i].statics.structure for i in members)
+            width = max(prepared[i].q["mentions"].shape[1] for i in members)
+            for i in members:
+                prepared[i] = relayout(prepared[i], structure, width)
     results: list[GroundingResult | None] = [None] * len(problems)
-    for (statics, _, _), members in groups.items():
+    for members in groups.values():
+        statics = prepared[members[0]].statics
         if not shared and statics.has_layout:  # large graphs have their own ELL layout
             for i in members:
                 p = prepared[i]
@@ -157,6 +169,24 @@ def ground_batch(
             one = jax.tree_util.tree_map(lambda x, j=j: x[j], out)
             results[i] = _result(one, problems[i], prepared[i], realization, config)
     return results  # type: ignore[return-value]
+
+
+def _group_key(p: Prepared, shared: bool, i: int) -> tuple:
+    """The group of a prepared question: its statics and array shapes, and its edge bucket (a
+    question's edges are padded to its own power of two, never to the largest graph of the
+    batch). Claim chains group without their layout (which candidate is grounded how, how
+    many hops at most): the group is then laid out in one :class:`ChainGroups` holding every
+    member's chains (:func:`merge_structures`), so questions with differently arranged
+    candidates share one program; questions over large graphs of their own run alone."""
+    statics, q = p.statics, p.q
+    if isinstance(statics.structure, ChainGroups):
+        if not shared and statics.has_layout:
+            return (i,)
+        statics = statics._replace(structure=None)
+        q = {k: v for k, v in q.items() if k not in ("mentions", "claimed")}
+        q = {k: v for k, v in q.items() if not k.startswith(("alone", "shared"))}
+    shapes = tuple((k, np.shape(v)) for k, v in sorted(q.items()))
+    return statics, shapes, np.shape(p.ev["head"])
 
 
 def _result(out: dict, problem, prepared: Prepared, realization, config) -> GroundingResult:

@@ -10,6 +10,9 @@ mentions plus step costs, Eq. (10)) and weight :math:`\nu^*(\gamma) = e^{-e_\gam
 
 from __future__ import annotations
 
+import functools
+
+import jax
 import numpy as np
 
 from grounding.evidence import EvidenceState
@@ -17,7 +20,7 @@ from grounding.paths.kbest import Walks, count_optimal_walks, kbest_walks
 from grounding.problem import GroundingProblem, Realization
 from grounding.result import GroundingResult, SupportingPaths
 from grounding.solver.config import GroundingConfig
-from grounding.solver.prepare import Prepared
+from grounding.solver.prepare import Prepared, bucket
 from grounding.solver.program import chain_costs
 
 __all__ = ["finish", "supporting_paths"]
@@ -126,20 +129,53 @@ def _reported(out: dict, C: int, path_candidates: int | None) -> np.ndarray:
     return order if path_candidates is None else order[:path_candidates]
 
 
-def _report_chain_costs(which, problem, state, q, out, realization, metric) -> dict:
+@functools.partial(jax.jit, static_argnames=("metric", "n_nodes"))
+def _batched_chain_costs(mentions, claimed, cost, relation, mismatch, realization, metric, n_nodes):
+    """:func:`~grounding.solver.program.chain_costs` (Eqs. (9)-(10)) of a batch of chains of
+    one hop count, compiled once per padded shape."""
+    return chain_costs(
+        mentions, claimed, cost, {"relation": relation}, {"mismatch": mismatch}, realization,
+        metric, n_nodes,
+    )  # fmt: skip
+
+
+def _report_chain_costs(which, problem, state, q, out, realization, statics) -> dict:
     """``{i: (node [T + 1, N], step [T, E])}``: the Eqs. (9)-(10) costs of the reported
-    claim chains, recomputed for them alone (the core never holds every chain's costs)."""
+    claim chains, recomputed for them alone (the core never holds every chain's costs).
+
+    One compiled call per hop count, on bucketed shapes so that questions share the compiled
+    code: the reported chains of one hop count batched and their number padded to a power of
+    two (repeating the first), the edges padded to a power of two (relation ``-1``, cost
+    ``+inf``), the nodes to the program's padded count; every cost is elementwise in its
+    edge or node, so the padding changes no real entry, and it is sliced off."""
     g = state.graph
-    ev = dict(relation=np.asarray(g.relation, np.int32))
-    cost = out["edge_cost"][: g.n_edges]
-    costs = {}
+    E, N = g.n_edges, g.n_nodes
+    e_pad = bucket(E)
+    edge_cost = np.asarray(out["edge_cost"])
+    cost = np.full(e_pad, np.inf, edge_cost.dtype)
+    cost[:E] = edge_cost[:E]
+    relation = np.full(e_pad, -1, np.int32)
+    relation[:E] = np.asarray(g.relation, np.int32)
+    by_hops: dict[int, list[int]] = {}
     for i in which.tolist():
-        t = problem.candidates[i].n_hops
-        node, step = chain_costs(
-            q["mentions"][i, : t + 1], q["claimed"][i, :t][None], cost, ev, q, realization,
-            metric, g.n_nodes,
-        )  # fmt: skip
-        costs[i] = (np.asarray(node), np.asarray(step[0]))
+        by_hops.setdefault(problem.candidates[i].n_hops, []).append(i)
+    costs = {}
+    for t, members in sorted(by_hops.items()):
+        idx = members + [members[0]] * (bucket(len(members), floor=1) - len(members))
+        node, step = jax.device_get(
+            _batched_chain_costs(
+                q["mentions"][idx, : t + 1],
+                q["claimed"][idx, :t],
+                cost,
+                relation,
+                q["mismatch"],
+                realization,
+                statics.metric,
+                statics.n_nodes,
+            )
+        )
+        for j, i in enumerate(members):
+            costs[i] = (node[j, :, :N], step[j, :, :E])
     return costs
 
 
@@ -152,7 +188,7 @@ def finish(
 ) -> GroundingResult:
     """The result of one question from the program's outputs (NumPy, on the host), with the
     path report the config asks for."""
-    state, q, _, statics = prepared
+    state, q, statics = prepared.state, prepared.q, prepared.statics
     C = problem.n_candidates
     if not np.any(out["log_posterior"][:C] > -np.inf):
         raise ValueError(
@@ -165,7 +201,7 @@ def finish(
         which = _reported(out, C, config.path_candidates)
         if problem.kind == "chain":
             out["chain_costs"] = _report_chain_costs(
-                which, problem, state, q, out, realization, statics.metric
+                which, problem, state, q, out, realization, statics
             )
         paths, triples = supporting_paths(problem, state, out, n_paths, tau, which)
     return traced_result(out, problem, paths, triples)
