@@ -43,6 +43,11 @@ proposals. Error propagation (oracle plans): on 2- and 3-hop test questions the 
 answers get a wrong entity (its most probable non-gold answer) holding half of the
 probability; final Hits@1 with and without the reranker.
 
+Seeds: ``--seeds N`` repeats the CoDEx-M answering on the benchmark and answerer of seeds
+0..N-1 (default one quick, three full); tables, figure, speed and error propagation are seed
+0's, and ``seeds`` in the JSON holds each system's Hits@1 per seed and its comparisons with
+PankRAG over the pooled test questions of all seeds.
+
 Quick mode: the first 15 test questions of each hop count (a smoke run); the blind lambda is
 fitted on the first 15 validation questions of each hop count.
 
@@ -60,10 +65,20 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import jax
 import numpy as np
 from scipy.stats import binom
 
-from experiments._io import float64, parse_args, plt, save_figure, styled, write_csv, write_json
+from experiments._io import (
+    float64,
+    parse_args,
+    plt,
+    save_figure,
+    seeds,
+    styled,
+    write_csv,
+    write_json,
+)
 from experiments.grounded_qa import (
     KAPPA,
     SETTINGS,
@@ -395,6 +410,98 @@ def figure(planning: dict, kg: dict, propagation: dict):
 
 
 @float64
+def answer_seed(seed: int, full: bool, log) -> dict:
+    """Every CoDEx-M system, oracle and blind, on the benchmark and answerer of ``seed``: per
+    system its Hits@1 table and per-question hits, and the comparisons with PankRAG."""
+    bench, answerer, retrievers, _ = build(SETTINGS[full]["codex-m"], seed)
+    t = time.perf_counter()
+    communities = Communities.build(bench.graph, relation_labels=bench.relation_labels)
+    community_seconds = time.perf_counter() - t
+    index = retrievers[0][1].index
+    valid = bench.split("valid")
+    lam = fit_lambda(
+        GroundedQA(answerer, lambda q: retrievers[0][q.hops], lam=1.0, kappa=KAPPA).answer_batch(
+            valid
+        )
+    )
+    per_hop = None if full else QUICK_PER_HOP  # quick: a smoke run on fewer questions
+    t = time.perf_counter()
+    paths, predictor, blind_lam = blind_predictor(bench, answerer, retrievers[0], log, per_hop)
+    blind_fit_seconds = time.perf_counter() - t
+    log(
+        f"codex-m seed {seed} lambda: oracle {lam:.3f}, blind {blind_lam:.3f} ({blind_fit_seconds:.1f} s)"
+    )
+    parts = dict(
+        oracle=(bench, answerer, retrievers, index, communities, lam),
+        predictor=predictor,
+        blind_lam=blind_lam,
+    )
+    test = [q for h in HOPS for q in bench.split("test", h)[:per_hop]]
+    kg: dict = {}
+    per_question = {}
+    for s in SYSTEMS:
+        answers, seconds = run_system(s, test, parts)
+        per_question[s] = hits(answers, test)
+        kg[s] = {str(h): scores(*zip(*[(a, q) for a, q in zip(answers, test) if q.hops == h]))
+                 for h in HOPS}  # fmt: skip
+        kg[s]["all"] = scores(answers, test)
+        kg[s]["ms_per_question"] = 1000 * seconds / len(test)
+        kg[s]["kind"] = "blind" if s in BLIND else "oracle (gold chain)"
+        log(
+            f"codex-m seed {seed} {s}: "
+            + " ".join(f"{h}={kg[s][str(h)]['hit']:.3f}" for h in HOPS)
+            + f" all={kg[s]['all']['hit']:.3f} ({seconds:.1f} s)"
+        )
+    for s in SYSTEMS[1:]:  # PankRAG against each other system, question by question
+        kg[s]["against_pankrag"] = paired(per_question["pankrag"], per_question[s])
+    for s in BLIND[1:]:  # blind PankRAG against the other blind systems
+        kg[s]["against_pankrag_blind"] = paired(per_question["pankrag_blind"], per_question[s])
+    for s in ("pankrag", "pankrag_blind"):
+        for other, row in kg.items():
+            key = "against_pankrag" if s == "pankrag" else "against_pankrag_blind"
+            if key in row:
+                d = row[key]
+                log(
+                    f"codex-m seed {seed} {s} - {other}: {d['diff']:+.3f} (95 % {d['ci'][0]:+.3f} to "
+                    f"{d['ci'][1]:+.3f}; {d['only_pankrag']} against {d['only_other']}, sign "
+                    f"test p = {d['sign_test_p']:.2g})"
+                )
+    return dict(
+        seed=seed, kg=kg, per_question=per_question, parts=parts, test=test, lam=lam,
+        blind_lam=blind_lam, paths=paths, predictor=predictor, communities=communities,
+        community_seconds=community_seconds,
+    )  # fmt: skip
+
+
+def over_seeds(runs: list[dict]) -> dict:
+    """Each system's Hits@1 per seed, and its comparison with PankRAG of the same kind over the
+    pooled test questions of every seed (paired bootstrap 95 % interval, sign test)."""
+    out: dict = {"seeds": [r["seed"] for r in runs], "systems": {}}
+    pooled = {s: np.concatenate([r["per_question"][s] for r in runs]) for s in SYSTEMS}
+    for s in SYSTEMS:
+        row: dict = {"hits1": [float(np.mean(r["per_question"][s])) for r in runs]}
+        if s != "pankrag":
+            row["against_pankrag"] = paired(pooled["pankrag"], pooled[s])
+        if s in BLIND[1:]:
+            row["against_pankrag_blind"] = paired(pooled["pankrag_blind"], pooled[s])
+        out["systems"][s] = row
+    return out
+
+
+def speed_and_propagation(run: dict) -> dict:
+    """PankRAG again with compiled programs but no memoized model proposals (speed), and the
+    error-propagation probe on the run's 2- and 3-hop test questions."""
+    parts, test, kg = run["parts"], run["test"], run["kg"]
+    parts["oracle"][1].cache_clear()  # the answerer's memoized proposals
+    _, seconds = run_system("pankrag", test, parts)
+    speed = dict(
+        ms_per_question_first_run=kg["pankrag"]["ms_per_question"],
+        ms_per_question_compiled=1000 * seconds / len(test),
+        community_seconds=run["community_seconds"],
+    )
+    return dict(speed=speed, propagation=error_propagation(parts, [q for q in test if q.hops > 1]))
+
+
 def main(argv: Sequence[str] | None = None) -> list[Path]:
     args = parse_args(argv, __doc__.splitlines()[0])
 
@@ -419,66 +526,19 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
                 f"musique {part} {n}: hop={row['all']['hop_accuracy']:.3f} "
                 f"edge_f1={row['all']['edge_f1']:.3f}"
             )
-    bench, answerer, retrievers, _ = build(SETTINGS[args.full]["codex-m"])
-    t = time.perf_counter()
-    communities = Communities.build(bench.graph, relation_labels=bench.relation_labels)
-    community_seconds = time.perf_counter() - t
-    index = retrievers[0][1].index
-    valid = bench.split("valid")
-    lam = fit_lambda(
-        GroundedQA(answerer, lambda q: retrievers[0][q.hops], lam=1.0, kappa=KAPPA).answer_batch(
-            valid
-        )
+    runs, probes = [], {}
+    for seed in seeds(args):
+        runs.append(answer_seed(seed, args.full, log))
+        if seed == 0:  # with seed 0's programs still compiled
+            probes = speed_and_propagation(runs[0])
+        jax.clear_caches()  # each seed compiles its own programs (see docs/limits.md)
+    first = runs[0]
+    kg, test = first["kg"], first["test"]
+    lam, blind_lam, paths, predictor = (
+        first[k] for k in ("lam", "blind_lam", "paths", "predictor")
     )
-    per_hop = None if args.full else QUICK_PER_HOP  # quick: a smoke run on fewer questions
-    t = time.perf_counter()
-    paths, predictor, blind_lam = blind_predictor(bench, answerer, retrievers[0], log, per_hop)
-    blind_fit_seconds = time.perf_counter() - t
-    log(f"codex-m lambda: oracle {lam:.3f}, blind {blind_lam:.3f} ({blind_fit_seconds:.1f} s)")
-    parts = dict(
-        oracle=(bench, answerer, retrievers, index, communities, lam),
-        predictor=predictor,
-        blind_lam=blind_lam,
-    )
-    test = [q for h in HOPS for q in bench.split("test", h)[:per_hop]]
-    kg: dict = {}
-    per_question = {}
-    for s in SYSTEMS:
-        answers, seconds = run_system(s, test, parts)
-        per_question[s] = hits(answers, test)
-        kg[s] = {str(h): scores(*zip(*[(a, q) for a, q in zip(answers, test) if q.hops == h]))
-                 for h in HOPS}  # fmt: skip
-        kg[s]["all"] = scores(answers, test)
-        kg[s]["ms_per_question"] = 1000 * seconds / len(test)
-        kg[s]["kind"] = "blind" if s in BLIND else "oracle (gold chain)"
-        log(
-            f"codex-m {s}: "
-            + " ".join(f"{h}={kg[s][str(h)]['hit']:.3f}" for h in HOPS)
-            + f" all={kg[s]['all']['hit']:.3f} ({seconds:.1f} s)"
-        )
-    for s in SYSTEMS[1:]:  # PankRAG against each other system, question by question
-        kg[s]["against_pankrag"] = paired(per_question["pankrag"], per_question[s])
-    for s in BLIND[1:]:  # blind PankRAG against the other blind systems
-        kg[s]["against_pankrag_blind"] = paired(per_question["pankrag_blind"], per_question[s])
-    for s in ("pankrag", "pankrag_blind"):
-        for other, row in kg.items():
-            key = "against_pankrag" if s == "pankrag" else "against_pankrag_blind"
-            if key in row:
-                d = row[key]
-                log(
-                    f"codex-m {s} - {other}: {d['diff']:+.3f} (95 % {d['ci'][0]:+.3f} to "
-                    f"{d['ci'][1]:+.3f}; {d['only_pankrag']} against {d['only_other']}, sign "
-                    f"test p = {d['sign_test_p']:.2g})"
-                )
-    # speed: PankRAG again with compiled programs but no memoized model proposals
-    answerer.cache_clear()
-    _, seconds = run_system("pankrag", test, parts)
-    speed = dict(
-        ms_per_question_first_run=kg["pankrag"]["ms_per_question"],
-        ms_per_question_compiled=1000 * seconds / len(test),
-        community_seconds=community_seconds,
-    )
-    propagation = error_propagation(parts, [q for q in test if q.hops > 1])
+    communities, community_seconds = first["communities"], first["community_seconds"]
+    speed, propagation = probes["speed"], probes["propagation"]
     report = dict(
         full=args.full,
         planning=planning,
@@ -502,6 +562,7 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
             ),
             systems=kg,
         ),
+        seeds=over_seeds(runs),
         error_propagation=propagation,
         speed=speed,
         communities=dict(

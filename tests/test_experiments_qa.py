@@ -117,6 +117,14 @@ def test_pankrag(results):
     assert all("against_pankrag_blind" in systems[s] for s in ("flat_blind", "no_rerank_blind"))
     speed = r["speed"]
     assert speed["ms_per_question_first_run"] > 0 and speed["ms_per_question_compiled"] > 0
+    # over the seeds run (quick: seed 0 alone), the pooled comparisons are seed 0's
+    over = r["seeds"]
+    assert over["seeds"] == [0]
+    for name, row in over["systems"].items():
+        assert row["hits1"] == [pytest.approx(systems[name]["all"]["hit"])]
+        for key in ("against_pankrag", "against_pankrag_blind"):
+            if key in row:
+                assert row[key]["diff"] == pytest.approx(systems[name][key]["diff"])
 
 
 def test_learned_retrievers(results):
