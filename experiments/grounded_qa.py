@@ -438,6 +438,8 @@ def run_setting(setting: Setting, log, seed: int = 0) -> tuple[dict, Example]:
         row["lambda_sweep"] = lambda_sweep(outcomes)
         scores = {m: [score(o, m) for o in outcomes] for m in METHODS}
         oracle_hits[h] = {m: np.array([sc["hit"] for sc in scores[m]]) for m in METHODS}
+        for m in ("hard", "soft"):  # each grounding rule against the prior, question by question
+            row[f"{m}_vs_prior"] = paired_bootstrap(oracle_hits[h][m], oracle_hits[h]["prior"])
         row["selective"] = {
             m: {k: [sc[k] for sc in scores[m]] for k in ("confidence", "hit")} for m in METHODS
         }

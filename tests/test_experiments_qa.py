@@ -39,6 +39,10 @@ def test_grounded_qa(results):
             # Thm. 3 on the real world: a certified answer is the world's answer
             assert row["certificate"]["certified_world_sound"] == 1.0
             assert len(row["lambda_sweep"]) == 33
+            for m in ("hard", "soft"):  # paired against the prior on the same questions
+                d = row[f"{m}_vs_prior"]
+                assert d["diff"] == pytest.approx(row[m]["hits1"] - row["prior"]["hits1"])
+                assert d["ci"][0] <= d["diff"] <= d["ci"][1]
     # blind against oracle over the seeds run (quick: seed 0): the pooled paired interval
     # holds the mean difference, which is the difference of the two Hits@1
     for rep in r["reports"]:
