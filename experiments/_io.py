@@ -71,7 +71,8 @@ def parser(description: str, prog: str) -> argparse.ArgumentParser:
         type=positive_int,
         default=None,
         metavar="N",
-        help="benchmark seeds 0..N-1 where questions are sampled (default: 1 quick, 3 full)",
+        help="seeds 0..N-1: benchmark seeds where questions are sampled (learned_retrievers: "
+        "training seeds; default: 1 quick, 3 full)",
     )
     ap.set_defaults(full=False)
     return ap
