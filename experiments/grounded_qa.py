@@ -164,7 +164,9 @@ def arrays(outcomes, questions: Sequence | None = None) -> dict[str, np.ndarray]
     return dict(log_prior=lp, energy=energy, gold=gold)
 
 
-def fit_lambda(outcomes, questions: Sequence | None = None, steps: int = 300, lr: float = 0.05):
+def fit_lambda(
+    outcomes, questions: Sequence | None = None, steps: int = 300, lr: float = 0.05
+) -> float:
     """Maximize the validation log-probability of the gold answers among the candidates under
     the grounded posterior (Eq. (7) on the energies ``ground`` computed) by Adam on log lambda.
     The one lambda fit of every QA experiment, oracle (gold chain) or blind."""
@@ -615,7 +617,7 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
                 runs.append(run)
             else:
                 other_seeds.append(run[0])
-            jax.clear_caches()  # a setting compiles ~19,000 memory maps of programs (see limits)
+            jax.clear_caches()  # compiled programs hold memory maps (see docs/limits.md)
     reports, example = [r for r, _ in runs], runs[0][1]
     report = dict(full=args.full, reports=reports, seeds=over_seeds(reports + other_seeds, log))
     paths = [write_json(args.out / "grounded_qa.json", report)]
