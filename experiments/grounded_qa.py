@@ -190,13 +190,15 @@ def fit_lambda(
     return float(jnp.exp(x))
 
 
-def score(outcome, method: str) -> dict[str, float]:
-    q, r = outcome.question, outcome.result
-    if r is None:
-        return score_probabilities((), np.zeros(0), q.answers, abstained=True)
-    abstained = method == "hard" and bool(r.hard_abstained)
-    probs = outcome.probabilities(method) if not abstained else np.zeros(len(r.names))
-    return score_probabilities(outcome.candidates.entities, probs, q.answers, abstained)
+def score(outcome, method: str, gold: Sequence[str] | None = None) -> dict[str, float]:
+    """Hits@1, answer-set F1 and confidence of one outcome, oracle or blind, against ``gold``
+    (default: the outcome's own question's answers; a blind outcome carries none), answers
+    rolled up over the claims that reach them."""
+    r = outcome.result
+    gold = outcome.question.answers if gold is None else gold
+    if r is None or (method == "hard" and bool(r.hard_abstained)):
+        return score_probabilities((), np.zeros(0), gold, abstained=True)
+    return score_probabilities(*r.answer_probabilities(method), gold)
 
 
 def unobserved_fate(outcomes) -> dict[str, float]:
@@ -319,22 +321,13 @@ def wilson(k: float, n: float, z: float = 1.96) -> tuple[float, float]:
 
 
 def paired_bootstrap(a: np.ndarray, b: np.ndarray, n: int = 2000, seed: int = 0) -> dict:
-    """Mean of ``a - b`` over paired questions with a 95 % percentile bootstrap interval."""
+    """Mean of ``a - b`` over paired questions with a 95 % percentile bootstrap interval
+    (``resolved``: the interval excludes 0; otherwise "not resolved at this size")."""
     d = np.asarray(a, float) - np.asarray(b, float)
     idx = np.random.default_rng(seed).integers(0, len(d), (n, len(d)))
     lo, hi = np.percentile(d[idx].mean(axis=1), [2.5, 97.5])
-    return dict(diff=float(d.mean()), ci=(float(lo), float(hi)), n=len(d))
-
-
-def blind_hits(outcome, gold: Sequence[str], method: str) -> dict[str, float]:
-    """:func:`score` of a blind outcome against the scorer's gold answers (answers rolled up
-    over the claims that reach them)."""
-    r = outcome.result
-    if r is None:
-        return score_probabilities((), np.zeros(0), gold, abstained=True)
-    abstained = method == "hard" and bool(r.hard_abstained)
-    names, probs = outcome.answer_probabilities(method)
-    return score_probabilities(names, probs if not abstained else 0 * probs, gold, abstained)
+    resolved = bool(lo > 0 or hi < 0)
+    return dict(diff=float(d.mean()), ci=(float(lo), float(hi)), n=len(d), resolved=resolved)
 
 
 def fit_blind_lambda(outcomes, questions) -> float:
@@ -356,7 +349,7 @@ def blind_loop(bench, answerer, pcr, predictor, oracle_hits: dict, log) -> dict:
         test = bench.split("test", h)
         outcomes = qa.answer_batch([blind(q) for q in test])
         hits = {
-            m: np.array([blind_hits(o, q.answers, m)["hit"] for o, q in zip(outcomes, test)])
+            m: np.array([score(o, m, q.answers)["hit"] for o, q in zip(outcomes, test)])
             for m in METHODS
         }
         row: dict = {

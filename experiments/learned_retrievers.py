@@ -65,12 +65,12 @@ from experiments.grounded_qa import (
     KAPPA,
     SETTINGS,
     Setting,
-    blind_hits,
     blind_paths,
     build,
     fit_blind_lambda,
     fit_lambda,
     paired_bootstrap,
+    score,
 )
 from grounding.qa import BlindQA, GroundedQA
 from grounding.query import Query, blind
@@ -220,9 +220,7 @@ def interval(a: np.ndarray, b: np.ndarray) -> dict:
     """Paired bootstrap of ``a - b`` over the questions where both are defined, with the
     reading "resolved" (the 95 % interval excludes 0) or not."""
     ok = ~(np.isnan(a) | np.isnan(b))
-    out = paired_bootstrap(a[ok], b[ok])
-    out["resolved"] = bool(out["ci"][0] > 0 or out["ci"][1] < 0)
-    return out
+    return paired_bootstrap(a[ok], b[ok])
 
 
 def oversmoothing(models: dict, prepared) -> dict:
@@ -328,7 +326,7 @@ def downstream(bench, answerer, pcr, models, test, valid, log) -> dict:
         r_blind = (lambda d: pcr[d]) if model is None else model
         r_oracle = (lambda q: pcr[q.hops]) if model is None else model
         qa = BlindQA(answerer, predictor, r_blind, k_nodes=100, lam=lam_blind, kappa=KAPPA)
-        b = [blind_hits(o, q.answers, "soft")["hit"]
+        b = [score(o, "soft", q.answers)["hit"]
              for o, q in zip(qa.answer_batch([blind(q) for q in test]), test)]  # fmt: skip
         oqa = GroundedQA(answerer, r_oracle, k_nodes=100, lam=lam_oracle, kappa=KAPPA)
         outs = oqa.answer_batch(test)

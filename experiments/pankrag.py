@@ -307,9 +307,7 @@ def paired(a: np.ndarray, b: np.ndarray) -> dict:
     wins, losses = int(np.sum((a == 1) & (b == 0))), int(np.sum((a == 0) & (b == 1)))
     n = wins + losses
     p = float(min(1.0, 2 * binom.cdf(min(wins, losses), n, 0.5))) if n else 1.0
-    boot = paired_bootstrap(a, b)
-    resolved = not (boot["ci"][0] <= 0 <= boot["ci"][1])
-    return dict(only_pankrag=wins, only_other=losses, sign_test_p=p, **boot, resolved=resolved)
+    return dict(only_pankrag=wins, only_other=losses, sign_test_p=p, **paired_bootstrap(a, b))
 
 
 def injections(bench, outcomes) -> tuple[list[int], list[dict[str, str]]]:
