@@ -57,6 +57,7 @@ from grounding._checks import check_int
 from grounding.hypergraph import KnowledgeHypergraph, parse_role, role_name
 from grounding.plans.dag import Plan
 from grounding.plans.planners import HypergraphTemplatePlanner, PlanError
+from grounding.plans.relation_paths import _unit
 from grounding.query import BlindQuestion
 
 __all__ = ["RoleChainPredictor", "RoleChainPlanner", "role_chain_accuracy"]
@@ -65,12 +66,6 @@ Pair = tuple[str, str]
 Roles = tuple[Pair, ...]
 
 _QUESTION = re.compile(r"\s*what is (?P<body>.+?)\s*\?*\s*", re.IGNORECASE | re.DOTALL)
-
-
-def _unit(x: Any) -> np.ndarray:
-    x = np.asarray(x, np.float64)
-    norm = np.linalg.norm(x, axis=-1, keepdims=True)
-    return x / np.where(norm > 0, norm, 1.0)
 
 
 class RoleChainPredictor:
