@@ -522,3 +522,27 @@ def test_scrambling_every_gold_field_leaves_the_learned_rankings_unchanged(
     finally:
         monkeypatch.undo()
         mod.programs.cache_clear()
+
+
+@pytest.mark.slow  # ~20 s: trains nine toy retrievers
+def test_full_schedule_script_runs_and_respects_the_ceiling(tmp_path):
+    """``benchmarks/learned_full_schedule.py --small``: every main variant trained on both seeds,
+    every comparison written, and no question's recall@100 above its candidate ceiling."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "learned_full_schedule.py"
+    subprocess.run([sys.executable, str(script), "--dataset", "umls", "--small", "--out",
+                    str(tmp_path)], check=True, capture_output=True)  # fmt: skip
+    report = json.loads((tmp_path / "learned_full_schedule_umls.json").read_text())
+    assert set(report["variants"]) == {"subgraphrag", "gated", "ungated"}
+    assert set(report["comparisons"]) == {"gated-subgraphrag", "ungated-subgraphrag",
+                                          "gated-ungated"}  # fmt: skip
+    ceiling = np.array(report["ceiling"], float)
+    for v in report["variants"].values():
+        assert [t["seed"] for t in v["training"]] == [0, 1]
+        recall = np.array(v["per_question"]["triple@100"], float)
+        ok = ~np.isnan(ceiling)
+        assert np.all(recall[ok] <= ceiling[ok] + 1e-9)
