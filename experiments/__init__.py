@@ -18,6 +18,11 @@ EXPERIMENTS = (
 #: The fast theory figures: ``python -m experiments --smoke``, a first look.
 SMOKE = ("fig2_two_worlds", "thm3_tv_bound", "prop6_soft_to_hard", "prop13_tradeoff")
 
+#: The main job (``python -m experiments --quick``): the paper's figures, retrieval on real
+#: incomplete graphs and the grounded-QA loop, blind and oracle. ``--all`` adds the retrieval
+#: systems' experiments (PankRAG, the learned retrievers, PRoH); ``--full`` runs every one.
+QUICK = (*SMOKE, "kg_incomplete", "retrieval_pcr", "grounded_qa")
+
 #: Seconds each experiment's quick mode took on an idle 2-core machine (the main job's time
 #: estimate; measured 2026-11-27: 11 min 11 s in all, from a fresh clone).
 QUICK_SECONDS = {

@@ -1,4 +1,5 @@
-"""Run every experiment in order (or those named by --only; --smoke: the fast theory figures
+"""Run the experiments in order (quick mode: the paper's figures and the grounded-QA loop;
+--all or --full: every experiment; --only: those named; --smoke: the fast theory figures
 alone, a first look in under a minute), with a progress line per experiment and the time
 left, then a table of the seconds each took and the files it wrote."""
 
@@ -11,7 +12,7 @@ from collections.abc import Sequence
 
 import jax
 
-from experiments import EXPERIMENTS, QUICK_SECONDS, SMOKE
+from experiments import EXPERIMENTS, QUICK, QUICK_SECONDS, SMOKE
 from experiments._io import checked_out_dir, parser
 
 
@@ -28,15 +29,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         " ".join(__doc__.split())
         + " Experiments: "
         + ", ".join(EXPERIMENTS)
-        + f". Quick mode takes about {sum(QUICK_SECONDS.values()) / 60:.0f} min on an idle"
-        + " 2-core machine; --smoke about 11 s (both measured 2026-11-27)."
+        + f". Quick mode ({', '.join(QUICK)}) takes about"
+        + f" {sum(QUICK_SECONDS[n] for n in QUICK) / 60:.1f} min on an idle 2-core machine,"
+        + f" --all about {sum(QUICK_SECONDS.values()) / 60:.0f} min, --smoke about 11 s"
+        + " (measured 2026-11-27)."
     )
     ap = parser(about, "python -m experiments")
     ap.add_argument(
         "--only",
         metavar="NAME[,NAME]",
         default=None,
-        help="comma-separated experiments to run (default: all, in the order listed above)",
+        help="comma-separated experiments to run (default: the quick set, or every one with "
+        "--all / --full, in the order listed above)",
+    )
+    ap.add_argument(
+        "--all",
+        action="store_true",
+        help="every experiment (quick mode runs " + ", ".join(QUICK) + " unless --all)",
     )
     ap.add_argument(
         "--smoke",
@@ -44,9 +53,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"a first look: {', '.join(SMOKE)} in quick mode (under a minute)",
     )
     args = ap.parse_args(list(sys.argv[1:] if argv is None else argv))
-    names = list(SMOKE if args.smoke else EXPERIMENTS)
-    if args.smoke and (args.full or args.only):
-        ap.error("--smoke runs the fast figures in quick mode: drop --full / --only")
+    names = list(SMOKE if args.smoke else EXPERIMENTS if args.full or args.all else QUICK)
+    if args.smoke and (args.full or args.only or args.all):
+        ap.error("--smoke runs the fast figures in quick mode: drop --full / --only / --all")
+    if args.all and args.only is not None:
+        ap.error("--all runs every experiment: drop --only")
     if args.only is not None:
         names = [n.strip() for n in args.only.split(",") if n.strip()]
         unknown = [n for n in names if n not in EXPERIMENTS]

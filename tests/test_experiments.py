@@ -56,6 +56,22 @@ def test_main_runs_all_with_a_start_line_each_and_a_summary_table(tmp_path, caps
     assert all(f"{name}.png" in row for name, row in zip(EXPERIMENTS, table[1:]))
 
 
+def test_quick_runs_the_main_job_and_all_adds_the_retrieval_systems(tmp_path, monkeypatch):
+    from experiments import QUICK
+
+    calls = []
+    runner = _stub_experiments(monkeypatch, tmp_path, calls)
+    assert runner.main(["--out", str(tmp_path)]) == 0
+    assert [c[0] for c in calls] == list(QUICK) and "grounded_qa" in QUICK
+    calls.clear()
+    assert runner.main(["--quick", "--all", "--out", str(tmp_path)]) == 0
+    assert [c[0] for c in calls] == list(EXPERIMENTS)
+    assert all(argv[0] == "--quick" for _, argv in calls)
+    for bad in (["--all", "--only", "proh"], ["--all", "--smoke"]):
+        with pytest.raises(SystemExit):
+            runner.main([*bad, "--out", str(tmp_path)])
+
+
 def test_main_only_and_bad_arguments(tmp_path, capsys, monkeypatch):
     calls = []
     runner = _stub_experiments(monkeypatch, tmp_path, calls)
