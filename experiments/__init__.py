@@ -23,17 +23,18 @@ SMOKE = ("fig2_two_worlds", "thm3_tv_bound", "prop6_soft_to_hard", "prop13_trade
 #: systems' experiments (PankRAG, the learned retrievers, PRoH); ``--full`` runs every one.
 QUICK = (*SMOKE, "kg_incomplete", "retrieval_pcr", "grounded_qa")
 
-#: Seconds each experiment's quick mode took on an idle 2-core machine (the main job's time
-#: estimate; measured 2026-11-27: 11 min 11 s in all, from a fresh clone).
+#: Seconds each experiment's quick mode took on an idle 2-core machine (the time-left estimate),
+#: measured 2026-11-27 from a fresh clone by ``python -m experiments --quick --all`` (7 min 9 s
+#: in all; ``--quick`` alone, the main job: 4 min 6 s).
 QUICK_SECONDS = {
     "fig2_two_worlds": 3,
     "thm3_tv_bound": 1,
     "prop6_soft_to_hard": 2,
-    "prop13_tradeoff": 2,
-    "kg_incomplete": 40,
-    "retrieval_pcr": 7,
-    "grounded_qa": 283,
-    "pankrag": 106,
-    "learned_retrievers": 177,
-    "proh": 47,
+    "prop13_tradeoff": 1,
+    "kg_incomplete": 36,
+    "retrieval_pcr": 5,
+    "grounded_qa": 189,
+    "pankrag": 87,
+    "learned_retrievers": 64,
+    "proh": 38,
 }
