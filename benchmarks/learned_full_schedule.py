@@ -1,26 +1,30 @@
-"""The learned-retriever experiment's full training schedule for its main variants on one graph:
-SubgraphRAG, the structurally gated GNN and the ungated GNN trained on every training and
-validation question of the benchmark (1-3 hops), early stopping with patience 10, at most 200
-epochs, seeds 0-2, one candidate set shared by all, then tested blind (question text and topic
-only) with paired bootstrap intervals.
+"""The learned-retriever experiment's full training schedule, variant by variant, on one graph:
+every training and validation question of the benchmark (1-3 hops), early stopping with
+patience 10, at most 200 epochs, seeds 0-2, one candidate set shared by all variants, then
+tested blind (question text and topic only) with paired bootstrap intervals.
 
-Run: ``python benchmarks/learned_full_schedule.py --dataset codex-m --out results``
-(``--small`` for a check at a toy scale). Writes ``<out>/learned_full_schedule_<dataset>.json``
-after each variant (so a run stopped early keeps what it finished) and prints one line per
-variant and comparison.
+Run: ``python benchmarks/learned_full_schedule.py --dataset codex-m --out results
+[--variants subgraphrag,gated,ungated] [--oversmoothing]`` (``--small``: a toy scale, to check
+the script). ``--variants all`` trains every variant of the experiment's full run (the main
+three, the semantic gate, tags blind to anchors, SubgraphRAG's exact labels, depths L = 1, 3,
+4); ``--oversmoothing`` trains the L = 4 models of the three gates (seed 0) and writes the
+normalized Dirichlet energy per layer. Results go to
+``<out>/learned_full_schedule_<dataset>.json``, written after each variant; a later run with
+other variants adds to that file (same dataset and scale), and the comparisons are recomputed
+over every variant it holds, so the schedule can be split over several calls.
 
 It calls the experiment's own functions (:mod:`experiments.learned_retrievers`: question
 selection, candidate preparation, training, metrics, intervals) under 64-bit JAX, as the
-experiment runs, and leaves out what the full experiment adds (the other ablations, the
-downstream QA loop, transfer, the L = 4 oversmoothing models). It exists because the full
-schedule is a GPU job: on an NVIDIA H200 the CoDEx-M run takes about 4 minutes, on the 2-core
-CPU machine the docs were written on several hours.
+experiment runs, and leaves out the experiment's downstream QA loop and transfer. It exists
+because the full schedule is a GPU job: on an NVIDIA H200 the three main variants take about
+4 minutes on CoDEx-M, on the 2-core CPU machine the docs were written on several hours.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
 import time
 from pathlib import Path
@@ -31,6 +35,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's experiments
 from experiments._io import write_json
 from experiments.learned_retrievers import (
+    COMPARISONS,
+    FULL_ONLY,
     HOPS,
     MAIN,
     VARIANTS,
@@ -38,6 +44,7 @@ from experiments.learned_retrievers import (
     ceilings,
     interval,
     make,
+    oversmoothing,
     scale,
     seed_mean,
     summarize,
@@ -46,24 +53,34 @@ from experiments.learned_retrievers import (
 )
 from grounding.datasets import kgqa_benchmark
 from grounding.query import Query
+from grounding.retrieval import RetrieverTrainConfig
 
 QUESTIONS_PER_HOP = {"codex-m": 500, "umls": 300}  # the experiment's benchmark sizes
-PAIRS = (("gated", "subgraphrag"), ("ungated", "subgraphrag"), ("gated", "ungated"))
+ALL = {**VARIANTS, **FULL_ONLY}
 
 
 def main(argv=None) -> Path:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dataset", default="codex-m", choices=sorted(QUESTIONS_PER_HOP))
     ap.add_argument("--out", type=Path, default=Path("results"))
+    ap.add_argument("--variants", default=",".join(MAIN),
+                    help=f"comma-separated, or 'all' (default {','.join(MAIN)}); from "
+                    f"{', '.join(ALL)}")  # fmt: skip
+    ap.add_argument("--oversmoothing", action="store_true",
+                    help="also train the L = 4 models of the three gates (seed 0)")  # fmt: skip
     ap.add_argument("--small", action="store_true", help="a toy scale, to check the script")
     args = ap.parse_args(argv)
+    names = list(ALL) if args.variants == "all" else [v.strip() for v in args.variants.split(",")]
+    unknown = [n for n in names if n not in ALL]
+    if unknown or not names:
+        ap.error(f"--variants: unknown {unknown}; choose from {', '.join(ALL)} or 'all'")
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"learned_full_schedule_{args.dataset}.json"
     with jax.enable_x64(True):
-        return run(args.dataset, args.small, path)
+        return run(args.dataset, names, args.oversmoothing, args.small, path)
 
 
-def run(dataset: str, small: bool, path: Path) -> Path:
+def run(dataset: str, names: list, deep: bool, small: bool, path: Path) -> Path:
     t0 = time.perf_counter()
     sc = scale(True)
     if small:
@@ -77,6 +94,9 @@ def run(dataset: str, small: bool, path: Path) -> Path:
     prep = dict(base=base, facts=base.facts, valid=base.prepare([q.query() for q in valid]),
                 test=base.prepare([Query(q.text, anchor=q.topic) for q in test]),  # blind
                 train_all=base.prepare([q.query() for q in train]))  # fmt: skip
+    if any(ALL[n][3] == "pair" for n in names):
+        t = prep["train_all"]
+        prep["train_pair"] = base.prepare_subgraphs(t.subgraphs, t.q, t.ids, "pair")
     prep["tgt"] = tgt = targets(bench, base.facts, test)
     hops = np.array([q.hops for q in test])
     ceil = ceilings(prep["test"], tgt)
@@ -91,27 +111,53 @@ def run(dataset: str, small: bool, path: Path) -> Path:
         candidate_cap_binds=float(np.mean(prep["test"].n_facts >= sc.max_facts)),
         variants={}, comparisons={},
     )  # fmt: skip
-    runs: dict = {}
-    for name in MAIN:
+    if path.exists():  # add to an earlier run of the same dataset and scale
+        old = json.loads(path.read_text())
+        same = json.loads(json.dumps(report["scale"])) == old.get("scale")  # tuples as lists
+        if not same or old.get("hops") != report["hops"]:
+            raise SystemExit(f"{path}: another scale or question set; move it away to start anew")
+        report["variants"] = old.get("variants", {})
+        if "oversmoothing" in old:
+            report["oversmoothing"] = old["oversmoothing"]
+    for name in names:
         t = time.perf_counter()
-        r, logs, _ = train_variants(bench, sc, prep, {name: VARIANTS[name]}, None,
+        r, logs, _ = train_variants(bench, sc, prep, {name: ALL[name]}, None,
                                     lambda s: print(s, flush=True))  # fmt: skip
-        runs[name] = r[name]
         report["variants"][name] = dict(
             seconds=time.perf_counter() - t, training=logs[name], recall=summarize(r[name], hops),
             per_question={m: seed_mean(r[name], m).tolist() for m in ("triple@100", "answer@100")},
         )  # fmt: skip
-        for a, b in PAIRS:
-            if name in (a, b) and a in runs and b in runs:
-                A, B = seed_mean(runs[a], "triple@100"), seed_mean(runs[b], "triple@100")
-                c = report["comparisons"][f"{a}-{b}"] = {"all": interval(A, B)} | {
-                    str(h): interval(A[hops == h], B[hops == h]) for h in HOPS}  # fmt: skip
-                print(f"{dataset} triple@100 {a} - {b}: {c['all']['diff']:+.4f} (95 % "
-                      f"{c['all']['ci'][0]:+.4f} to {c['all']['ci'][1]:+.4f})", flush=True)  # fmt: skip
+        report["comparisons"] = compare(report["variants"], hops, dataset)
         report["seconds"] = time.perf_counter() - t0
         write_json(path, report)
-    print(f"{dataset}: {report['seconds']:.1f} s in all; {path}", flush=True)
+    if deep:
+        models = {}
+        for gate in ("structural", "semantic", "mean"):
+            models[gate] = make(bench, (gate, 4, True, "all"), sc, 0, f"{gate}_L4", base)
+            models[gate].fit(prep["train_all"], prep["valid"],
+                             RetrieverTrainConfig(epochs=sc.epochs, patience=sc.patience))  # fmt: skip
+        report["oversmoothing"] = oversmoothing(models, prep["test"])
+        print("dirichlet energy per layer (L = 4): " + " ".join(
+            f"{g}={[round(x, 3) for x in e]}" for g, e in report["oversmoothing"].items()),
+            flush=True)  # fmt: skip
+        report["seconds"] = time.perf_counter() - t0
+        write_json(path, report)
+    print(f"{dataset}: {time.perf_counter() - t0:.1f} s; {path}", flush=True)
     return path
+
+
+def compare(variants: dict, hops: np.ndarray, dataset: str) -> dict:
+    """The experiment's comparisons of triple recall@100 among the variants present."""
+    out = {}
+    for a, b in COMPARISONS:
+        if a in variants and b in variants:
+            A = np.asarray(variants[a]["per_question"]["triple@100"], float)
+            B = np.asarray(variants[b]["per_question"]["triple@100"], float)
+            c = out[f"{a}-{b}"] = {"all": interval(A, B)} | {
+                str(h): interval(A[hops == h], B[hops == h]) for h in HOPS}  # fmt: skip
+            print(f"{dataset} triple@100 {a} - {b}: {c['all']['diff']:+.4f} (95 % "
+                  f"{c['all']['ci'][0]:+.4f} to {c['all']['ci'][1]:+.4f})", flush=True)  # fmt: skip
+    return out
 
 
 if __name__ == "__main__":

@@ -524,22 +524,34 @@ def test_scrambling_every_gold_field_leaves_the_learned_rankings_unchanged(
         mod.programs.cache_clear()
 
 
-@pytest.mark.slow  # ~20 s: trains nine toy retrievers
-def test_full_schedule_script_runs_and_respects_the_ceiling(tmp_path):
-    """``benchmarks/learned_full_schedule.py --small``: every main variant trained on both seeds,
-    every comparison written, and no question's recall@100 above its candidate ceiling."""
+@pytest.mark.slow  # ~40 s: trains twelve toy retrievers
+def test_full_schedule_script_adds_variants_and_respects_the_ceiling(tmp_path):
+    """``benchmarks/learned_full_schedule.py --small`` in two calls: the second adds its variant
+    to the first's report and every comparison among the three is written; the L = 4
+    oversmoothing energies are positive per layer; no question's recall@100 is above its
+    candidate ceiling; an unknown variant is refused."""
     import json
     import subprocess
     import sys
     from pathlib import Path
 
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "learned_full_schedule.py"
-    subprocess.run([sys.executable, str(script), "--dataset", "umls", "--small", "--out",
-                    str(tmp_path)], check=True, capture_output=True)  # fmt: skip
+
+    def call(*extra):
+        return subprocess.run([sys.executable, str(script), "--dataset", "umls", "--small",
+                               "--out", str(tmp_path), *extra], capture_output=True, text=True)  # fmt: skip
+
+    assert call("--variants", "subgraphrag,gated", "--oversmoothing").returncode == 0
+    assert call("--variants", "ungated").returncode == 0
+    bad = call("--variants", "nope")
+    assert bad.returncode != 0 and "unknown ['nope']" in bad.stderr
     report = json.loads((tmp_path / "learned_full_schedule_umls.json").read_text())
     assert set(report["variants"]) == {"subgraphrag", "gated", "ungated"}
     assert set(report["comparisons"]) == {"gated-subgraphrag", "ungated-subgraphrag",
                                           "gated-ungated"}  # fmt: skip
+    energies = report["oversmoothing"]
+    assert set(energies) == {"structural", "semantic", "mean"}
+    assert all(len(e) == 5 and min(e) > 0 for e in energies.values())  # layers 0..4
     ceiling = np.array(report["ceiling"], float)
     for v in report["variants"].values():
         assert [t["seed"] for t in v["training"]] == [0, 1]
