@@ -500,6 +500,7 @@ def speed_and_propagation(run: dict) -> dict:
     return dict(speed=speed, propagation=error_propagation(parts, [q for q in test if q.hops > 1]))
 
 
+@float64  # the speed and error-propagation probes too, not only answer_seed
 def main(argv: Sequence[str] | None = None) -> list[Path]:
     args = parse_args(argv, __doc__.splitlines()[0])
 

@@ -109,6 +109,16 @@ def test_main_smoke_seeds_and_time_left(tmp_path, capsys, monkeypatch):
             runner.main([*bad, "--out", str(tmp_path)])
 
 
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_every_experiment_runs_in_64_bit(name):
+    """Each ``main`` is wrapped by ``float64`` (the test process enables 64-bit JAX globally,
+    so a ``main`` without it would pass here and run part of its work in 32 bits alone)."""
+    from experiments._io import float64
+
+    main = importlib.import_module(f"experiments.{name}").main
+    assert main.__code__ is float64(lambda: None).__code__
+
+
 def test_time_left_scales_the_remaining_estimate_by_the_run_so_far(monkeypatch):
     import experiments.__main__ as runner
 
