@@ -24,17 +24,17 @@ SMOKE = ("fig2_two_worlds", "thm3_tv_bound", "prop6_soft_to_hard", "prop13_trade
 QUICK = (*SMOKE, "kg_incomplete", "retrieval_pcr", "grounded_qa")
 
 #: Seconds each experiment's quick mode took on an idle 2-core machine (the time-left estimate),
-#: measured 2026-11-27 from a fresh clone by ``python -m experiments --quick --all`` (7 min 9 s
-#: in all; ``--quick`` alone, the main job: 4 min 6 s).
+#: measured 2026-11-27 from a fresh clone by ``python -m experiments --quick --all`` (6 min 47 s
+#: in all; the main job, README line 1 with its set-up: 4 min 31 s).
 QUICK_SECONDS = {
-    "fig2_two_worlds": 3,
+    "fig2_two_worlds": 2,
     "thm3_tv_bound": 1,
     "prop6_soft_to_hard": 2,
-    "prop13_tradeoff": 1,
-    "kg_incomplete": 36,
-    "retrieval_pcr": 5,
-    "grounded_qa": 189,
-    "pankrag": 87,
-    "learned_retrievers": 64,
+    "prop13_tradeoff": 2,
+    "kg_incomplete": 35,
+    "retrieval_pcr": 6,
+    "grounded_qa": 181,
+    "pankrag": 81,
+    "learned_retrievers": 58,
     "proh": 38,
 }

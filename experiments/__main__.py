@@ -31,7 +31,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         + ", ".join(EXPERIMENTS)
         + f". Quick mode ({', '.join(QUICK)}) takes about"
         + f" {sum(QUICK_SECONDS[n] for n in QUICK) / 60:.1f} min on an idle 2-core machine,"
-        + f" --all about {sum(QUICK_SECONDS.values()) / 60:.0f} min, --smoke about 11 s"
+        + f" --all about {sum(QUICK_SECONDS.values()) / 60:.0f} min, --smoke about 7 s"
         + " (measured 2026-11-27)."
     )
     ap = parser(about, "python -m experiments")
