@@ -4,8 +4,9 @@ For each dataset (CoDEx-M and UMLS; CoDEx-S with its hard negatives as counter-e
 templated benchmark of :func:`grounding.datasets.kgqa_benchmark`; a TransE model with
 reciprocal relations, trained 1-vs-all on the evidence (train split) only, plays the LLM
 (:class:`grounding.qa.KGEAnswerer` composes its translations along the question's chain;
-temperature fitted on validation questions; trained in 32-bit floats; quick mode trains for a few epochs only); path-constrained retrieval from the topic entity (depth = the
-question's hop count) builds the evidence state; :func:`grounding.ground` re-weights the
+temperature fitted on validation questions; trained in 32-bit floats; quick mode trains for a
+few epochs only); path-constrained retrieval from the topic entity (depth = the question's hop
+count) builds the evidence state; :func:`grounding.ground` re-weights the
 prior. ``lambda`` is fitted on validation questions by gradient (``kappa = 1``). Reports, per
 dataset and hop count, Hits@1 and answer-set F1 of the prior, hard grounding (Eq. (6)) and
 soft grounding (Eq. (7)); what happens to true answers the evidence does not state; selective
