@@ -35,25 +35,22 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's experiments
 from experiments._io import write_json
 from experiments.learned_retrievers import (
-    COMPARISONS,
     FULL_ONLY,
     HOPS,
     MAIN,
     VARIANTS,
-    by_hop,
     ceilings,
-    interval,
-    make,
+    compare_recall,
+    deep_models,
+    log_comparisons,
     oversmoothing,
     scale,
     seed_mean,
+    shared_candidates,
     summarize,
-    targets,
     train_variants,
 )
 from grounding.datasets import kgqa_benchmark
-from grounding.query import Query
-from grounding.retrieval import RetrieverTrainConfig
 
 QUESTIONS_PER_HOP = {"codex-m": 500, "umls": 300}  # the experiment's benchmark sizes
 ALL = {**VARIANTS, **FULL_ONLY}
@@ -87,17 +84,8 @@ def run(dataset: str, names: list, deep: bool, small: bool, path: Path) -> Path:
         sc = dataclasses.replace(sc, train_per_hop=4, valid_per_hop=2, test_per_hop=3, epochs=2,
                                  seeds=(0, 1))  # fmt: skip
     bench = kgqa_benchmark(dataset, questions_per_hop=QUESTIONS_PER_HOP[dataset], seed=0)
-    train = by_hop(bench, "train", sc.train_per_hop)
-    valid = by_hop(bench, "valid", sc.valid_per_hop)
-    test = by_hop(bench, "test", sc.test_per_hop)
-    base = make(bench, VARIANTS["subgraphrag"], sc, 0, "base")
-    prep = dict(base=base, facts=base.facts, valid=base.prepare([q.query() for q in valid]),
-                test=base.prepare([Query(q.text, anchor=q.topic) for q in test]),  # blind
-                train_all=base.prepare([q.query() for q in train]))  # fmt: skip
-    if any(ALL[n][3] == "pair" for n in names):
-        t = prep["train_all"]
-        prep["train_pair"] = base.prepare_subgraphs(t.subgraphs, t.q, t.ids, "pair")
-    prep["tgt"] = tgt = targets(bench, base.facts, test)
+    prep, train, valid, test = shared_candidates(bench, sc, {n: ALL[n] for n in names})
+    tgt = prep["tgt"]
     hops = np.array([q.hops for q in test])
     ceil = ceilings(prep["test"], tgt)
     prepare_s = time.perf_counter() - t0
@@ -127,16 +115,14 @@ def run(dataset: str, names: list, deep: bool, small: bool, path: Path) -> Path:
             seconds=time.perf_counter() - t, training=logs[name], recall=summarize(r[name], hops),
             per_question={m: seed_mean(r[name], m).tolist() for m in ("triple@100", "answer@100")},
         )  # fmt: skip
-        report["comparisons"] = compare(report["variants"], hops, dataset)
+        report["comparisons"] = compare_recall(
+            {n: np.asarray(v["per_question"]["triple@100"], float)
+             for n, v in report["variants"].items()}, hops)  # fmt: skip
+        log_comparisons(dataset, report["comparisons"], print)
         report["seconds"] = time.perf_counter() - t0
         write_json(path, report)
     if deep:
-        models = {}
-        for gate in ("structural", "semantic", "mean"):
-            models[gate] = make(bench, (gate, 4, True, "all"), sc, 0, f"{gate}_L4", base)
-            models[gate].fit(prep["train_all"], prep["valid"],
-                             RetrieverTrainConfig(epochs=sc.epochs, patience=sc.patience))  # fmt: skip
-        report["oversmoothing"] = oversmoothing(models, prep["test"])
+        report["oversmoothing"] = oversmoothing(deep_models(bench, sc, prep), prep["test"])
         print("dirichlet energy per layer (L = 4): " + " ".join(
             f"{g}={[round(x, 3) for x in e]}" for g, e in report["oversmoothing"].items()),
             flush=True)  # fmt: skip
@@ -144,20 +130,6 @@ def run(dataset: str, names: list, deep: bool, small: bool, path: Path) -> Path:
         write_json(path, report)
     print(f"{dataset}: {time.perf_counter() - t0:.1f} s; {path}", flush=True)
     return path
-
-
-def compare(variants: dict, hops: np.ndarray, dataset: str) -> dict:
-    """The experiment's comparisons of triple recall@100 among the variants present."""
-    out = {}
-    for a, b in COMPARISONS:
-        if a in variants and b in variants:
-            A = np.asarray(variants[a]["per_question"]["triple@100"], float)
-            B = np.asarray(variants[b]["per_question"]["triple@100"], float)
-            c = out[f"{a}-{b}"] = {"all": interval(A, B)} | {
-                str(h): interval(A[hops == h], B[hops == h]) for h in HOPS}  # fmt: skip
-            print(f"{dataset} triple@100 {a} - {b}: {c['all']['diff']:+.4f} (95 % "
-                  f"{c['all']['ci'][0]:+.4f} to {c['all']['ci'][1]:+.4f})", flush=True)  # fmt: skip
-    return out
 
 
 if __name__ == "__main__":

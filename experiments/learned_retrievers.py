@@ -347,31 +347,70 @@ def downstream(bench, answerer, pcr, models, test, valid, log) -> dict:
     return out
 
 
+def blind_queries(questions) -> list[Query]:
+    """What a system sees of each question in use: its text and topic entity."""
+    return [Query(q.text, anchor=q.topic) for q in questions]
+
+
+def shared_candidates(bench, sc: Scale, variants: dict) -> tuple[dict, list, list, list]:
+    """A run's training, validation and test questions (hop by hop) and their one candidate
+    set, built once for every variant and seed: ``prep`` holds the base retriever and its
+    facts, the prepared validation, blind test and training questions (also with
+    SubgraphRAG's pair labels when a variant asks for them) and the test targets."""
+    train = by_hop(bench, "train", sc.train_per_hop)
+    valid = by_hop(bench, "valid", sc.valid_per_hop)
+    test = by_hop(bench, "test", sc.test_per_hop)
+    base = make(bench, VARIANTS["subgraphrag"], sc, 0, "base")
+    prep = dict(base=base, facts=base.facts, valid=base.prepare([q.query() for q in valid]),
+                test=base.prepare(blind_queries(test)),
+                train_all=base.prepare([q.query() for q in train]))  # fmt: skip
+    if any(v[3] == "pair" for v in variants.values()):
+        t = prep["train_all"]
+        prep["train_pair"] = base.prepare_subgraphs(t.subgraphs, t.q, t.ids, "pair")
+    prep["tgt"] = targets(bench, base.facts, test)
+    return prep, train, valid, test
+
+
+def compare_recall(recall: dict[str, np.ndarray], hops: np.ndarray) -> dict:
+    """Paired intervals of triple recall@100 (``[Q]`` per variant, seed-averaged) for each of
+    :data:`COMPARISONS` whose two sides are in ``recall``: over all hops and per hop."""
+    out = {}
+    for a, b in COMPARISONS:
+        if a in recall and b in recall:
+            A, B = recall[a], recall[b]
+            out[f"{a}-{b}"] = {"all": interval(A, B)} | {
+                str(h): interval(A[hops == h], B[hops == h]) for h in HOPS}  # fmt: skip
+    return out
+
+
+def log_comparisons(dataset: str, comparisons: dict, log) -> None:
+    for key, c in comparisons.items():
+        a = c["all"]
+        log(f"{dataset} triple@100 {key}: {a['diff']:+.3f} (95 % {a['ci'][0]:+.3f} to "
+            f"{a['ci'][1]:+.3f}{'' if a['resolved'] else ', not resolved at this size'})")  # fmt: skip
+
+
+def deep_models(bench, sc: Scale, prep: dict) -> dict[str, TripleRetriever]:
+    """The L = 4 models of the three gates (seed 0) for the oversmoothing diagnostic."""
+    out = {}
+    for gate in ("structural", "semantic", "mean"):
+        out[gate] = make(bench, (gate, 4, True, "all"), sc, 0, f"{gate}_L4", prep["base"])
+        out[gate].fit(prep["train_all"], prep["valid"],
+                      RetrieverTrainConfig(epochs=sc.epochs, patience=sc.patience))  # fmt: skip
+    return out
+
+
 def run_dataset(dataset: str, sc: Scale, state_dir: Path | None, log) -> tuple[dict, dict, dict]:
     t = time.perf_counter()
     bench, answerer, (pcr, soft), _ = build(setting(dataset))
     log(f"{dataset}: benchmark and answerer in {time.perf_counter() - t:.1f} s (shared with "
         "the grounded-QA experiment in one process)")  # fmt: skip
-    train, valid = (
-        by_hop(bench, "train", sc.train_per_hop),
-        by_hop(bench, "valid", sc.valid_per_hop),
-    )
-    test = by_hop(bench, "test", sc.test_per_hop)
     variants = dict(VARIANTS, **(FULL_ONLY if sc.full_variants else {}))
     if dataset != "codex-m" or not sc.ablations:
         variants = {n: variants[n] for n in MAIN}
     t = time.perf_counter()
-    base = make(bench, VARIANTS["subgraphrag"], sc, 0, "base")
-    tq = [q.query() for q in train]
-    blind_test = [Query(q.text, anchor=q.topic) for q in test]  # what a system sees in use
-    prep = dict(base=base, facts=base.facts, valid=base.prepare([q.query() for q in valid]),
-                test=base.prepare(blind_test))  # fmt: skip
-    prep["train_all"] = base.prepare(tq)
-    if any(v[3] == "pair" for v in variants.values()):
-        prep["train_pair"] = base.prepare_subgraphs(
-            prep["train_all"].subgraphs, prep["train_all"].q, prep["train_all"].ids, "pair"
-        )
-    prep["tgt"] = tgt = targets(bench, base.facts, test)
+    prep, train, valid, test = shared_candidates(bench, sc, variants)
+    base, tgt = prep["base"], prep["tgt"]
     prepare_s = time.perf_counter() - t
     hops = np.array([q.hops for q in test])
     ceil = ceilings(prep["test"], tgt)
@@ -392,19 +431,11 @@ def run_dataset(dataset: str, sc: Scale, state_dir: Path | None, log) -> tuple[d
     own = TripleRetriever(bench.graph, encoder=base.encoder, n_anchors=0, max_facts=sc.max_facts,
                           facts=base.facts, relation_texts=[bench.relation_labels[r] for r in
                                                             bench.graph.relations])  # fmt: skip
-    own_ceil = ceilings(own.prepare(blind_test), tgt)
+    own_ceil = ceilings(own.prepare(blind_queries(test)), tgt)
     ratio = {n: {h: results[n][h]["triple@100"][0] / ceiling[h] for h in ceiling}
              for n in runs}  # fmt: skip
-    comparisons = {}
-    for a, b in COMPARISONS:
-        if a in runs and b in runs:
-            A, B = seed_mean(runs[a], "triple@100"), seed_mean(runs[b], "triple@100")
-            comparisons[f"{a}-{b}"] = {"all": interval(A, B)} | {
-                str(h): interval(A[hops == h], B[hops == h]) for h in HOPS}  # fmt: skip
-    for key, c in comparisons.items():
-        a = c["all"]
-        log(f"{dataset} triple@100 {key}: {a['diff']:+.3f} (95 % {a['ci'][0]:+.3f} to "
-            f"{a['ci'][1]:+.3f}{'' if a['resolved'] else ', not resolved at this size'})")  # fmt: skip
+    comparisons = compare_recall({n: seed_mean(r, "triple@100") for n, r in runs.items()}, hops)
+    log_comparisons(dataset, comparisons, log)
     seconds = dict(prepare=prepare_s, train=time.perf_counter() - t_train)
     t = time.perf_counter()
     down = downstream(bench, answerer, pcr, {n: models[n] for n in sc.downstream}, test, valid,
@@ -469,11 +500,7 @@ def main(argv: Sequence[str] | None = None, sc: Scale | None = None) -> list[Pat
     p = preps["codex-m"]
     if sc.deep_oversmoothing:
         bench = build(setting("codex-m"))[0]
-        deep = {}
-        for gate in ("structural", "semantic", "mean"):
-            deep[gate] = make(bench, (gate, 4, True, "all"), sc, 0, f"{gate}_L4", p["base"])
-            deep[gate].fit(p["train_all"], p["valid"],
-                           RetrieverTrainConfig(epochs=sc.epochs, patience=sc.patience))  # fmt: skip
+        deep = deep_models(bench, sc, p)
         report["oversmoothing_layers"] = 4
     else:
         deep = {"structural": trained["codex-m"]["gated"], "mean": trained["codex-m"]["ungated"]}

@@ -183,8 +183,8 @@ def _group_key(p: Prepared, shared: bool, i: int) -> tuple:
         if not shared and statics.has_layout:
             return (i,)
         statics = statics._replace(structure=None)
-        q = {k: v for k, v in q.items() if k not in ("mentions", "claimed")}
-        q = {k: v for k, v in q.items() if not k.startswith(("alone", "shared"))}
+        q = {k: v for k, v in q.items()
+             if k not in ("mentions", "claimed") and not k.startswith(("alone", "shared"))}  # fmt: skip
     shapes = tuple((k, np.shape(v)) for k, v in sorted(q.items()))
     return statics, shapes, np.shape(p.ev["head"])
 
