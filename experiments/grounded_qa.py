@@ -58,6 +58,7 @@ from experiments._io import (
     write_csv,
     write_json,
 )
+from experiments._stats import paired_bootstrap, wilson
 from grounding import EvidenceStatus, GroundingResult, TypedGraph, gibbs_log_posterior, ground
 from grounding import plot as gplot
 from grounding.datasets import kgqa_benchmark
@@ -319,25 +320,6 @@ def worked_example(qa: GroundedQA, outcomes) -> Example:
 
 
 LABEL_WEIGHTS = (0.0, 0.5, 1.0, 2.0)  # beta of the relation-path predictor, chosen on valid
-
-
-def wilson(k: float, n: float, z: float = 1.96) -> tuple[float, float]:
-    """95 % Wilson interval of a proportion ``k / n``."""
-    if n == 0:
-        return (float("nan"), float("nan"))
-    p, d = k / n, 1 + z * z / n
-    c, r = p + z * z / (2 * n), z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return (float((c - r) / d), float((c + r) / d))
-
-
-def paired_bootstrap(a: np.ndarray, b: np.ndarray, n: int = 2000, seed: int = 0) -> dict:
-    """Mean of ``a - b`` over paired questions with a 95 % percentile bootstrap interval
-    (``resolved``: the interval excludes 0; otherwise "not resolved at this size")."""
-    d = np.asarray(a, float) - np.asarray(b, float)
-    idx = np.random.default_rng(seed).integers(0, len(d), (n, len(d)))
-    lo, hi = np.percentile(d[idx].mean(axis=1), [2.5, 97.5])
-    resolved = bool(lo > 0 or hi < 0)
-    return dict(diff=float(d.mean()), ci=(float(lo), float(hi)), n=len(d), resolved=resolved)
 
 
 def fit_blind_lambda(outcomes, questions) -> float:

@@ -61,6 +61,7 @@ import jax
 import numpy as np
 
 from experiments._io import float64, parse_args, plt, save_figure, write_csv, write_json
+from experiments._stats import paired_bootstrap
 from experiments.grounded_qa import (
     KAPPA,
     SETTINGS,
@@ -69,7 +70,6 @@ from experiments.grounded_qa import (
     build,
     fit_blind_lambda,
     fit_lambda,
-    paired_bootstrap,
     score,
 )
 from grounding.qa import BlindQA, GroundedQA

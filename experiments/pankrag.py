@@ -79,6 +79,7 @@ from experiments._io import (
     write_csv,
     write_json,
 )
+from experiments._stats import paired_bootstrap
 from experiments.grounded_qa import (
     KAPPA,
     SETTINGS,
@@ -86,7 +87,6 @@ from experiments.grounded_qa import (
     build,
     fit_blind_lambda,
     fit_lambda,
-    paired_bootstrap,
 )
 from grounding.datasets import load_musique
 from grounding.llm import Endpoint

@@ -57,7 +57,8 @@ from experiments._io import (
     write_csv,
     write_json,
 )
-from experiments.grounded_qa import fit_blind_lambda, paired_bootstrap
+from experiments._stats import paired_bootstrap
+from experiments.grounded_qa import fit_blind_lambda
 from grounding import ClaimChain, EvidenceState, GroundingProblem, TypedGraph
 from grounding.datasets import hypergraph_qa_benchmark
 from grounding.hypergraph import hop_relations

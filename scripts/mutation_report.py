@@ -24,7 +24,6 @@ from __future__ import annotations
 import ast
 import functools
 import json
-import math
 import os
 import re
 import sys
@@ -35,6 +34,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 from mutation_sample import load as load_sample  # noqa: E402
+
+sys.path.insert(0, str(ROOT))
+from experiments._stats import wilson  # noqa: E402
 
 EQUIVALENTS = ROOT / "scripts" / "mutation_equivalents.toml"
 LABEL_HELPER = re.compile(r"^(check_\w+|as_float_array|_no_nan|_scalar)$")
@@ -158,16 +160,6 @@ def collect():
                 c["other"] += 1
         rows.append((str(path), c))
     return rows, gaps
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """The Wilson score interval of a binomial proportion ``k / n`` (95 % at ``z = 1.96``)."""
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    mid = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, mid - half), min(1.0, mid + half)
 
 
 def main() -> int:
