@@ -45,6 +45,16 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return x / np.where(norm > 0, norm, 1.0)
 
 
+def _tempered_softmax(scores: np.ndarray, temperature: float) -> np.ndarray:
+    """:math:`\\mathrm{softmax}(s / T)` of the kept paths' scores, shifted by the maximum so
+    that no finite score overflows (an empty input gives an empty output)."""
+    s = np.asarray(scores, float)
+    if not s.size:
+        return s
+    z = np.exp((s - s.max()) / temperature)
+    return z / z.sum()
+
+
 class RelationPathPredictor:
     """Top-``k`` relation paths of a blind question (see the module docstring).
 
@@ -155,8 +165,7 @@ class RelationPathPredictor:
             if not len(order):
                 out.append([])
                 continue
-            z = (row[order] - row[order[0]]) / self.temperature
-            p = np.exp(z) / np.exp(z).sum()
+            p = _tempered_softmax(row[order], self.temperature)
             out.append([(self.paths[j], float(pj)) for j, pj in zip(order, p)])
         return out
 

@@ -57,7 +57,7 @@ from grounding._checks import check_int
 from grounding.hypergraph import KnowledgeHypergraph, parse_role, role_name
 from grounding.plans.dag import Plan
 from grounding.plans.planners import HypergraphTemplatePlanner, PlanError
-from grounding.plans.relation_paths import _unit
+from grounding.plans.relation_paths import _tempered_softmax, _unit
 from grounding.query import BlindQuestion
 
 __all__ = ["RoleChainPredictor", "RoleChainPlanner", "role_chain_accuracy"]
@@ -272,9 +272,7 @@ class RoleChainPredictor:
             grown.sort(key=lambda g: (-g[0], g[1]))
             beam = grown[: self.beam]
         best = beam[:k]
-        z = np.array([s for s, _, _ in best]) / self.temperature
-        p = np.exp(z - z.max())
-        p /= p.sum()
+        p = _tempered_softmax(np.array([s for s, _, _ in best]), self.temperature)
         names = self.roles
         return [
             (tuple((names[a], names[b]) for a, b in chain), float(pj))
