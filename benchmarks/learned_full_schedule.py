@@ -11,7 +11,8 @@ three, the semantic gate, tags blind to anchors, SubgraphRAG's exact labels, dep
 normalized Dirichlet energy per layer. Results go to
 ``<out>/learned_full_schedule_<dataset>.json``, written after each variant; a later run with
 other variants adds to that file (same dataset and scale), and the comparisons are recomputed
-over every variant it holds, so the schedule can be split over several calls.
+over every variant it holds, so the schedule can be split over several calls, even over
+machines (each variant records the device that trained it).
 
 It calls the experiment's own functions (:mod:`experiments.learned_retrievers`: question
 selection, candidate preparation, training, metrics, intervals) under 64-bit JAX, as the
@@ -105,6 +106,8 @@ def run(dataset: str, names: list, deep: bool, small: bool, path: Path) -> Path:
         if not same or old.get("hops") != report["hops"]:
             raise SystemExit(f"{path}: another scale or question set; move it away to start anew")
         report["variants"] = old.get("variants", {})
+        for v in report["variants"].values():  # reports written before devices were kept
+            v.setdefault("device", old.get("device", "unknown"))
         if "oversmoothing" in old:
             report["oversmoothing"] = old["oversmoothing"]
     for name in names:
@@ -112,7 +115,7 @@ def run(dataset: str, names: list, deep: bool, small: bool, path: Path) -> Path:
         r, logs, _ = train_variants(bench, sc, prep, {name: ALL[name]}, None,
                                     lambda s: print(s, flush=True))  # fmt: skip
         report["variants"][name] = dict(
-            seconds=time.perf_counter() - t, training=logs[name], recall=summarize(r[name], hops),
+            seconds=time.perf_counter() - t, device=report["device"], training=logs[name], recall=summarize(r[name], hops),
             per_question={m: seed_mean(r[name], m).tolist() for m in ("triple@100", "answer@100")},
         )  # fmt: skip
         report["comparisons"] = compare_recall(
@@ -123,6 +126,7 @@ def run(dataset: str, names: list, deep: bool, small: bool, path: Path) -> Path:
         write_json(path, report)
     if deep:
         report["oversmoothing"] = oversmoothing(deep_models(bench, sc, prep), prep["test"])
+        report["oversmoothing_device"] = report["device"]
         print("dirichlet energy per layer (L = 4): " + " ".join(
             f"{g}={[round(x, 3) for x in e]}" for g, e in report["oversmoothing"].items()),
             flush=True)  # fmt: skip

@@ -529,7 +529,7 @@ def test_full_schedule_script_adds_variants_and_respects_the_ceiling(tmp_path):
     """``benchmarks/learned_full_schedule.py --small`` in two calls: the second adds its variant
     to the first's report and every comparison among the three is written; the L = 4
     oversmoothing energies are positive per layer; no question's recall@100 is above its
-    candidate ceiling; an unknown variant is refused."""
+    candidate ceiling; each variant names its device; an unknown variant is refused."""
     import json
     import subprocess
     import sys
@@ -555,6 +555,7 @@ def test_full_schedule_script_adds_variants_and_respects_the_ceiling(tmp_path):
     ceiling = np.array(report["ceiling"], float)
     for v in report["variants"].values():
         assert [t["seed"] for t in v["training"]] == [0, 1]
+        assert v["device"] == report["device"]  # one machine here; kept per variant
         recall = np.array(v["per_question"]["triple@100"], float)
         ok = ~np.isnan(ceiling)
         assert np.all(recall[ok] <= ceiling[ok] + 1e-9)
