@@ -110,10 +110,12 @@ def run(dataset: str, names: list, deep: bool, small: bool, path: Path) -> Path:
             v.setdefault("device", old.get("device", "unknown"))
         if "oversmoothing" in old:
             report["oversmoothing"] = old["oversmoothing"]
+    trained = {}
     for name in names:
         t = time.perf_counter()
-        r, logs, _ = train_variants(bench, sc, prep, {name: ALL[name]}, None,
+        r, logs, models = train_variants(bench, sc, prep, {name: ALL[name]}, None,
                                     lambda s: print(s, flush=True))  # fmt: skip
+        trained.update(models)
         report["variants"][name] = dict(
             seconds=time.perf_counter() - t, device=report["device"], training=logs[name], recall=summarize(r[name], hops),
             per_question={m: seed_mean(r[name], m).tolist() for m in ("triple@100", "answer@100")},
@@ -125,7 +127,7 @@ def run(dataset: str, names: list, deep: bool, small: bool, path: Path) -> Path:
         report["seconds"] = time.perf_counter() - t0
         write_json(path, report)
     if deep:
-        report["oversmoothing"] = oversmoothing(deep_models(bench, sc, prep), prep["test"])
+        report["oversmoothing"] = oversmoothing(deep_models(bench, sc, prep, trained), prep["test"])
         report["oversmoothing_device"] = report["device"]
         print("dirichlet energy per layer (L = 4): " + " ".join(
             f"{g}={[round(x, 3) for x in e]}" for g, e in report["oversmoothing"].items()),

@@ -390,10 +390,16 @@ def log_comparisons(dataset: str, comparisons: dict, log) -> None:
             f"{a['ci'][1]:+.3f}{'' if a['resolved'] else ', not resolved at this size'})")  # fmt: skip
 
 
-def deep_models(bench, sc: Scale, prep: dict) -> dict[str, TripleRetriever]:
-    """The L = 4 models of the three gates (seed 0) for the oversmoothing diagnostic."""
+def deep_models(bench, sc: Scale, prep: dict, trained: dict | None = None) -> dict:
+    """The L = 4 models of the three gates (seed 0) for the oversmoothing diagnostic; the
+    structural one is ``trained["gated_L4"]`` where that variant was already trained with seed 0
+    (the same model: same configuration, seed, data and training settings)."""
     out = {}
+    if trained and "gated_L4" in trained and sc.seeds[0] == 0:
+        out["structural"] = trained["gated_L4"]
     for gate in ("structural", "semantic", "mean"):
+        if gate in out:
+            continue
         out[gate] = make(bench, (gate, 4, True, "all"), sc, 0, f"{gate}_L4", prep["base"])
         out[gate].fit(prep["train_all"], prep["valid"],
                       RetrieverTrainConfig(epochs=sc.epochs, patience=sc.patience))  # fmt: skip
@@ -500,7 +506,7 @@ def main(argv: Sequence[str] | None = None, sc: Scale | None = None) -> list[Pat
     p = preps["codex-m"]
     if sc.deep_oversmoothing:
         bench = build(setting("codex-m"))[0]
-        deep = deep_models(bench, sc, p)
+        deep = deep_models(bench, sc, p, trained["codex-m"])
         report["oversmoothing_layers"] = 4
     else:
         deep = {"structural": trained["codex-m"]["gated"], "mean": trained["codex-m"]["ungated"]}

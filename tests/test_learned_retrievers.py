@@ -524,10 +524,10 @@ def test_scrambling_every_gold_field_leaves_the_learned_rankings_unchanged(
         mod.programs.cache_clear()
 
 
-@pytest.mark.slow  # ~40 s: trains twelve toy retrievers
+@pytest.mark.slow  # ~60 s: trains seventeen toy retrievers
 def test_full_schedule_script_adds_variants_and_respects_the_ceiling(tmp_path):
-    """``benchmarks/learned_full_schedule.py --small`` in two calls: the second adds its variant
-    to the first's report and every comparison among the three is written; the L = 4
+    """``benchmarks/learned_full_schedule.py --small`` in two calls: the second adds its variants
+    to the first's report and every comparison among them is written; the L = 4
     oversmoothing energies are positive per layer; no question's recall@100 is above its
     candidate ceiling; each variant names its device; an unknown variant is refused."""
     import json
@@ -541,15 +541,20 @@ def test_full_schedule_script_adds_variants_and_respects_the_ceiling(tmp_path):
         return subprocess.run([sys.executable, str(script), "--dataset", "umls", "--small",
                                "--out", str(tmp_path), *extra], capture_output=True, text=True)  # fmt: skip
 
+    path = tmp_path / "learned_full_schedule_umls.json"
     assert call("--variants", "subgraphrag,gated", "--oversmoothing").returncode == 0
-    assert call("--variants", "ungated").returncode == 0
+    fresh = json.loads(path.read_text())["oversmoothing"]  # three L = 4 models trained anew
+    assert call("--variants", "ungated,gated_L4", "--oversmoothing").returncode == 0
     bad = call("--variants", "nope")
     assert bad.returncode != 0 and "unknown ['nope']" in bad.stderr
-    report = json.loads((tmp_path / "learned_full_schedule_umls.json").read_text())
-    assert set(report["variants"]) == {"subgraphrag", "gated", "ungated"}
+    report = json.loads(path.read_text())
+    assert set(report["variants"]) == {"subgraphrag", "gated", "ungated", "gated_L4"}
     assert set(report["comparisons"]) == {"gated-subgraphrag", "ungated-subgraphrag",
-                                          "gated-ungated"}  # fmt: skip
+                                          "gated-ungated", "gated_L4-gated"}  # fmt: skip
     energies = report["oversmoothing"]
+    # the second call reuses gated_L4's seed-0 model as the structural L = 4 model: the same
+    # model as the one trained for the diagnostic alone
+    assert energies == fresh
     assert set(energies) == {"structural", "semantic", "mean"}
     assert all(len(e) == 5 and min(e) > 0 for e in energies.values())  # layers 0..4
     ceiling = np.array(report["ceiling"], float)
