@@ -114,10 +114,11 @@ def run(dataset: str, names: list, deep: bool, small: bool, path: Path) -> Path:
     for name in names:
         t = time.perf_counter()
         r, logs, models = train_variants(bench, sc, prep, {name: ALL[name]}, None,
-                                    lambda s: print(s, flush=True))  # fmt: skip
+                                         lambda s: print(s, flush=True))  # fmt: skip
         trained.update(models)
         report["variants"][name] = dict(
-            seconds=time.perf_counter() - t, device=report["device"], training=logs[name], recall=summarize(r[name], hops),
+            seconds=time.perf_counter() - t, device=report["device"], training=logs[name],
+            recall=summarize(r[name], hops),
             per_question={m: seed_mean(r[name], m).tolist() for m in ("triple@100", "answer@100")},
         )  # fmt: skip
         report["comparisons"] = compare_recall(
