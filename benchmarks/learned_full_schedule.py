@@ -4,8 +4,8 @@ patience 10, at most 200 epochs, seeds 0-2, one candidate set shared by all vari
 tested blind (question text and topic only) with paired bootstrap intervals.
 
 Run: ``python benchmarks/learned_full_schedule.py --dataset codex-m --out results
-[--variants subgraphrag,gated,ungated] [--oversmoothing]`` (``--small``: a toy scale, to check
-the script). ``--variants all`` trains every variant of the experiment's full run (the main
+[--variants subgraphrag,gated,ungated] [--oversmoothing] [--downstream] [--seeds 0,1,2]``
+(``--small``: a toy scale, to check the script). ``--variants all`` trains every variant of the experiment's full run (the main
 three, the semantic gate, tags blind to anchors, SubgraphRAG's exact labels, depths L = 1, 3,
 4); ``--oversmoothing`` trains the L = 4 models of the three gates (seed 0) and writes the
 normalized Dirichlet energy per layer. Results go to
@@ -14,9 +14,13 @@ other variants adds to that file (same dataset and scale), and the comparisons a
 over every variant it holds, so the schedule can be split over several calls, even over
 machines (each variant records the device that trained it).
 
+``--downstream`` grounds the test questions with the seed-0 models of the three main variants
+trained in the same call, blind and with the gold chain, through the experiment's
+``downstream`` (the grounded-QA experiment's answerer and fitted λ).
+
 It calls the experiment's own functions (:mod:`experiments.learned_retrievers`: question
-selection, candidate preparation, training, metrics, intervals) under 64-bit JAX, as the
-experiment runs, and leaves out the experiment's downstream QA loop and transfer. It exists
+selection, candidate preparation, training, metrics, intervals, downstream grounding) under
+64-bit JAX, as the experiment runs, and leaves out the experiment's transfer. It exists
 because the full schedule is a GPU job: on an NVIDIA H200 the three main variants take about
 4 minutes on CoDEx-M, on the 2-core CPU machine the docs were written on several hours.
 """
@@ -35,6 +39,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's experiments
 from experiments._io import write_json
+from experiments.grounded_qa import build
 from experiments.learned_retrievers import (
     FULL_ONLY,
     HOPS,
@@ -43,48 +48,66 @@ from experiments.learned_retrievers import (
     ceilings,
     compare_recall,
     deep_models,
+    downstream,
     log_comparisons,
     oversmoothing,
     scale,
     seed_mean,
+    setting,
     shared_candidates,
     summarize,
     train_variants,
 )
 from grounding.datasets import kgqa_benchmark
 
-QUESTIONS_PER_HOP = {"codex-m": 500, "umls": 300}  # the experiment's benchmark sizes
 ALL = {**VARIANTS, **FULL_ONLY}
 
 
 def main(argv=None) -> Path:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dataset", default="codex-m", choices=sorted(QUESTIONS_PER_HOP))
+    ap.add_argument("--dataset", default="codex-m", choices=("codex-m", "umls"))
     ap.add_argument("--out", type=Path, default=Path("results"))
     ap.add_argument("--variants", default=",".join(MAIN),
                     help=f"comma-separated, or 'all' (default {','.join(MAIN)}); from "
                     f"{', '.join(ALL)}")  # fmt: skip
     ap.add_argument("--oversmoothing", action="store_true",
                     help="also train the L = 4 models of the three gates (seed 0)")  # fmt: skip
+    ap.add_argument("--downstream", action="store_true",
+                    help="also ground the test questions with the seed-0 models of "
+                    f"{', '.join(MAIN)} (trained in this call), blind and oracle")  # fmt: skip
+    ap.add_argument("--seeds", help="comma-separated training seeds (default 0,1,2)")
     ap.add_argument("--small", action="store_true", help="a toy scale, to check the script")
     args = ap.parse_args(argv)
     names = list(ALL) if args.variants == "all" else [v.strip() for v in args.variants.split(",")]
     unknown = [n for n in names if n not in ALL]
     if unknown or not names:
         ap.error(f"--variants: unknown {unknown}; choose from {', '.join(ALL)} or 'all'")
+    if args.downstream and not set(MAIN) <= set(names):
+        ap.error(f"--downstream needs {', '.join(MAIN)} among --variants (trained in this call)")
+    try:
+        seeds = tuple(int(x) for x in args.seeds.split(",")) if args.seeds else None
+    except ValueError:
+        ap.error(f"--seeds: comma-separated integers, not {args.seeds!r}")
+    if seeds is not None and (not seeds or len(set(seeds)) != len(seeds)):
+        ap.error(f"--seeds: distinct integers, not {args.seeds!r}")
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"learned_full_schedule_{args.dataset}.json"
     with jax.enable_x64(True):
-        return run(args.dataset, names, args.oversmoothing, args.small, path)
+        return run(args.dataset, names, args.oversmoothing, args.small, path, seeds,
+                   args.downstream)  # fmt: skip
 
 
-def run(dataset: str, names: list, deep: bool, small: bool, path: Path) -> Path:
+def run(dataset: str, names: list, deep: bool, small: bool, path: Path, seeds=None,
+        down: bool = False) -> Path:  # fmt: skip
     t0 = time.perf_counter()
     sc = scale(True)
     if small:
         sc = dataclasses.replace(sc, train_per_hop=4, valid_per_hop=2, test_per_hop=3, epochs=2,
                                  seeds=(0, 1))  # fmt: skip
-    bench = kgqa_benchmark(dataset, questions_per_hop=QUESTIONS_PER_HOP[dataset], seed=0)
+    if seeds is not None:
+        sc = dataclasses.replace(sc, seeds=seeds)
+    # the experiment's benchmark (and, with ``down``, its answerer)
+    bench = kgqa_benchmark(dataset, questions_per_hop=setting(dataset).questions_per_hop, seed=0)
     prep, train, valid, test = shared_candidates(bench, sc, {n: ALL[n] for n in names})
     tgt = prep["tgt"]
     hops = np.array([q.hops for q in test])
@@ -108,8 +131,9 @@ def run(dataset: str, names: list, deep: bool, small: bool, path: Path) -> Path:
         report["variants"] = old.get("variants", {})
         for v in report["variants"].values():  # reports written before devices were kept
             v.setdefault("device", old.get("device", "unknown"))
-        if "oversmoothing" in old:
-            report["oversmoothing"] = old["oversmoothing"]
+        for key in ("oversmoothing", "oversmoothing_device", "downstream", "downstream_seconds"):
+            if key in old:  # kept until a call computes them again
+                report[key] = old[key]
     trained = {}
     for name in names:
         t = time.perf_counter()
@@ -133,6 +157,14 @@ def run(dataset: str, names: list, deep: bool, small: bool, path: Path) -> Path:
         print("dirichlet energy per layer (L = 4): " + " ".join(
             f"{g}={[round(x, 3) for x in e]}" for g, e in report["oversmoothing"].items()),
             flush=True)  # fmt: skip
+        report["seconds"] = time.perf_counter() - t0
+        write_json(path, report)
+    if down:  # the grounded-QA experiment's answerer for this benchmark (same questions)
+        t = time.perf_counter()
+        _, answerer, (pcr, _), _ = build(setting(dataset))
+        report["downstream"] = downstream(bench, answerer, pcr, {n: trained[n] for n in MAIN},
+                                          test, valid, lambda s: print(s, flush=True))  # fmt: skip
+        report["downstream_seconds"] = time.perf_counter() - t
         report["seconds"] = time.perf_counter() - t0
         write_json(path, report)
     print(f"{dataset}: {time.perf_counter() - t0:.1f} s; {path}", flush=True)

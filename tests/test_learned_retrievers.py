@@ -524,12 +524,13 @@ def test_scrambling_every_gold_field_leaves_the_learned_rankings_unchanged(
         mod.programs.cache_clear()
 
 
-@pytest.mark.slow  # ~60 s: trains seventeen toy retrievers
+@pytest.mark.slow  # ~2 min: trains seventeen toy retrievers and a toy QA answerer
 def test_full_schedule_script_adds_variants_and_respects_the_ceiling(tmp_path):
-    """``benchmarks/learned_full_schedule.py --small`` in two calls: the second adds its variants
-    to the first's report and every comparison among them is written; the L = 4
+    """``benchmarks/learned_full_schedule.py --small`` in two calls: the second adds its variant
+    to the first's report and every comparison among them is written; the first's downstream
+    rows are kept; the L = 4
     oversmoothing energies are positive per layer; no question's recall@100 is above its
-    candidate ceiling; each variant names its device; an unknown variant is refused."""
+    candidate ceiling; each variant names its device; bad arguments are refused."""
     import json
     import subprocess
     import sys
@@ -542,12 +543,21 @@ def test_full_schedule_script_adds_variants_and_respects_the_ceiling(tmp_path):
                                "--out", str(tmp_path), *extra], capture_output=True, text=True)  # fmt: skip
 
     path = tmp_path / "learned_full_schedule_umls.json"
-    assert call("--variants", "subgraphrag,gated", "--oversmoothing").returncode == 0
+    first = call("--variants", "subgraphrag,gated,ungated", "--oversmoothing", "--downstream")
+    assert first.returncode == 0, first.stderr[-2000:]
     fresh = json.loads(path.read_text())["oversmoothing"]  # three L = 4 models trained anew
-    assert call("--variants", "ungated,gated_L4", "--oversmoothing").returncode == 0
-    bad = call("--variants", "nope")
-    assert bad.returncode != 0 and "unknown ['nope']" in bad.stderr
+    assert call("--variants", "gated_L4", "--oversmoothing").returncode == 0
+    for args, message in ((("--variants", "nope"), "unknown ['nope']"),
+                          (("--variants", "gated", "--downstream"), "--downstream needs"),
+                          (("--seeds", "0,x"), "--seeds: comma-separated integers"),
+                          (("--seeds", "1,1"), "--seeds: distinct integers")):  # fmt: skip
+        bad = call(*args)
+        assert bad.returncode != 0 and message in bad.stderr
     report = json.loads(path.read_text())
+    down = report["downstream"]  # kept when the second call adds its variant
+    for n in ("subgraphrag", "gated", "ungated", "pcr"):
+        assert 0 <= down[n]["blind_hits1"] <= 1 and 0 <= down[n]["oracle_hits1"] <= 1
+    assert set(down["gated_vs_subgraphrag"]) == {"blind", "oracle"}
     assert set(report["variants"]) == {"subgraphrag", "gated", "ungated", "gated_L4"}
     assert set(report["comparisons"]) == {"gated-subgraphrag", "ungated-subgraphrag",
                                           "gated-ungated", "gated_L4-gated"}  # fmt: skip
