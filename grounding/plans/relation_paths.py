@@ -46,8 +46,8 @@ def _unit(x: np.ndarray) -> np.ndarray:
 
 
 def _tempered_softmax(scores: np.ndarray, temperature: float) -> np.ndarray:
-    """:math:`\\mathrm{softmax}(s / T)` of the kept paths' scores, shifted by the maximum so
-    that no finite score overflows (an empty input gives an empty output)."""
+    """:math:`\\mathrm{softmax}(s / T)` of the top candidates' scores (paths or role chains),
+    shifted by the maximum so that no finite score overflows (empty in, empty out)."""
     s = np.asarray(scores, float)
     if not s.size:
         return s
