@@ -207,8 +207,18 @@ class GroundingResult:
 
     @property
     def answer(self) -> str | None:
-        """The best candidate's name when the decision is ANSWER, else ``None`` (abstention,
-        retrieval or verification: the evidence does not license an answer)."""
+        """The best candidate's answer entity (:attr:`answers`; a claim chain's last mention)
+        when the decision is ANSWER, else ``None`` (abstention, retrieval or verification: the
+        evidence does not license an answer; also ``None`` for a chain that leaves its answer
+        open). The candidate's own name is :attr:`answer_name`."""
+        if self.decision != Action.ANSWER:
+            return None
+        return self.answers[int(self.best)] if self.answers else self.names[int(self.best)]
+
+    @property
+    def answer_name(self) -> str | None:
+        """The best candidate's name (e.g. ``'lou_seal->giants'`` for a claim chain) when the
+        decision is ANSWER, else ``None``."""
         return self.names[int(self.best)] if self.decision == Action.ANSWER else None
 
     def posterior(self) -> np.ndarray:
@@ -266,6 +276,7 @@ class GroundingResult:
             question=self.question,
             action=self.decision.name,
             answer=self.answer,
+            answer_name=self.answer_name,
             best=self.names[int(self.best)],
             candidates=[
                 dict(

@@ -19,7 +19,7 @@ from grounding._checks import (
     normalization_tolerance,
 )
 
-__all__ = ["check_array", "check_param", "check_marginal", "bucket", "pad_to"]
+__all__ = ["check_array", "check_param", "check_marginal", "pad_to"]
 
 
 # ------------------------------------------------------------------ checks and padding
@@ -58,10 +58,6 @@ def check_marginal(w: ArrayLike | None, size: int, name: str, dtype: DTypeLike) 
         if (v < 0).any() or abs(v.sum() - 1.0) > tol:
             raise ValueError(f"{name} must be non-negative weights summing to one")
     return arr.astype(dtype)
-
-
-def bucket(k: int) -> int:
-    return max(8, 1 << (k - 1).bit_length())
 
 
 def pad_to(arr: jax.Array, widths: list[tuple[int, int]]) -> jax.Array:

@@ -24,7 +24,8 @@ from jax.typing import ArrayLike
 
 from grounding._checks import is_concrete
 from grounding._numerics import logsumexp, safe_norm
-from grounding.alignment._common import bucket, check_array, check_param, pad_to
+from grounding._shapes import bucket
+from grounding.alignment._common import check_array, check_param, pad_to
 
 # Kernels are jitted by assignment (``f = jax.jit(f, ...)``) rather than by decorator, so that
 # mutation testing (scripts/mutation.sh; mutmut skips decorated functions) reaches their bodies.

@@ -17,7 +17,8 @@ from scipy.optimize import linear_sum_assignment, linprog
 
 from grounding._checks import check_int, is_concrete
 from grounding._numerics import logsumexp, xlogy
-from grounding.alignment._common import bucket, check_array, check_marginal, check_param, pad_to
+from grounding._shapes import bucket
+from grounding.alignment._common import check_array, check_marginal, check_param, pad_to
 
 # Kernels are jitted by assignment (``f = jax.jit(f, ...)``) rather than by decorator, so that
 # mutation testing (scripts/mutation.sh; mutmut skips decorated functions) reaches their bodies.

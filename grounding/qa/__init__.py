@@ -1,15 +1,24 @@
-"""Grounded question answering: candidate models (the paper's LLM prior), the loop from a
-question to a grounded answer or an abstention, the systems that compose a planner and
-retrieval with it (:mod:`~grounding.qa.blind` on blind questions with predicted relation
-paths, :mod:`~grounding.qa.decomposed` on a binary graph,
-:mod:`~grounding.qa.hypergraph` on a knowledge hypergraph), and the metrics."""
+"""Grounded question answering, in two layers.
+
+Shared parts first: candidate models (the paper's LLM prior; :class:`KGEAnswerer` offline,
+:class:`OpenAICompatibleModel` over any OpenAI-compatible endpoint), the one outcome protocol
+(:class:`Outcome`), the pipeline every system is built from (:mod:`~grounding.qa.pipeline`:
+one failure policy, one evidence-per-retriever routine, one retriever signature), the
+calibration of :math:`\\lambda` (:func:`fit_lambda`) and the metrics. Then four sibling systems
+on them, each taking its own settings plus one :class:`~grounding.GroundingConfig`, none
+importing another: :class:`GroundedQA` (:mod:`~grounding.qa.grounded`, the paper's loop),
+:class:`BlindQA` (:mod:`~grounding.qa.blind`, blind questions with predicted relation chains),
+:class:`PankRAG` (:mod:`~grounding.qa.decomposed`, decomposed questions on a binary graph) and
+:class:`PRoH` (:mod:`~grounding.qa.hypergraph_reasoning`, planning and reasoning over a
+knowledge hypergraph)."""
 
 from grounding.qa.answerer import KGEAnswerer
 from grounding.qa.blind import BlindOutcome, BlindQA
+from grounding.qa.calibration import fit_lambda
 from grounding.qa.candidates import CandidateModel, CandidateModelError, Candidates, QuestionLike
 from grounding.qa.decomposed import PankRAG, PankRAGOutcome, StepOutcome
-from grounding.qa.hypergraph import PRoH, PRoHOutcome, Solution, StepAnswer
-from grounding.qa.loop import GroundedQA, QAOutcome, grounding_problem
+from grounding.qa.grounded import GroundedQA, QAOutcome, grounding_problem
+from grounding.qa.hypergraph_reasoning import PRoH, PRoHOutcome, Solution, StepAnswer
 from grounding.qa.metrics import (
     answer_f1,
     answer_set,
@@ -17,7 +26,8 @@ from grounding.qa.metrics import (
     risk_coverage,
     score_probabilities,
 )
-from grounding.qa.openai import OpenAICompatibleModel
+from grounding.qa.outcome import Outcome
+from grounding.qa.remote_model import OpenAICompatibleModel
 
 __all__ = [
     "Candidates",
@@ -26,6 +36,8 @@ __all__ = [
     "QuestionLike",
     "KGEAnswerer",
     "OpenAICompatibleModel",
+    "Outcome",
+    "fit_lambda",
     "GroundedQA",
     "QAOutcome",
     "BlindQA",

@@ -1,62 +1,34 @@
-"""Checks shared by the QA loops: their configuration (checked when a loop is built, each
-error naming the argument) and how one question's failure is reported."""
+"""Checks shared by the QA systems: their arguments, checked when a system is built, each error
+naming the argument."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 
 from grounding.graph import Triple
-from grounding.llm import EndpointError
 from grounding.problem import Realization
-from grounding.qa.candidates import CandidateModelError, Candidates
-from grounding.solver.config import make_config
+from grounding.qa.candidates import Candidates
+from grounding.solver import GroundingConfig
 
-__all__ = ["QUESTION_ERRORS", "failure"]
-
-#: The errors that fail one question (its outcome says why) rather than its batch: a candidate
-#: model or endpoint failing, a name the graph lacks, data a retriever or ``ground`` refuses.
-QUESTION_ERRORS = (CandidateModelError, EndpointError, OSError, LookupError, ValueError)
+__all__ = ["check_config"]
 
 
-def failure(stage: str, err: BaseException) -> str:
-    """Why a question failed at ``stage``: the stage, the error's type and its message."""
-    msg = err.args[0] if isinstance(err, KeyError) and len(err.args) == 1 else str(err)
-    return f"{stage} failed ({type(err).__name__}): {msg}"
-
-
-#: A default ``eps`` that follows the status tolerance: ``eps_s`` when given, else ``kappa``,
-#: so that the hard posterior (Eq. (6)) keeps exactly the candidates whose status is supported.
-SUPPORT_TOLERANCE = object()
-
-
-def check_ground_kwargs(
-    owner: str, kwargs: Mapping[str, Any], defaults: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
-    """The grounding settings of a QA system, checked once when it is built: a
-    :class:`~grounding.GroundingConfig` (``config``) and/or its settings (``defaults`` fill
-    settings not given when no config is; an ``eps`` default of :data:`SUPPORT_TOLERANCE`
-    becomes ``eps_s``, else ``kappa``), and an optional ``realization``. Returns the
-    keywords of :func:`grounding.ground`: ``config`` (and ``realization``). A ``TypeError``
-    names unknown settings or a missing ``lam``/``kappa``; a ``ValueError`` or ``TypeError``
-    names a bad value."""
-    settings = {k: v for k, v in kwargs.items() if k not in ("config", "realization")}
-    config = kwargs.get("config")
-    if config is None:
-        settings = {**(defaults or {}), **settings}
-        if settings.get("eps") is SUPPORT_TOLERANCE:
-            tol = settings.get("eps_s")
-            settings["eps"] = settings.get("kappa") if tol is None else tol
-    out: dict[str, Any] = {"config": make_config(config, settings, owner)}
-    realization = kwargs.get("realization")
+def check_config(
+    owner: str, config: object, realization: object = None
+) -> tuple[GroundingConfig, Realization | None]:
+    """A system's grounding settings, checked once when it is built: a
+    :class:`~grounding.GroundingConfig` and an optional :class:`~grounding.Realization`
+    (a ``TypeError`` names ``owner`` and the argument otherwise)."""
+    if not isinstance(config, GroundingConfig):
+        raise TypeError(
+            f"{owner}: config must be a GroundingConfig (e.g. GroundingConfig(lam=4.0, "
+            f"kappa=1.0)), got {config!r:.100}"
+        )
     if realization is not None and not isinstance(realization, Realization):
         raise TypeError(f"realization must be a Realization or None, got {realization!r:.100}")
-    if realization is not None:
-        out["realization"] = realization
-    return out
+    return config, realization
 
 
 def check_real(

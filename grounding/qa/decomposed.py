@@ -17,7 +17,8 @@ parallel and are grounded in one batch). For each step:
 2. **Retrieval**: *local* (a *specific* step) = path-constrained retrieval from the anchors
    (depth = the step's relation count, else 1); *global* (an *abstract* step) = community
    retrieval (:class:`~grounding.retrieval.CommunityRetriever`). A pool of
-   ``pool * k_nodes`` nodes is retrieved.
+   ``pool * k_nodes`` nodes is retrieved (the steps of one level in one batched call per
+   retriever, :func:`~grounding.qa.pipeline.retrieve_or_fail`).
 3. **Reranking** (steps with dependencies): the pool is re-ordered by
    :math:`\alpha R_i + (1-\alpha) M_i` (:mod:`grounding.retrieval.rerank`, ``alpha`` 0.6
    specific / 0.75 abstract) and cut to ``k_nodes``; without the reranker, the pool is cut
@@ -30,7 +31,7 @@ parallel and are grounded in one batch). For each step:
 
 The final step's distribution answers the question. A step whose model abstains, or whose
 dependency has no answer, has no answer, with the reason (never a silent empty answer). Failures
-are per question and step (:data:`~grounding.qa.loop.QUESTION_ERRORS`): a planner that fails gives
+are per question and step (:mod:`grounding.qa.pipeline`): a planner that fails gives
 that question an outcome without a plan and with the reason; a retriever or candidate model
 that fails, or candidates the graph lacks, fail that step (and the steps depending on it) with
 the reason; when a level's batched grounding fails, its steps are grounded one by one. The rest
@@ -42,6 +43,7 @@ the probability (the rest keeps its proportions): an error-propagation probe.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -49,21 +51,26 @@ import numpy as np
 from scipy.special import logsumexp
 
 from grounding._checks import check_int
-from grounding.evidence import EvidenceState
 from grounding.plans import Plan, Planner, SubQuestion
-from grounding.problem import ClaimChain, GroundingProblem
+from grounding.problem import GroundingProblem, Realization
 from grounding.qa._checks import (
-    QUESTION_ERRORS,
     check_bool,
-    check_ground_kwargs,
+    check_config,
     check_has,
     check_questions,
     check_real,
     checked_candidates,
-    failure,
 )
 from grounding.qa.candidates import CandidateModel, Candidates
-from grounding.qa.loop import ground_each, unknown_entities
+from grounding.qa.outcome import no_answer, result_probabilities
+from grounding.qa.pipeline import (
+    QUESTION_ERRORS,
+    claim_chains,
+    failure,
+    ground_or_fail,
+    retrieve_or_fail,
+    unknown_entities,
+)
 from grounding.query import Query
 from grounding.result import GroundingResult
 from grounding.retrieval import (
@@ -76,6 +83,7 @@ from grounding.retrieval import (
     dependency_rerank,
 )
 from grounding.retrieval.rerank import ALPHA, embedding_agreement, graph_agreement
+from grounding.solver import GroundingConfig
 
 __all__ = ["PankRAG", "PankRAGOutcome", "StepOutcome"]
 
@@ -127,8 +135,9 @@ class StepOutcome:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class PankRAGOutcome:
-    """A question through :class:`PankRAG`: its plan and every step's outcome (``plan`` is
-    ``None`` and ``steps`` empty when planning failed; ``failure`` says why)."""
+    """A question through :class:`PankRAG` (an :class:`~grounding.qa.Outcome`): its plan and
+    every step's outcome (``plan`` is ``None`` and ``steps`` empty when planning failed;
+    ``failure`` says why). Its answer distribution is the final step's."""
 
     question: object
     plan: Plan | None
@@ -153,6 +162,19 @@ class PankRAGOutcome:
     def reason(self) -> str | None:
         return self.final.reason
 
+    def answer_probabilities(self, which: str = "soft") -> tuple[tuple[str, ...], np.ndarray]:
+        """The final step's answer entities and probabilities, most probable first: ``"soft"``
+        its resolved distribution (the grounded posterior's marginal, or the injected one),
+        ``"prior"`` and ``"hard"`` its grounding's (none without one)."""
+        final = self.final
+        if which == "soft":
+            return (final.answers, final.probs) if final.answers else no_answer()
+        return result_probabilities(final.result, which)
+
+    def groundings(self) -> tuple[GroundingResult, ...]:
+        """The groundings the answer comes from: the final step's."""
+        return () if self.final.result is None else (self.final.result,)
+
 
 class PankRAG:
     """Plan, retrieve per sub-question, rerank by dependencies, ground (module docstring).
@@ -172,13 +194,11 @@ class PankRAG:
         beam: answers of a dependency passed on as anchors.
         linker: links the entities a free-text step names (default: an
             :class:`~grounding.retrieval.EntityLinker` of ``index``, built when first needed).
-        ground_kwargs: the grounding settings: ``config=`` a :class:`~grounding.GroundingConfig`
-            and/or its fields as keywords (``lam`` and ``kappa`` required without a config),
-            and an optional ``realization``; checked here, once.
+        realization: an optional :class:`~grounding.Realization` for ``ground``.
 
     Raises:
-        TypeError, ValueError: an argument is of the wrong kind or out of range, or a ground
-            parameter is unknown or invalid (the message names it).
+        TypeError, ValueError: an argument is of the wrong kind or out of range (the message
+            names it).
 
     References:
         - Li, Liu, Shan, Huang, Gong & Li, "PankRAG: Enhancing Graph Retrieval via Globally
@@ -193,6 +213,7 @@ class PankRAG:
         planner: Planner,
         model: CandidateModel,
         index: TextIndex,
+        config: GroundingConfig,
         *,
         communities: Communities | None = None,
         mode: Mode = "auto",
@@ -204,9 +225,9 @@ class PankRAG:
         k_candidates: int = 20,
         beam: int = 5,
         linker: EntityLinker | None = None,
-        **ground_kwargs: Any,
+        realization: Realization | None = None,
     ):
-        self.ground_kwargs = check_ground_kwargs("PankRAG", ground_kwargs)
+        self.config, self.realization = check_config("PankRAG", config, realization)
         if mode not in ("auto", "local", "global"):
             raise ValueError(f"mode must be 'auto', 'local' or 'global', got {mode!r:.100}")
         if agreement not in ("graph", "embedding"):
@@ -246,11 +267,16 @@ class PankRAG:
             return self.mode
         return "global" if step.abstract and self._global is not None else "local"
 
-    def retriever(self, step: SubQuestion, mode: str):
-        if mode == "global":
+    def retriever(self, depth: int):
+        """The retriever of a step spanning ``depth`` hops: local (path-constrained from the
+        anchors, ``depth`` deep), or global (communities) for ``depth = 0``."""
+        if depth == 0:
             return self._global
-        hops = max(len(step.relations), 1)
-        return self._local.setdefault(hops, PCR(self.index, max_hops=hops))
+        return self._local.setdefault(depth, PCR(self.index, max_hops=depth))
+
+    def depth(self, step: SubQuestion, mode: str) -> int:
+        """A step's retrieval depth: its relation count (at least 1) locally, 0 globally."""
+        return 0 if mode == "global" else max(len(step.relations), 1)
 
     def _anchors(self, step: SubQuestion, done: Mapping[str, StepOutcome]):
         """Anchor names and weights (sum 1), or the reason there are none."""
@@ -278,10 +304,9 @@ class PankRAG:
             return (), np.zeros(0), f"the step names no entity and depends on no step ({why})"
         return tuple(weights), np.array(list(weights.values())), None
 
-    def _retrieve(self, step, text, anchors, weights, mode, has_deps) -> Retrieval:
-        query = Query(text, anchors=anchors)
-        pooled = self.retriever(step, mode).retrieve(query, self.pool * self.k_nodes)
-        if not (self.use_rerank and has_deps):
+    def _rerank(self, step, anchors, weights, pooled: Retrieval) -> Retrieval:
+        """The pool reranked by agreement with the dependencies' answers (or cut)."""
+        if not (self.use_rerank and step.depends_on):
             keep = slice(0, self.k_nodes)
             return dataclasses.replace(pooled, index=pooled.index[keep], scores=pooled.scores[keep])
         deps = np.array([self.graph.entity_index(a) for a in anchors], np.int64)
@@ -316,9 +341,7 @@ class PankRAG:
         log_prior = np.concatenate(lp)
         log_prior = log_prior - logsumexp(log_prior)
         if step.relations:
-            mid = (None,) * (len(step.relations) - 1)
-            cands = tuple(ClaimChain((d, *mid, a), step.relations) for d, a in names)
-            return GroundingProblem(text, cands, log_prior)
+            return GroundingProblem(text, claim_chains(names, step.relations), log_prior)
         # free text without a relation chain: answers grounded by walks from the anchors
         merged = Candidates.from_scores([a for _, a in names], log_prior)
         return GroundingProblem(
@@ -377,57 +400,83 @@ class PankRAG:
         return plan
 
     def _run_level(self, jobs, plans, done) -> None:
-        pending: list[tuple[int, str, _ReadyStep]] = []
+        """Resolve one level's steps of every question: anchors, one batched retrieval per
+        retriever, reranking, candidates, one batched grounding."""
+        anchored: list[tuple[int, str, _Anchored]] = []
         for i, sid in jobs:
-            ready = self._prepare(plans[i].by_id[sid], done[i])
+            got = self._anchored(plans[i].by_id[sid], done[i])
+            if isinstance(got, StepOutcome):
+                done[i][sid] = got
+            else:
+                anchored.append((i, sid, got))
+        pools = retrieve_or_fail(
+            self.retriever,
+            [self.depth(a.step, a.mode) for _, _, a in anchored],
+            [Query(a.text, anchors=a.anchors) for _, _, a in anchored],
+            self.pool * self.k_nodes,
+            lambda r: r,
+        )
+        pending: list[tuple[int, str, _Anchored, Retrieval, GroundingProblem]] = []
+        for (i, sid, a), pooled in zip(anchored, pools):
+            ready = self._prepare(a, pooled)
             if isinstance(ready, StepOutcome):
                 done[i][sid] = ready
             else:
-                pending.append((i, sid, ready))
-        states: list[EvidenceState] = [r.retrieval.evidence for _, _, r in pending]
-        results = ground_each([r.problem for _, _, r in pending], states, **self.ground_kwargs)
-        for (i, sid, r), res in zip(pending, results):
-            step = plans[i].by_id[sid]
-            args = (step, r.text, r.anchors, r.weights, r.mode, r.retrieval)
+                pending.append((i, sid, a, *ready))
+        results = ground_or_fail(
+            [p for *_, p in pending],
+            [got.evidence for *_, got, _ in pending],
+            self.config,
+            self.realization,
+        )
+        for (i, sid, a, got, _), res in zip(pending, results):
+            args = (a.step, a.text, a.anchors, a.weights, a.mode, got)
             if isinstance(res, str):
                 done[i][sid] = _failed(*args, res)
                 continue
             done[i][sid] = StepOutcome(*args, res, *res.answer_probabilities())
 
-    def _prepare(self, step: SubQuestion, done: Mapping[str, StepOutcome]):
-        """The step ready to ground (a :class:`_ReadyStep`), or its failed
-        :class:`StepOutcome` with the reason."""
+    def _anchored(self, step: SubQuestion, done: Mapping[str, StepOutcome]):
+        """The step's text (its slots filled), anchors and mode (an :class:`_Anchored`), or
+        its failed :class:`StepOutcome` with the reason."""
         answers = {d: done[d].answer or "" for d in step.depends_on}
         text = step.fill(answers) if step.depends_on else step.text
         anchors, weights, why = self._anchors(step, done)
         mode = self.step_mode(step)
         if why is not None:
             return _failed(step, text, anchors, weights, mode, None, why)
+        return _Anchored(step, text, anchors, weights, mode)
+
+    def _prepare(self, a: _Anchored, pooled: Retrieval | str):
+        """The step's kept retrieval and grounding problem, or its failed
+        :class:`StepOutcome` with the reason."""
+        fail = functools.partial(_failed, a.step, a.text, a.anchors, a.weights, a.mode)
+        if isinstance(pooled, str):
+            return fail(None, pooled)
         try:
-            got = self._retrieve(step, text, anchors, weights, mode, bool(step.depends_on))
+            got = self._rerank(a.step, a.anchors, a.weights, pooled)
         except QUESTION_ERRORS as err:
-            return _failed(step, text, anchors, weights, mode, None, failure("retrieval", err))
+            return fail(None, failure("retrieval", err))
         try:
-            problem = self._problem(step, text, anchors, weights)
+            problem = self._problem(a.step, a.text, a.anchors, a.weights)
         except QUESTION_ERRORS as err:
             problem = failure("grounding", err)
         if not isinstance(problem, str):
             problem = unknown_entities(problem, got.evidence) or problem
         if isinstance(problem, str):
-            return _failed(step, text, anchors, weights, mode, got, problem)
-        return _ReadyStep(text, anchors, weights, mode, got, problem)
+            return fail(got, problem)
+        return got, problem
 
 
 @dataclasses.dataclass(frozen=True)
-class _ReadyStep:
-    """A step with its evidence retrieved and its grounding problem built."""
+class _Anchored:
+    """A step with its text filled, its anchors (and weights) and its retrieval mode."""
 
+    step: SubQuestion
     text: str
     anchors: tuple[str, ...]
     weights: np.ndarray
     mode: str
-    retrieval: Retrieval
-    problem: GroundingProblem
 
 
 def _failed(step, text, anchors, weights, mode, got, why) -> StepOutcome:

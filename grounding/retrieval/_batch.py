@@ -1,7 +1,6 @@
 r"""Evidence for many retrievals at once: :func:`subgraph_evidence_batch` (the edge sets of
-:func:`~grounding.retrieval.subgraph_evidence`, query by query identical) and
-:func:`compact_evidence_batch` (each state over a small local vocabulary, one padded size for
-the batch), and the depth-bounded batch of :class:`~grounding.retrieval.PCR`.
+:func:`~grounding.retrieval.subgraph_evidence`, query by query identical) and the
+depth-bounded batch of :class:`~grounding.retrieval.PCR`.
 
 Everything runs on whole chunks of queries: one breadth-first search for all their anchor
 sets (:meth:`grounding.TypedGraph.distances_to_nearest`), shortest-path predecessors chosen
@@ -11,11 +10,9 @@ CSR rows of all kept nodes; no Python loop over nodes.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import jax
 import numpy as np
 
 from grounding.evidence import EvidenceState
@@ -165,62 +162,6 @@ def subgraph_evidence_batch(
             for e, p in zip(edges, provs)
         ]
     return out
-
-
-def _padding(graph: TypedGraph, count: int) -> tuple[str, ...]:
-    """The first ``count`` names ``<padding i>`` that are not entities of ``graph``."""
-    pad, i = [], 0
-    while len(pad) < count:
-        if not graph.has_entity(f"<padding {i}>"):
-            pad.append(f"<padding {i}>")
-        i += 1
-    return tuple(pad)
-
-
-def compact_evidence_batch(
-    states: Sequence[EvidenceState], keep: Sequence[Sequence[str]], min_size: int = 64
-) -> list[EvidenceState]:
-    """Each state over a small vocabulary, as ``grounding.qa.loop.compact_evidence`` builds it
-    (the entities its edges touch and its ``keep`` names, in their original order, padded with
-    isolated entities ``<padding i>``; relations and reliabilities unchanged; the other fields
-    of the state kept), with one size for the whole batch: the smallest power of two at least
-    ``min_size`` and every state's entity count. Equal to ``compact_evidence(state, keep,
-    min_size=size)`` of each; built from the arrays directly (no name validation: the names
-    come from a validated graph). ``KeyError`` for a ``keep`` name not in its state's graph."""
-    if len(states) != len(keep):
-        raise ValueError(f"{len(states)} evidence states but {len(keep)} keep lists")
-    touched = [_touched(s.graph, k) for s, k in zip(states, keep)]
-    size = 1 << (max([1, min_size, *map(len, touched)]) - 1).bit_length()
-    pads: dict[int, tuple[str, ...]] = {}
-    out = []
-    for state, old in zip(states, touched):
-        g = state.graph
-        if id(g.entities) not in pads:  # derived graphs share their vocabulary tuple
-            pads[id(g.entities)] = _padding(g, size)
-        pad = pads[id(g.entities)][: size - len(old)]
-        head, tail = (
-            np.searchsorted(old, np.asarray(x)).astype(np.int32) for x in (g.head, g.tail)
-        )
-        names = old.tolist()
-        texts = tuple(map(g.texts.__getitem__, names)) + ("",) * len(pad) if g.texts else ()
-        head, tail = jax.device_put((head, tail))
-        graph = TypedGraph._trusted(
-            head,
-            g.relation,
-            tail,
-            g.reliability,
-            tuple(map(g.entities.__getitem__, names)) + pad,
-            g.relations,
-            texts,
-        )
-        out.append(dataclasses.replace(state, graph=graph))
-    return out
-
-
-def _touched(g: TypedGraph, keep: Sequence[str]) -> np.ndarray:
-    """Sorted indices of the entities the edges of ``g`` touch and of the ``keep`` names."""
-    named = np.fromiter((g.entity_index(name) for name in keep), np.int64)
-    return np.unique(np.concatenate([np.asarray(g.head), np.asarray(g.tail), named]))
 
 
 def retrieve_bounded(pcr: Any, queries: Sequence[Any], k: int) -> list:

@@ -25,7 +25,7 @@ from grounding._checks import check_int
 from grounding.evidence import EvidenceState
 from grounding.graph import TypedGraph
 from grounding.query import Query
-from grounding.retrieval._batch import compact_evidence_batch, subgraph_evidence_batch
+from grounding.retrieval._batch import subgraph_evidence_batch
 from grounding.retrieval._rank import top_k
 from grounding.retrieval.text import BM25, EmbeddingCache, Encoder, HashingEncoder
 
@@ -38,7 +38,6 @@ __all__ = [
     "TextIndex",
     "subgraph_evidence",
     "subgraph_evidence_batch",
-    "compact_evidence_batch",
     "check_k",
     "check_queries",
     "top_k",

@@ -23,6 +23,7 @@ import numpy as np
 from scipy.special import log_softmax
 
 from grounding import _numerics
+from grounding._shapes import bucket
 from grounding.evidence import EvidenceState
 from grounding.posterior import gibbs_log_posterior
 from grounding.problem import GroundingProblem, edge_costs_from_arrays
@@ -44,7 +45,6 @@ from grounding.retrieval.base import (
 from grounding.semiring import EdgeIndex, energy_field
 from grounding.semiring.layout import ELL_MIN_EDGES
 from grounding.solver import GroundingConfig, ground
-from grounding.solver.prepare import bucket
 
 __all__ = ["PCR", "SoftPCR"]
 

@@ -24,7 +24,10 @@ from jax.typing import ArrayLike
 from grounding._checks import check_int, check_nonnegative_scalar, is_concrete
 from grounding.evidence import check_min_reliability
 
-__all__ = ["GroundingConfig"]
+__all__ = ["GroundingConfig", "SUPPORT"]
+
+#: The default ``eps``: the hard feasible set's tolerance follows the status tolerance ``eps_s``.
+SUPPORT = "support"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,7 +42,12 @@ class GroundingConfig:
             ``tau`` takes the entropic path of Eq. (13) and must be ``> 0``).
         eps: tolerance of the hard feasible set :math:`F_R = \{E \le \epsilon\}` (Eqs.
             (5)-(6)) on the total energy without slack (``+inf`` for a contradicted or
-            out-of-schema candidate, plus any claim energy); ``None``: no hard posterior.
+            out-of-schema candidate, plus any claim energy); ``"support"`` (the default): the
+            status tolerance ``eps_s`` (itself ``kappa`` by default), so that hard grounding
+            keeps exactly the candidates whose status is supported (a walk over edges of
+            reliability below 1 has a positive energy: a tolerance of 0 would keep no candidate
+            whenever the evidence is uncertain); ``0.0``: the strict rule (only walks over
+            edges of reliability 1); ``None``: no hard posterior.
         alpha, xi, hop_cost: the edge-cost coefficients of :func:`grounding.edge_cost`.
         mismatch_cost: cost of aligning a claimed relation with an edge of another type
             (``inf``: typed claims must match).
@@ -72,7 +80,7 @@ class GroundingConfig:
     lam: ArrayLike
     kappa: ArrayLike
     tau: ArrayLike = 0.0
-    eps: ArrayLike | None = None
+    eps: ArrayLike | str | None = SUPPORT
     alpha: ArrayLike = 1.0
     xi: ArrayLike = 1.0
     hop_cost: ArrayLike = 0.0
@@ -95,6 +103,8 @@ class GroundingConfig:
             _check_scalar(name, getattr(self, name))
         _check_scalar("mismatch_cost", self.mismatch_cost, allow_inf=True)
         _check_scalar("margin_threshold", self.margin_threshold, allow_inf=True)
+        if isinstance(self.eps, str) and self.eps != SUPPORT:
+            raise ValueError(f"eps must be a number, {SUPPORT!r} or None, got {self.eps!r:.100}")
         for name, kw in (
             ("eps", dict(allow_inf=True)),
             ("eps_s", dict(allow_inf=True)),
@@ -102,7 +112,7 @@ class GroundingConfig:
             ("theta", {}),
             ("omega", dict(allow_inf=True)),
         ):
-            if getattr(self, name) is not None:
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
                 _check_scalar(name, getattr(self, name), **kw)
         if self.theta is not None and is_concrete(self.theta):
             if not float(np.asarray(self.theta)) <= 1.0:
@@ -152,7 +162,7 @@ class GroundingConfig:
         if cached is not None and cached[0] == key:
             return cached[1]
         leaves = _leaves(self)
-        out = self._arrays_of({k: jnp.asarray(v) for k, v in leaves.items()})
+        out = self._arrays_of_config({k: jnp.asarray(v) for k, v in leaves.items()})
         if is_concrete(*leaves.values()):
             object.__setattr__(self, "_arrays", (key, out))
         return out
@@ -172,6 +182,12 @@ class GroundingConfig:
             margin=a["margin_threshold"],
         )
         out.update({k: a[k] for k in ("eps", "theta", "omega") if k in a})
+        return out
+
+    def _arrays_of_config(self, a: dict) -> dict[str, jax.Array]:
+        out = self._arrays_of(a)
+        if isinstance(self.eps, str):  # SUPPORT: the hard tolerance follows eps_s
+            out["eps"] = out["eps_s"]
         return out
 
 
@@ -212,7 +228,9 @@ _META = ("min_reliability", "n_paths", "path_candidates", "tropical")
 
 
 def _flatten(config: GroundingConfig):
-    return tuple(getattr(config, k) for k in _DATA), tuple(getattr(config, k) for k in _META)
+    data = tuple(None if isinstance(v, str) else v for v in map(config.__getattribute__, _DATA))
+    eps_support = isinstance(config.eps, str)  # SUPPORT is static: no leaf of its own
+    return data, (*(getattr(config, k) for k in _META), eps_support)
 
 
 def _unflatten(meta: tuple, data: tuple) -> GroundingConfig:
@@ -221,6 +239,8 @@ def _unflatten(meta: tuple, data: tuple) -> GroundingConfig:
     config = object.__new__(GroundingConfig)
     for k, v in (*zip(_DATA, data), *zip(_META, meta)):
         object.__setattr__(config, k, v)
+    if meta[-1]:
+        object.__setattr__(config, "eps", SUPPORT)
     return config
 
 
@@ -229,7 +249,8 @@ jax.tree_util.register_pytree_node(GroundingConfig, _flatten, _unflatten)
 
 def _leaves(config: GroundingConfig) -> dict:
     """The numeric settings that are set (``None`` ones left out)."""
-    return {k: getattr(config, k) for k in _DATA if getattr(config, k) is not None}
+    values = ((k, getattr(config, k)) for k in _DATA)
+    return {k: v for k, v in values if v is not None and not isinstance(v, str)}
 
 
 def _check_scalar(name: str, x: ArrayLike, **kw) -> None:

@@ -15,6 +15,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
+from grounding._shapes import bucket
 from grounding.evidence import EvidenceState
 from grounding.graph import TypedGraph
 from grounding.problem import GroundingProblem, Realization, check_realization
@@ -22,12 +23,12 @@ from grounding.semiring.layout import ELL_MIN_EDGES
 from grounding.solver.config import GroundingConfig
 
 __all__ = [
+    "checked_state",
     "AnswerFamily",
     "ChainGroups",
     "ChainPlan",
     "Prepared",
     "Statics",
-    "bucket",
     "chain_indices",
     "merge_structures",
     "prepare",
@@ -137,11 +138,6 @@ class Prepared(NamedTuple):
     plan: ChainPlan | None = None
 
 
-def bucket(n: int, floor: int = 8) -> int:
-    """The padded size of ``n``: the next power of two, at least ``floor``."""
-    return max(floor, 1 << max(n - 1, 0).bit_length())
-
-
 def _evidence(evidence) -> EvidenceState:
     if isinstance(evidence, TypedGraph):
         evidence = EvidenceState(evidence)
@@ -152,10 +148,9 @@ def _evidence(evidence) -> EvidenceState:
     return evidence
 
 
-def _candidate_arrays(problem: GroundingProblem, state: EvidenceState, c_pad: int, min_rel):
-    """Per-candidate index arrays (padded to ``c_pad``), the static structure and the chain
-    plan (``None`` for answers)."""
-    g = state.graph
+def _check_names(problem: GroundingProblem, g: TypedGraph) -> bool:
+    """Check that ``g`` names every entity of the problem (``ValueError`` else); return whether
+    the problem's candidates are every node of ``g`` in order."""
     every_node = problem.kind == "answer" and problem.candidates == g.entities
     names = problem.anchors if every_node else problem.entities()
     for name in names:
@@ -164,6 +159,24 @@ def _candidate_arrays(problem: GroundingProblem, state: EvidenceState, c_pad: in
                 f"problem: entity {name!r} is not in the evidence graph ({g.n_nodes} entities; "
                 "ground against a state over the full vocabulary)"
             )
+    return every_node
+
+
+def checked_state(problem: GroundingProblem, evidence) -> EvidenceState:
+    """The evidence of a (problem, evidence) pair as a state that names every entity of the
+    problem (a ``TypeError`` or ``ValueError`` says what is wrong, as :func:`prepare` would)."""
+    if not isinstance(problem, GroundingProblem):
+        raise TypeError(f"problem must be a GroundingProblem, got {type(problem).__name__}")
+    state = _evidence(evidence)
+    _check_names(problem, state.graph)
+    return state
+
+
+def _candidate_arrays(problem: GroundingProblem, state: EvidenceState, c_pad: int, min_rel):
+    """Per-candidate index arrays (padded to ``c_pad``), the static structure and the chain
+    plan (``None`` for answers)."""
+    g = state.graph
+    every_node = _check_names(problem, g)
     C = problem.n_candidates
     counter = np.zeros(c_pad, bool)
     schema = np.ones(c_pad, bool)

@@ -11,14 +11,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from grounding._checks import is_concrete
+from grounding._shapes import bucket
 from grounding.evidence import EvidenceState
 from grounding.problem import GroundingProblem, Realization
 from grounding.result import GroundingResult
+from grounding.solver.compact import compact_evidence
 from grounding.solver.config import GroundingConfig, make_config
 from grounding.solver.prepare import (
     ChainGroups,
     Prepared,
-    bucket,
+    checked_state,
     merge_structures,
     prepare,
     relayout,
@@ -59,7 +61,9 @@ def ground(
         eps: tolerance of the hard feasible set :math:`F_R = \{E \le \epsilon\}` (Eqs.
             (5)-(6)) on the total energy without slack: the raw path energy, ``+inf`` for a
             contradicted (Axiom 4) or out-of-schema candidate, plus any claim energy (see
-            ``docs/theory.md``); ``None``: no hard posterior.
+            ``docs/theory.md``); ``"support"`` (default): the status tolerance ``eps_s``, so
+            that hard grounding keeps exactly the supported candidates; ``None``: no hard
+            posterior.
         alpha, xi, hop_cost: the edge-cost coefficients of :func:`grounding.edge_cost`.
         mismatch_cost: cost of aligning a claimed relation with an edge of another type
             (``inf``: typed claims must match).
@@ -104,8 +108,8 @@ def ground(
         ...     [ClaimChain(("lou_seal", t), ("mascot_of",)) for t in ("giants", "cardinals")],
         ...     jnp.log(jnp.array([0.4, 0.6])))
         >>> r = ground(p, g, lam=4.0, kappa=1.0)
-        >>> r.answer, [s.name for s in map(EvidenceStatus, r.status)]
-        ('lou_seal->giants', ['SUPPORTED', 'UNSUPPORTED'])
+        >>> r.answer, r.answer_name, [s.name for s in map(EvidenceStatus, r.status)]
+        ('giants', 'lou_seal->giants', ['SUPPORTED', 'UNSUPPORTED'])
     """
     config = make_config(config, settings, "ground")
     prepared = prepare(problem, evidence, realization, config)
@@ -121,11 +125,18 @@ def ground_batch(
     realization: Realization | None = None,
     **settings: Any,
 ) -> list[GroundingResult]:
-    """:func:`ground` for many questions: one ``vmap``-ed program per group of questions with
-    the same statics (candidate kind, shapes after padding; claim chains of any arrangement
-    share one layout, the group's, see :class:`~grounding.solver.prepare.ChainGroups`), the
-    evidence shared (one state for all) or per question (a sequence; one graph vocabulary per
-    group), and one device-to-host transfer per group.
+    """:func:`ground` for many questions, the one way to ground many: one ``vmap``-ed program
+    per group of questions with the same statics (candidate kind, shapes after padding; claim
+    chains of any arrangement share one layout, the group's, see
+    :class:`~grounding.solver.prepare.ChainGroups`), and one device-to-host transfer per group.
+
+    The evidence is shared (one state for all questions) or per question (a sequence). Per
+    question, without a realization, each state is first compacted
+    (:func:`~grounding.solver.compact.compact_evidence`: the entities its edges touch and the
+    problem's entities, padded to one power-of-two size for the batch), so that questions with
+    evidence of similar size share one program whatever graph it came from; walks use only
+    edges, so results are unchanged. Problems of every kind (claim chains, answers) may be
+    mixed: they are grouped by their statics.
 
     The settings (``config`` and/or keywords, as for :func:`ground`) are shared by every
     question. Results equal :func:`ground` question by question.
@@ -142,6 +153,9 @@ def ground_batch(
     states = [evidence] * len(problems) if shared else list(evidence)
     if len(states) != len(problems):
         raise ValueError(f"{len(problems)} problems but {len(states)} evidence states")
+    if not shared and realization is None:  # a realization is indexed by the full vocabulary
+        states = [checked_state(p, s) for p, s in zip(problems, states)]
+        states = compact_evidence(states, [p.entities() for p in problems])
     c_pad = bucket(max(p.n_candidates for p in problems))
     prepared = [prepare(p, s, realization, config, c_pad) for p, s in zip(problems, states)]
     groups: dict = {}

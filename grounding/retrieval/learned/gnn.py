@@ -34,6 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from grounding._checks import check_int
+from grounding._shapes import bucket
 from grounding.retrieval.learned.features import N_DDE, N_TAGS, QuestionSubgraph
 
 __all__ = [
@@ -116,11 +117,6 @@ class Batch:
     labels: jax.Array
 
 
-def _bucket(n: int) -> int:
-    """Pad sizes to a few shapes (powers of two from 64) so few programs compile."""
-    return max(64, 1 << int(np.ceil(np.log2(max(n, 1)))))
-
-
 def make_batch(
     subgraphs: Sequence[QuestionSubgraph],
     q: np.ndarray,
@@ -145,8 +141,8 @@ def make_batch(
     if B < len(subgraphs):
         raise ValueError(f"n_rows={n_rows} is below the {len(subgraphs)} questions")
     q = np.pad(q, ((0, B - len(subgraphs)), (0, 0)))
-    N = _bucket(max(s.n_entities for s in subgraphs))
-    M = _bucket(max(s.n_facts for s in subgraphs))
+    N = bucket(max(s.n_entities for s in subgraphs), floor=64)  # few shapes, few programs
+    M = bucket(max(s.n_facts for s in subgraphs), floor=64)
     D = entity_text.shape[1]
     x = np.zeros((B, N, D), np.float32)
     ht = np.zeros((B, N), bool)

@@ -34,7 +34,7 @@ implementation, offline (no LLM), with the choices below stated where the paper 
 
 The answer distribution mixes the solutions' final distributions by their scores.
 
-Failures are per question (:data:`~grounding.qa.loop.QUESTION_ERRORS`): a planner or refiner that
+Failures are per question (:mod:`grounding.qa.pipeline`): a planner or refiner that
 fails (a refiner must return one score in ``[0, 1]`` per entity text), or a question the index
 cannot read, gives that question an outcome without answers whose reason names the failure; a
 step
@@ -58,17 +58,16 @@ from scipy.special import logsumexp
 from grounding._checks import check_int
 from grounding.evidence import EvidenceState
 from grounding.plans import Plan, Planner, SubQuestion
-from grounding.problem import ClaimChain, GroundingProblem
+from grounding.problem import GroundingProblem, Realization
 from grounding.qa._checks import (
-    QUESTION_ERRORS,
     check_bool,
-    check_ground_kwargs,
+    check_config,
     check_has,
     check_questions,
     check_real,
-    failure,
 )
-from grounding.qa.loop import ground_each
+from grounding.qa.outcome import WHICH, no_answer
+from grounding.qa.pipeline import QUESTION_ERRORS, claim_chains, failure, ground_or_fail
 from grounding.result import GroundingResult
 from grounding.retrieval import (
     HypergraphIndex,
@@ -78,6 +77,7 @@ from grounding.retrieval import (
     target_hyperedges,
 )
 from grounding.retrieval.hypergraph import path_answers
+from grounding.solver import GroundingConfig
 
 __all__ = ["PRoH", "PRoHOutcome", "StepAnswer", "Solution"]
 
@@ -108,7 +108,9 @@ class Solution:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class PRoHOutcome:
-    """A question through :class:`PRoH`."""
+    """A question through :class:`PRoH` (an :class:`~grounding.qa.Outcome`): its plans, the
+    solutions found, their mixture's answers (most probable first) and probabilities, the
+    states the search visited, and why there is no answer."""
 
     question: object
     plans: tuple[Plan, ...]
@@ -120,7 +122,29 @@ class PRoHOutcome:
 
     @property
     def answer(self) -> str | None:
+        """The most probable answer entity of the mixture (``None``: no answer)."""
         return self.answers[0] if self.answers else None
+
+    def answer_probabilities(self, which: str = "soft") -> tuple[tuple[str, ...], np.ndarray]:
+        """The answers and probabilities of the solutions' final steps mixed by their scores:
+        ``"soft"`` the resolved mixture (:attr:`answers`, :attr:`probs`); ``"prior"`` and
+        ``"hard"`` the same mixture of the final groundings' distributions."""
+        if which not in WHICH:
+            raise ValueError(f"which must be one of {WHICH}, got {which!r:.100}")
+        if which == "soft":
+            return (self.answers, self.probs) if self.answers else no_answer()
+        finals = [s.final.result for s in self.solutions]
+        dists = [
+            r.answer_probabilities(which)
+            if r is not None and not (which == "hard" and bool(r.hard_abstained))
+            else no_answer()
+            for r in finals
+        ]
+        return _mix([s.score for s in self.solutions], dists)
+
+    def groundings(self) -> tuple[GroundingResult, ...]:
+        """The groundings the answer comes from: each solution's final step."""
+        return tuple(s.final.result for s in self.solutions if s.final.result is not None)
 
 
 class _QuestionFailure(Exception):
@@ -146,16 +170,15 @@ class PRoH:
         index: the observed hypergraph's :class:`~grounding.retrieval.HypergraphIndex`.
         search: ``"dfs"`` or ``"bfs"``.
         use_ewo, use_context, use_targets: the three ablations of the paper.
+        config: the grounding settings (:class:`~grounding.GroundingConfig`).
         refine: optional ``(question, entity texts) -> [0, 1] scores`` (e.g.
             :class:`~grounding.retrieval.LLMRelevance`) replacing the relevance of the (at most
             ``max_refined``) entities whose embedding relevance reaches ``refine_threshold``.
-        ground_kwargs: the grounding settings: ``config=`` a :class:`~grounding.GroundingConfig`
-            and/or its fields as keywords (``lam`` and ``kappa`` required without a config),
-            and an optional ``realization``; checked here, once.
+        realization: an optional :class:`~grounding.Realization` for ``ground``.
 
     Raises:
-        TypeError, ValueError: an argument is of the wrong kind or out of range, or a ground
-            parameter is unknown or invalid (the message names it).
+        TypeError, ValueError: an argument is of the wrong kind or out of range (the message
+            names it).
 
     References:
         - "PRoH: Dynamic Planning and Reasoning over Knowledge Hypergraphs for
@@ -168,6 +191,7 @@ class PRoH:
         self,
         planner: Planner,
         index: HypergraphIndex,
+        config: GroundingConfig,
         *,
         search: Literal["dfs", "bfs"] = "dfs",
         n_plans: int = 2,
@@ -188,9 +212,9 @@ class PRoH:
         refine: Callable[[str, list[str]], ArrayLike] | None = None,
         refine_threshold: float = 0.3,
         max_refined: int = 50,
-        **ground_kwargs: Any,
+        realization: Realization | None = None,
     ):
-        self.ground_kwargs = check_ground_kwargs("PRoH", ground_kwargs)
+        self.config, self.realization = check_config("PRoH", config, realization)
         if search not in ("dfs", "bfs"):
             raise ValueError(f"search must be 'dfs' or 'bfs', got {search!r:.100}")
         ints = dict(n_plans=n_plans, max_solutions=max_solutions, branch=branch,
@@ -256,15 +280,10 @@ class PRoH:
             dead = next((s.reason for s in memo.values() if s.reason), None)
             why = "no reasoning trajectory reached an answer" + (f" ({dead})" if dead else "")
             return PRoHOutcome(question, tuple(plans), (), (), np.zeros(0), visited, why)
-        weights = np.array([s.score for s in solutions])
-        weights = np.exp(weights - logsumexp(weights))
-        mass: dict[str, float] = {}
-        for w, s in zip(weights, solutions):
-            for a, p in zip(s.final.answers, s.final.probs):
-                mass[a] = mass.get(a, 0.0) + float(w * p)
-        order = sorted(mass, key=lambda a: -mass[a])
-        return PRoHOutcome(question, tuple(plans), tuple(solutions), tuple(order),
-                           np.array([mass[a] for a in order]), visited)  # fmt: skip
+        order, probs = _mix(
+            [s.score for s in solutions], [(s.final.answers, s.final.probs) for s in solutions]
+        )
+        return PRoHOutcome(question, tuple(plans), tuple(solutions), order, probs, visited)
 
     def answer_batch(self, questions: Sequence) -> list[PRoHOutcome]:
         """:meth:`answer` of every question (a failing question does not stop the others)."""
@@ -378,7 +397,7 @@ class PRoH:
             return StepAnswer((), np.zeros(0), tuple(paths), None, None, "no path from the anchors")
         log_prior = scores / self.temperature
         problem = self._problem(step, text, names, [kh.entities[e] for e in ents], log_prior)
-        [result] = ground_each([problem], [self._evidence(paths)], **self.ground_kwargs)
+        [result] = ground_or_fail([problem], [self._evidence(paths)], self.config, self.realization)
         if isinstance(result, str):
             return StepAnswer((), np.zeros(0), tuple(paths), None, problem, result)
         order, probs = result.answer_probabilities()
@@ -406,8 +425,7 @@ class PRoH:
         if not step.relations:  # free text: answers one hyperedge (two bipartite edges) away
             return GroundingProblem(text, tuple(answers), lp - logsumexp(lp),
                                     anchors=tuple(anchors), max_hops=2)  # fmt: skip
-        mid = (None,) * (len(step.relations) - 1)
-        cands = tuple(ClaimChain((d, *mid, a), step.relations) for d in anchors for a in answers)
+        cands = claim_chains([(d, a) for d in anchors for a in answers], step.relations)
         lp = np.tile(lp, len(anchors)) - np.log(len(anchors))
         return GroundingProblem(text, cands, lp - logsumexp(lp))
 
@@ -420,6 +438,23 @@ class PRoH:
         return EvidenceState(
             graph=self.index.graph.subgraph(keep), provenance={"hyperedges": edges}
         )
+
+
+def _mix(
+    scores: Sequence[float], dists: Sequence[tuple[Sequence[str], np.ndarray]]
+) -> tuple[tuple[str, ...], np.ndarray]:
+    """Answer distributions mixed with weights :math:`\\propto e^{\text{score}}`, most
+    probable first (ties: first seen first)."""
+    if not len(scores):
+        return no_answer()
+    weights = np.asarray(scores, np.float64)
+    weights = np.exp(weights - logsumexp(weights))
+    mass: dict[str, float] = {}
+    for w, (answers, probs) in zip(weights, dists):
+        for a, p in zip(answers, probs):
+            mass[a] = mass.get(a, 0.0) + float(w * p)
+    order = sorted(mass, key=lambda a: -mass[a])
+    return tuple(order), np.array([mass[a] for a in order])
 
 
 def _refined(scores: object, n: int) -> np.ndarray:

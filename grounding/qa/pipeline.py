@@ -1,0 +1,175 @@
+r"""The parts every question-answering system of :mod:`grounding.qa` is built from: one
+failure policy, one evidence-per-retriever routine, one retriever signature, the claim chains a
+candidate asserts, and the grounding of many questions at once.
+
+Failures are per question. An error of one question's stage (:data:`QUESTION_ERRORS`: a
+candidate model or endpoint failing, an entity missing from the graph, a retriever or
+:func:`grounding.ground` refusing that question's data) becomes that question's reason
+(:func:`failure`: the stage, the error's type and its message), and the rest of the batch is
+answered as usual; other exceptions (programming errors such as ``TypeError``) propagate. The
+one fallback rule: when a batched stage (retrieval, grounding) fails, its questions are run one
+by one, so that only the failing ones lose their answer.
+
+References:
+    Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Def. 1, Eq. (1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from grounding.evidence import EvidenceState
+from grounding.llm import EndpointError
+from grounding.problem import ClaimChain, GroundingProblem, Realization
+from grounding.qa.candidates import CandidateModelError
+from grounding.query import Query
+from grounding.result import GroundingResult
+from grounding.retrieval.base import Retrieval, Retriever
+from grounding.solver import GroundingConfig, ground_batch
+
+__all__ = [
+    "QUESTION_ERRORS",
+    "RetrieverSpec",
+    "Retrievers",
+    "claim_chains",
+    "failure",
+    "ground_or_fail",
+    "retrieve_or_fail",
+    "unknown_entities",
+]
+
+#: The errors that fail one question (its outcome says why) rather than its batch: a candidate
+#: model or endpoint failing, a name the graph lacks, data a retriever or ``ground`` refuses.
+QUESTION_ERRORS = (CandidateModelError, EndpointError, OSError, LookupError, ValueError)
+
+T = TypeVar("T")
+K = TypeVar("K")
+
+#: What a system takes as its retriever: one retriever, or a function of the retrieval depth
+#: (the number of hops the question's claims span) that builds one.
+RetrieverSpec = Retriever | Callable[[int], Retriever]
+
+
+def failure(stage: str, err: BaseException) -> str:
+    """Why a question failed at ``stage``: the stage, the error's type and its message."""
+    msg = err.args[0] if isinstance(err, KeyError) and len(err.args) == 1 else str(err)
+    return f"{stage} failed ({type(err).__name__}): {msg}"
+
+
+class Retrievers:
+    """A system's retriever by depth: the given retriever, or the one its function builds for
+    a depth (built once per depth, so that questions of one depth share one batched call).
+
+    Raises:
+        TypeError: ``spec`` is neither a retriever nor a function.
+    """
+
+    def __init__(self, spec: RetrieverSpec):
+        if not (callable(getattr(spec, "retrieve", None)) or callable(spec)):
+            raise TypeError(
+                f"retriever must have a retrieve() method or be a function of the depth, "
+                f"got {spec!r:.100}"
+            )
+        self.spec = spec
+        self._built: dict[int, Retriever] = {}
+
+    def __call__(self, depth: int) -> Retriever:
+        """The retriever for ``depth`` hops."""
+        if hasattr(self.spec, "retrieve"):
+            return self.spec  # type: ignore[return-value]
+        if depth not in self._built:
+            self._built[depth] = self.spec(depth)  # type: ignore[operator]
+        return self._built[depth]
+
+
+def retrieve_or_fail(
+    retrievers: Callable[[K], Retriever],
+    keys: Sequence[K],
+    queries: Sequence[Query],
+    k: int,
+    take: Callable[[Retrieval], T] = lambda r: r.evidence,  # type: ignore[assignment, return-value]
+) -> list[T | str]:
+    """``take`` of each query's :class:`~grounding.retrieval.Retrieval` of ``k`` nodes, by
+    the retriever of its key (``retrievers(key)``; a :class:`Retrievers` takes the depth): one
+    ``retrieve_batch`` call per retriever (a batched retriever, e.g.
+    :class:`~grounding.retrieval.PCR` at a depth limit, computes the whole batch at once;
+    others are asked query by query). When a batch fails, its queries are retrieved one by
+    one; a query whose retriever cannot be built, or whose retrieval (or ``take``) fails, gets
+    the reason (a string) in its place."""
+    out: list[Any] = [None] * len(queries)
+    groups: dict[int, tuple[Retriever, list[int]]] = {}
+    for j, key in enumerate(keys):
+        try:
+            r = retrievers(key)
+        except QUESTION_ERRORS as err:
+            out[j] = failure("retrieval", err)
+            continue
+        groups.setdefault(id(r), (r, []))[1].append(j)
+    for r, members in groups.values():
+        batch = getattr(r, "retrieve_batch", None)
+        got = None
+        if batch is not None:
+            try:
+                got = [take(x) for x in batch([queries[j] for j in members], k)]
+            except QUESTION_ERRORS:
+                got = None  # find the failing queries: retrieve them one by one
+        for n, j in enumerate(members):
+            out[j] = got[n] if got is not None else _retrieve_one(r, queries[j], k, take)
+    return out
+
+
+def _retrieve_one(retriever: Retriever, query: Query, k: int, take: Callable) -> Any:
+    try:
+        return take(retriever.retrieve(query, k))
+    except QUESTION_ERRORS as err:
+        return failure("retrieval", err)
+
+
+def ground_or_fail(
+    problems: Sequence[GroundingProblem],
+    states: Sequence[EvidenceState],
+    config: GroundingConfig,
+    realization: Realization | None = None,
+) -> list[GroundingResult | str]:
+    """:func:`grounding.ground_batch` of each problem on its evidence state; when the batch
+    fails, each problem is grounded alone, and a problem that cannot be grounded gets the
+    reason (a string) in place of its result."""
+    if not problems:
+        return []
+    if len(problems) > 1:
+        try:
+            return ground_batch(problems, states, config, realization=realization)
+        except QUESTION_ERRORS:
+            pass  # find the failing problems: ground them one by one
+    out: list[GroundingResult | str] = []
+    for p, s in zip(problems, states):
+        try:
+            out += ground_batch([p], [s], config, realization=realization)
+        except QUESTION_ERRORS as err:
+            out.append(failure("grounding", err))
+    return out
+
+
+def unknown_entities(problem: GroundingProblem, state: EvidenceState) -> str | None:
+    """Why ``problem`` cannot be grounded in ``state`` when it names entities the evidence
+    graph lacks (the topic or candidates), else ``None``."""
+    g = state.graph
+    missing = list(dict.fromkeys(e for e in problem.entities() if not g.has_entity(e)))
+    if not missing:
+        return None
+    more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+    shown = ", ".join(repr(e)[:100] for e in missing[:5])
+    if len(missing) == 1:
+        return f"entity {shown} is not in the evidence graph"
+    return f"entities {shown}{more} are not in the evidence graph"
+
+
+def claim_chains(
+    pairs: Sequence[tuple[str, str]], relations: Sequence[str]
+) -> tuple[ClaimChain, ...]:
+    """The claim chains ``anchor -r_1-> * ... -r_T-> answer`` of ``(anchor, answer)`` pairs
+    (Def. 1: a typed walk of exactly ``T`` hops, its intermediate entities left open)."""
+    relations = tuple(relations)
+    mid = (None,) * (len(relations) - 1)
+    return tuple(ClaimChain((d, *mid, a), relations) for d, a in pairs)
