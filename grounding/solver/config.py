@@ -137,11 +137,17 @@ class GroundingConfig:
         return tuple(f.name for f in dataclasses.fields(cls) if f.init)
 
     def replace(self, **changes: Any) -> GroundingConfig:
-        """A copy with ``changes`` (checked like a new config; unknown names: TypeError)."""
+        """A copy with ``changes`` (checked like a new config; unknown names: TypeError). The
+        copy keeps this config's path rule (best walk or entropic) unless ``tau`` changes: a
+        config traced through ``jit`` has a traced ``tau``, which alone would read as
+        entropic."""
         unknown = set(changes) - set(self.fields())
         if unknown:
             raise TypeError(f"GroundingConfig has no setting {sorted(unknown)}")
-        return dataclasses.replace(self, **changes)
+        out = dataclasses.replace(self, **changes)
+        if "tau" not in changes:
+            object.__setattr__(out, "tropical", self.tropical)
+        return out
 
     def flags(self) -> tuple[bool, bool, bool, bool]:
         """The static flags of the compiled program: ``(tropical, eps set, theta set, omega

@@ -162,7 +162,7 @@ def _check_names(problem: GroundingProblem, g: TypedGraph) -> bool:
     return every_node
 
 
-def checked_state(problem: GroundingProblem, evidence) -> EvidenceState:
+def checked_state(problem: GroundingProblem, evidence: EvidenceState | TypedGraph) -> EvidenceState:
     """The evidence of a (problem, evidence) pair as a state that names every entity of the
     problem (a ``TypeError`` or ``ValueError`` says what is wrong, as :func:`prepare` would)."""
     if not isinstance(problem, GroundingProblem):
