@@ -314,8 +314,9 @@ def test_ot_exact_refuses_traced_input_by_name(traced):
 
 
 def test_padding_buckets_are_powers_of_two_from_8():
-    """Sizes share a compiled kernel per bucket: 8 up to 8, then the next power of two."""
-    from grounding.alignment._common import bucket
+    """Sizes share a compiled kernel per bucket (the one rule, ``grounding._shapes.bucket``):
+    8 up to 8, then the next power of two."""
+    from grounding._shapes import bucket
 
     assert [bucket(k) for k in (1, 7, 8, 9, 16, 17, 33)] == [8, 8, 8, 16, 16, 32, 64]
 

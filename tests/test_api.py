@@ -59,11 +59,49 @@ def test_every_namespace_all_resolves_without_clashes_and_holds_no_helpers(mod):
     "old",
     ["grounding.kge", "grounding.linkpred", "grounding.retrieval.graph",
      "grounding.retrieval.retrievers", "grounding.retrieval.pcr", "grounding.retrieval.proh",
-     "grounding.retrieval.planner", "grounding.qa.pankrag", "grounding.qa.proh"],
+     "grounding.retrieval.planner", "grounding.qa.pankrag", "grounding.qa.proh",
+     "grounding.qa.loop", "grounding.qa.openai", "grounding.qa.hypergraph"],
 )  # fmt: skip
 def test_old_module_locations_are_gone(old):
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module(old)
+
+
+@pytest.mark.parametrize(
+    "module, name",
+    [("grounding.qa._checks", "check_ground_kwargs"), ("grounding.qa._checks", "SUPPORT_TOLERANCE"),
+     ("grounding.qa.grounded", "ground_many"), ("grounding.qa.grounded", "ground_each"),
+     ("grounding.qa.grounded", "ground_live"), ("grounding.qa.grounded", "compact_evidence"),
+     ("grounding.retrieval.base", "compact_evidence_batch"),
+     ("grounding.retrieval", "compact_evidence_batch"),
+     ("grounding.solver.prepare", "bucket"), ("grounding.alignment._common", "bucket")],
+)  # fmt: skip
+def test_removed_names_are_gone(module, name):
+    """The old grounding keywords of the systems, the per-system grounding loops and the
+    duplicate compactions and buckets are gone (one way each: ``GroundingConfig``,
+    ``ground_batch``, ``grounding.solver.compact.compact_evidence``, ``grounding._shapes``);
+    ``prepare`` may still import ``bucket``, but does not export it."""
+    m = importlib.import_module(module)
+    assert name not in getattr(m, "__all__", ())
+    if name != "bucket" or module != "grounding.solver.prepare":
+        assert not hasattr(m, name), f"{module}.{name}"
+
+
+def test_the_qa_floor_shares_one_pipeline_and_one_calibration():
+    """The names every system is built from live in ``grounding.qa.pipeline``; the one outcome
+    protocol and the one calibration are public in ``grounding.qa``, and every system's outcome
+    implements the protocol (with ``groundings()`` for the calibration)."""
+    from grounding import qa
+    from grounding.qa import calibration, outcome, pipeline
+
+    for n in ("QUESTION_ERRORS", "failure", "unknown_entities", "claim_chains",
+              "retrieve_or_fail", "ground_or_fail", "Retrievers"):  # fmt: skip
+        assert n in pipeline.__all__, n
+        assert callable(getattr(pipeline, n)) or isinstance(getattr(pipeline, n), tuple), n
+    assert qa.fit_lambda is calibration.fit_lambda and qa.Outcome is outcome.Outcome
+    for cls in (qa.QAOutcome, qa.BlindOutcome, qa.PankRAGOutcome, qa.PRoHOutcome):
+        for member in ("answer", "answer_probabilities", "groundings"):
+            assert hasattr(cls, member), (cls.__name__, member)
 
 
 def test_the_pipeline_api():

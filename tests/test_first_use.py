@@ -175,7 +175,9 @@ def test_the_kge_answerer_abstains_on_a_question_without_a_chain():
 def test_the_qa_loop_answers_a_question_without_a_chain():
     graph = _company()
     qa = GroundedQA(
-        Fixed(["bob", "carol"], [-0.9, -0.5]), PCR(TextIndex(graph)), lam=4.0, kappa=1.0
+        Fixed(["bob", "carol"], [-0.9, -0.5]),
+        PCR(TextIndex(graph)),
+        g.GroundingConfig(lam=4.0, kappa=1.0),
     )
     [out] = qa.answer_batch([FreeText()])
     assert out.reason is None and out.answer == "bob"
@@ -188,17 +190,18 @@ def test_the_qa_loop_hard_posterior_keeps_supported_candidates_on_uncertain_evid
     so (hard_abstained)."""
     graph, model = _company(), Fixed(["bob", "carol"], [-0.9, -0.5])
     retriever = PCR(TextIndex(graph))
-    [out] = GroundedQA(model, retriever, lam=4.0, kappa=1.0).answer_batch([FreeText()])
+    config = g.GroundingConfig(lam=4.0, kappa=1.0)
+    [out] = GroundedQA(model, retriever, config).answer_batch([FreeText()])
     assert out.candidates.entities == ("carol", "bob")  # most probable first
     statuses = [g.EvidenceStatus(int(s)).name for s in out.result.status]
     assert statuses == ["UNSUPPORTED", "SUPPORTED"]
     np.testing.assert_allclose(out.probabilities("hard"), [0.0, 1.0], atol=1e-6)
     assert not bool(out.result.hard_abstained)
-    [strict] = GroundedQA(model, retriever, lam=4.0, kappa=1.0, eps=0.0).answer_batch([FreeText()])
+    [strict] = GroundedQA(model, retriever, config.replace(eps=0.0)).answer_batch([FreeText()])
     assert bool(strict.result.hard_abstained) and not strict.probabilities("hard").any()
-    [tol] = GroundedQA(model, retriever, lam=4.0, kappa=1.0, eps_s=0.05).answer_batch([FreeText()])
+    [tol] = GroundedQA(model, retriever, config.replace(eps_s=0.05)).answer_batch([FreeText()])
     assert bool(tol.result.hard_abstained)  # eps follows eps_s: walk energy -log(0.72) > 0.05
-    [none] = GroundedQA(model, retriever, lam=4.0, kappa=1.0, eps=None).answer_batch([FreeText()])
+    [none] = GroundedQA(model, retriever, config.replace(eps=None)).answer_batch([FreeText()])
     with pytest.raises(ValueError, match="no hard posterior"):
         none.probabilities("hard")
 

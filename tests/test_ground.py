@@ -23,6 +23,7 @@ from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 
 import grounding as g
+from grounding import _shapes
 from grounding.solver import prepare, program
 from grounding.testing.strategies import grounding_problems, seeds
 
@@ -411,6 +412,88 @@ def test_ground_batch_defaults_and_large_graphs_per_question_equal_ground():
     assert batch[0].raw_energy.tolist() != batch[1].raw_energy.tolist()  # anchors differ
 
 
+def _mixed_batch(seed=0):
+    """Per-question evidence of different sizes (subgraphs of one graph with uncertain edges,
+    counter-evidence in one, and a graph of its own with many isolated entities, which
+    compaction drops) and problems of both kinds: claim chains of one and two hops (some
+    claiming an entity isolated in its state) and answer candidates from an anchor."""
+    rng = np.random.default_rng(seed)
+    ents = [f"e{i}" for i in range(12)]
+    triples = sorted({(ents[h], f"r{rng.integers(2)}", ents[t])
+                      for h, t in rng.integers(0, 12, (30, 2)) if h != t})  # fmt: skip
+    graph = g.TypedGraph.from_triples(triples, rng.uniform(0.2, 1.0, len(triples)), entities=ents)
+    E = graph.n_edges
+    keep = [np.sort(rng.choice(E, k, replace=False)) for k in (E, E * 2 // 3, E // 3, E - 4)]
+    states = [g.EvidenceState(graph.subgraph(k)) for k in keep]
+    # counter-evidence against the first question's claim e0 -r0-> e1 (Axiom 4)
+    states[0] = dataclasses.replace(states[0], negative=frozenset({("e0", "r0", "e1")}))
+    other = g.TypedGraph.from_triples(
+        [("x", "r0", "y"), ("y", "r1", "z"), ("x", "r0", "z")], [0.9, 0.4, 0.7],
+        entities=["x", "y", "z", *(f"iso{i}" for i in range(70))],
+    )  # fmt: skip
+    states.append(g.EvidenceState(other))
+
+    def chains(topic, rels, ends):
+        mid = (None,) * (len(rels) - 1)
+        return [g.ClaimChain((topic, *mid, e), rels) for e in ends]
+
+    def prior(n):
+        return g.log_normalize(rng.normal(size=n))
+
+    problems = [
+        g.GroundingProblem("c1", chains("e0", ("r0",), ents[1:7]), prior(6)),
+        g.GroundingProblem("a", tuple(ents[2:9]), prior(7), anchors=("e1",), max_hops=2),
+        g.GroundingProblem(
+            "c2", chains("e3", ("r0", "r1"), ents[:5]) + chains("e3", ("r1",), ents[5:8]), prior(8)
+        ),  # fmt: skip
+        g.GroundingProblem("a2", tuple(ents[:4]), prior(4), anchors=("e5", "e6"), max_hops=3),
+        g.GroundingProblem("o", chains("x", ("r0", "r1"), ["z", "y", "iso3"]), prior(3)),
+    ]
+    return graph, states, problems
+
+
+def _assert_same_grounding(b, one):
+    """A ``ground_batch`` result equals ``ground``'s: statuses, energies, posteriors (soft and
+    hard), decision, walks."""
+    for field in ("status", "raw_energy", "energy", "log_posterior", "hard_log_posterior",
+                  "hard_abstained", "best", "action"):  # fmt: skip
+        np.testing.assert_allclose(getattr(b, field), getattr(one, field), **F64)
+    np.testing.assert_allclose(b.paths.weight, one.paths.weight, **F64)
+    assert b.names == one.names and b.answers == one.answers and b.triples == one.triples
+
+
+def test_ground_batch_of_mixed_kinds_on_evidence_of_different_sizes_equals_ground():
+    """Per-question states of different sizes (compacted to one padded vocabulary inside
+    ``ground_batch``), claim chains and answer candidates in one batch: each result equals
+    ``ground`` of its question alone on its own (uncompacted) state."""
+    graph, states, problems = _mixed_batch()
+    sizes = {s.graph.n_edges for s in states}
+    assert len(sizes) == len(states) and {p.kind for p in problems} == {"chain", "answer"}
+    config = g.GroundingConfig(lam=1.5, kappa=1.0, n_paths=2, path_candidates=None)
+    batch = g.ground_batch(problems, states, config)
+    for p, s, b in zip(problems, states, batch):
+        _assert_same_grounding(b, g.ground(p, s, config))
+    # the statuses are not all alike: the comparison has something to compare
+    statuses = {int(x) for b in batch for x in np.asarray(b.status)}
+    assert {int(g.EvidenceStatus.SUPPORTED), int(g.EvidenceStatus.UNSUPPORTED)} <= statuses
+    assert int(g.EvidenceStatus.CONTRADICTED) in statuses
+
+
+def test_ground_batch_with_a_realization_equals_ground_without_compaction():
+    """With a realization (indexed by the full vocabulary), per-question states are not
+    compacted: each result equals ``ground`` with the same realization, and the mention costs
+    of the realization (Eq. (9)) reach the energies."""
+    graph, states, problems = _mixed_batch()
+    states, problems = states[:4], problems[:4]  # one vocabulary: the realization's
+    real = g.Realization(np.random.default_rng(1).normal(size=(graph.n_nodes, 3)))
+    config = g.GroundingConfig(lam=1.5, kappa=1.0, n_paths=2, path_candidates=None)
+    batch = g.ground_batch(problems, states, config, realization=real)
+    for p, s, b in zip(problems, states, batch):
+        _assert_same_grounding(b, g.ground(p, s, config, realization=real))
+    plain = g.ground_batch(problems, states, config)
+    assert any(not np.allclose(a.energy, b.energy) for a, b in zip(batch, plain))
+
+
 def test_result_is_a_pytree_and_programs_are_reused():
     graph = g.TypedGraph.from_triples([("a", "r", "b"), ("b", "r", "c")])
     p = g.GroundingProblem(
@@ -488,6 +571,7 @@ def test_result_reports_are_the_result_worked_by_hand():
         question="who?",
         action="ANSWER",
         answer="a",
+        answer_name="a",
         best="a",
         candidates=[
             dict(name="a", prior=0.25, raw_energy=0.0, status="SUPPORTED", energy=0.0,
@@ -536,7 +620,7 @@ def test_result_reports_without_paths_or_eps_hard_abstention_and_a_vacuous_certi
     certificate where Thm. 3 does not apply is vacuous. The reports read float32 results in
     float64."""
     p, graph = _report_problem(min_hops=1)
-    bare = g.ground(p, graph, lam=1.0, kappa=2.0, n_paths=0).to_dict()
+    bare = g.ground(p, graph, lam=1.0, kappa=2.0, eps=None, n_paths=0).to_dict()
     assert [c["paths"] for c in bare["candidates"]] == [[]] * 4
     assert "hard_abstained" not in bare and "hard_posterior" not in bare
     res = g.ground(p, graph, lam=1.0, kappa=2.0, eps=0.0)
@@ -581,6 +665,43 @@ def test_certificate_at_zero_strength_and_a_positive_contradiction_penalty():
     assert [S(int(x)) for x in res.status] == [S.SUPPORTED] + [S.UNSUPPORTED] * 3
 
 
+def test_the_answer_is_the_entity_and_the_answer_name_the_candidate():
+    """An ANSWER decision names the best candidate's answer entity (a claim chain's last
+    mention) as ``answer`` and the candidate itself as ``answer_name``, in the result and its
+    report; answer candidates are their own name; another decision names neither; a chain
+    that leaves its answer open answers no entity."""
+    graph = g.TypedGraph.from_triples(
+        [("lou_seal", "mascot_of", "giants"), ("giants", "plays_in", "sf")]
+    )
+    chains = [g.ClaimChain(("lou_seal", t), ("mascot_of",)) for t in ("giants", "sf")]
+    p = g.GroundingProblem("q", chains, jnp.log(jnp.array([0.4, 0.6])))
+    res = g.ground(p, graph, lam=4.0, kappa=1.0)
+    assert res.decision is g.Action.ANSWER
+    assert (res.answer, res.answer_name) == ("giants", "lou_seal->giants")
+    d = res.to_dict()
+    assert (d["answer"], d["answer_name"], d["best"]) == ("giants", "lou_seal->giants",
+                                                          "lou_seal->giants")  # fmt: skip
+    two = g.GroundingProblem(
+        "q", [g.ClaimChain(("lou_seal", None, "sf"), ("mascot_of", "plays_in"))], jnp.zeros(1)
+    )
+    res = g.ground(two, graph, lam=4.0, kappa=1.0)
+    assert (res.answer, res.answer_name) == ("sf", "lou_seal->*->sf")
+    answers = g.GroundingProblem(
+        "q", ("giants", "sf"), jnp.log(jnp.array([0.6, 0.4])), anchors=("lou_seal",), max_hops=1
+    )
+    res = g.ground(answers, graph, lam=4.0, kappa=1.0)
+    assert (res.answer, res.answer_name) == ("giants", "giants")
+    res = g.ground(p, graph, lam=4.0, kappa=1.0, margin_threshold=np.inf)  # VERIFY
+    assert res.decision is not g.Action.ANSWER and (res.answer, res.answer_name) == (None, None)
+    assert res.to_dict()["answer"] is None and res.to_dict()["answer_name"] is None
+    open_end = g.GroundingProblem(
+        "q", [g.ClaimChain(("lou_seal", None), ("mascot_of",))], jnp.zeros(1)
+    )
+    res = g.ground(open_end, graph, lam=4.0, kappa=1.0)
+    assert res.decision is g.Action.ANSWER
+    assert (res.answer, res.answer_name) == (None, "lou_seal->*")
+
+
 def test_claim_chain_stores_tuples_and_names_wildcards():
     c = g.ClaimChain(["a", None, "c"], ["r", None])
     assert c.entities == ("a", None, "c") and type(c.entities) is tuple
@@ -608,8 +729,8 @@ def test_padding_buckets_edge_padding_and_the_bounded_edge_cache():
             want = 1
             while want < n or want < floor:
                 want *= 2
-            assert prepare.bucket(n, floor=floor) == want, (n, floor)
-    assert prepare.bucket(5) == 8  # default floor 8
+            assert _shapes.bucket(n, floor=floor) == want, (n, floor)
+    assert _shapes.bucket(5) == 8  # default floor 8
     graphs = [
         g.TypedGraph.from_triples([("a", "r", "b")] * k, np.linspace(0.5, 1.0, k))
         for k in range(1, 11)
@@ -618,7 +739,7 @@ def test_padding_buckets_edge_padding_and_the_bounded_edge_cache():
     for graph in graphs:
         ev, layout = prepare._edge_arrays(graph)
         E = graph.n_edges
-        assert layout is None and len(ev["head"]) == prepare.bucket(E)
+        assert layout is None and len(ev["head"]) == _shapes.bucket(E)
         np.testing.assert_array_equal(ev["reliability"][:E], np.asarray(graph.reliability))
         np.testing.assert_array_equal(ev["reliability"][E:], 1.0)
         np.testing.assert_array_equal(ev["edge_mask"], np.arange(len(ev["head"])) < E)

@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FLOORS = {
     "grounding._numerics": 0,
     "grounding._checks": 0,
+    "grounding._shapes": 0,
     "grounding.io": 0,
     "grounding.llm": 1,
     "grounding.posterior": 1,
@@ -158,6 +159,77 @@ def test_architecture_doc_lists_the_same_floors():
             assert FLOORS[unit] == floor, (unit, floor)
 
 
+#: The four sibling question-answering systems: none imports another (they share the qa
+#: floor's parts: ``pipeline``, ``outcome``, ``calibration``, ``_checks``, ``candidates``,
+#: ``answerer``).
+QA_SYSTEMS = (
+    "grounding.qa.grounded",
+    "grounding.qa.blind",
+    "grounding.qa.decomposed",
+    "grounding.qa.hypergraph_reasoning",
+)
+
+
+def _sibling_imports(sources: dict[str, Path]) -> list[str]:
+    """``module:line imports target`` for every import of one QA system by another (``from
+    grounding.qa import grounded`` and ``from grounding.qa.grounded import X`` alike), or of
+    a name of the package ``grounding.qa`` itself (its ``__init__`` imports every system)."""
+    qa_dir = ROOT / "grounding" / "qa"
+    bad = []
+    for name, path in sources.items():
+        for line, mod, names in _imports(path):
+            if mod == "grounding.qa":
+                targets = {
+                    f"grounding.qa.{n}" if (qa_dir / f"{n}.py").is_file() else "grounding.qa"
+                    for n in names
+                }
+            else:
+                targets = {mod}
+            bad += [f"{name}:{line} imports {t}" for t in sorted(targets)
+                    if t != name and (t in sources or t == "grounding.qa")]  # fmt: skip
+    return bad
+
+
+def test_the_qa_systems_do_not_import_each_other():
+    sources = {m: ROOT / (m.replace(".", "/") + ".py") for m in QA_SYSTEMS}
+    assert all(p.is_file() for p in sources.values()), sources
+    assert _sibling_imports(sources) == []
+
+
+def test_the_sibling_check_sees_an_import(tmp_path):
+    """The check is not vacuous: a system importing a sibling, by either form, is reported."""
+    sources = {m: ROOT / (m.replace(".", "/") + ".py") for m in QA_SYSTEMS}
+    fake = tmp_path / "blind.py"
+    fake.write_text(
+        sources["grounding.qa.blind"].read_text()
+        + "\nfrom grounding.qa.grounded import grounding_problem\n"
+        + "from grounding.qa import decomposed\n"
+    )
+    bad = _sibling_imports({**sources, "grounding.qa.blind": fake})
+    assert len(bad) == 2, bad
+    assert bad[0].endswith("imports grounding.qa.grounded"), bad
+    assert bad[1].endswith("imports grounding.qa.decomposed"), bad
+
+
+def test_one_bucket_in_the_package():
+    """The one padding rule (``grounding._shapes.bucket``) is defined once in the package;
+    the solver, alignment and retrieval import it."""
+    defs = [
+        f"{p.relative_to(ROOT)}:{node.lineno}"
+        for p, _ in _package_modules()
+        for node in ast.walk(ast.parse(p.read_text()))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "bucket"
+    ]
+    assert len(defs) == 1 and defs[0].startswith("grounding/_shapes.py:"), defs
+    importers = {
+        _unit(name)
+        for path, name in _package_modules()
+        for _, mod, names in _imports(path)
+        if mod == "grounding._shapes" and "bucket" in names
+    }
+    assert {"grounding.solver", "grounding.alignment", "grounding.retrieval"} <= importers
+
+
 def test_no_module_is_over_450_lines():
     long = {
         str(p.relative_to(ROOT)): n
@@ -201,6 +273,7 @@ def test_the_qa_batch_walks_down_the_floors_without_climbing_back():
     from grounding.graph import TypedGraph
     from grounding.qa import Candidates, GroundedQA
     from grounding.retrieval import PCR, TextIndex
+    from grounding.solver import GroundingConfig
 
     graph = TypedGraph.from_triples(
         [("a", "r", "b"), ("b", "s", "c"), ("a", "r", "d"), ("d", "s", "e")],
@@ -214,7 +287,7 @@ def test_the_qa_batch_walks_down_the_floors_without_climbing_back():
             return Candidates.from_scores(["c", "e", "f"], [0.0, -0.5, -1.0], k=k)
 
     qs = [KGQuestion(f"q{i}", "what does a reach?", "a", ("r", "s"), (), (), "test") for i in "12"]
-    qa = GroundedQA(Model(), pcr, k_nodes=4, lam=2.0, kappa=1.0)
+    qa = GroundedQA(Model(), pcr, GroundingConfig(lam=2.0, kappa=1.0), k_nodes=4)
     qa.answer_batch(qs)  # compile first: tracing runs inside jax, not the walk measured
     climbs, seen = [], set()
 

@@ -14,7 +14,7 @@ from _stub import _choice
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grounding import TypedGraph
+from grounding import GroundingConfig, TypedGraph
 from grounding.datasets import KGQuestion, kgqa_benchmark, load_kg, load_musique
 from grounding.llm import Endpoint, EndpointError
 from grounding.plans import (
@@ -457,7 +457,10 @@ def _chain_world():
 def test_execution_grounds_each_step_and_marginalizes_over_anchors():
     g, model, q = _chain_world()
     system = PankRAG(
-        TemplatePlanner({"r1": "r1", "r2": "r2"}), model, TextIndex(g), lam=50.0, kappa=1.0
+        TemplatePlanner({"r1": "r1", "r2": "r2"}),
+        model,
+        TextIndex(g),
+        GroundingConfig(lam=50.0, kappa=1.0),
     )
     out = system.answer(q)
     first, final = out.steps["q1"], out.steps["q2"]
@@ -487,10 +490,10 @@ def test_a_failed_step_propagates_its_reason_and_injection_moves_mass():
     bad = KGQuestion(
         "q", "?", "x", ("r1", "r2"), ("c1",), (), "test"
     )  # the model knows nothing of x
-    out = PankRAG(planner, model, TextIndex(g), lam=1.0, kappa=1.0).answer(bad)
+    out = PankRAG(planner, model, TextIndex(g), GroundingConfig(lam=1.0, kappa=1.0)).answer(bad)
     assert out.answer is None and "nothing known about x" in out.steps["q1"].reason
     assert "dependency 'q1' has no answer" in out.reason
-    system = PankRAG(planner, model, TextIndex(g), lam=50.0, kappa=1.0)
+    system = PankRAG(planner, model, TextIndex(g), GroundingConfig(lam=50.0, kappa=1.0))
     hurt = system.answer(q, inject={"q1": "x"}, inject_mass=0.5)
     first = hurt.steps["q1"]
     assert first.injected and first.answers == ("x", "b2", "b1")
@@ -519,7 +522,12 @@ def test_a_step_without_a_usable_anchor_says_why():
         ((SubQuestion("q1", "Who?"),), "names no entity and depends on no step"),
         ((SubQuestion("q1", "Who?", anchors=("nobody",)),), "not entities of the graph"),
     ):
-        system = PankRAG(FixedPlanner(Plan("Who?", steps)), model, TextIndex(g), lam=1.0, kappa=1.0)
+        system = PankRAG(
+            FixedPlanner(Plan("Who?", steps)),
+            model,
+            TextIndex(g),
+            GroundingConfig(lam=1.0, kappa=1.0),
+        )
         out = system.answer(q)
         assert out.answer is None and why in out.reason and out.final.retrieval is None
 
@@ -529,24 +537,28 @@ def test_reranker_keeps_the_neighbors_of_the_likelier_dependency():
     reranker (alpha = 0: agreement only) keeps the neighbor of the likelier answer."""
     g, model, q = _chain_world()
     planner = TemplatePlanner({"r1": "r1", "r2": "r2"})
-    kw = dict(k_nodes=1, pool=10, lam=1.0, kappa=1.0)
-    reranked = PankRAG(planner, model, TextIndex(g), alpha=0.0, **kw).answer(q).steps["q2"]
-    plain = PankRAG(planner, model, TextIndex(g), rerank=False, **kw).answer(q).steps["q2"]
+    cfg, kw = GroundingConfig(lam=1.0, kappa=1.0), dict(k_nodes=1, pool=10)
+    reranked = PankRAG(planner, model, TextIndex(g), cfg, alpha=0.0, **kw).answer(q).steps["q2"]
+    plain = PankRAG(planner, model, TextIndex(g), cfg, rerank=False, **kw).answer(q).steps["q2"]
     assert reranked.retrieval.retriever == "pcr+rerank" and plain.retrieval.retriever == "pcr"
     # the pool (reachable in one hop from b2, b1) is b1, b2, c1; agreement M: b2 is the
     # dependency answer of weight 0.6; b1 that of 0.4; c1 is joined to b1 (0.4)
     assert reranked.retrieval.nodes == ("b2",)
     assert reranked.retrieval.provenance["agreement"] == pytest.approx([0.6])
     assert set(plain.retrieval.index.tolist()) <= {g.entity_index(x) for x in ("b1", "b2", "c1")}
-    first = PankRAG(planner, model, TextIndex(g), alpha=0.0, **kw).answer(q).steps["q1"]
+    first = PankRAG(planner, model, TextIndex(g), cfg, alpha=0.0, **kw).answer(q).steps["q1"]
     assert first.retrieval.retriever == "pcr"  # no dependency: nothing to rerank
 
 
 def test_pankrag_arguments():
     g, model, _ = _chain_world()
     planner, index = FlatPlanner(), TextIndex(g)
-    with pytest.raises(TypeError, match="missing setting .(lam|kappa)."):
+    with pytest.raises(TypeError, match="config"):
         PankRAG(planner, model, index)
+    with pytest.raises(TypeError, match="PankRAG: config must be a GroundingConfig"):
+        PankRAG(planner, model, index, {"lam": 1.0, "kappa": 1.0})
+    with pytest.raises(TypeError, match="(lam|kappa)"):
+        PankRAG(planner, model, index, GroundingConfig(lam=1.0))
     for bad, message in (
         (dict(mode="everywhere"), "mode"),
         (dict(agreement="vibes"), "agreement"),
@@ -555,7 +567,7 @@ def test_pankrag_arguments():
         (dict(mode="global"), "communities"),
     ):
         with pytest.raises(ValueError, match=message):
-            PankRAG(planner, model, index, lam=1.0, kappa=1.0, **bad)
+            PankRAG(planner, model, index, GroundingConfig(lam=1.0, kappa=1.0), **bad)
 
 
 # --------------------------------------------------------------------------- data
@@ -656,7 +668,9 @@ class WalkModel:
 def _blind_pankrag(bench, pred, questions):
     """Blind PankRAG's final answers: planner and system see ``blind(q)`` only."""
     planner = PredictedPathPlanner(pred, bench.relation_labels)
-    system = PankRAG(planner, WalkModel(bench.graph), TextIndex(bench.graph), lam=5.0, kappa=1.0)
+    system = PankRAG(
+        planner, WalkModel(bench.graph), TextIndex(bench.graph), GroundingConfig(lam=5.0, kappa=1.0)
+    )
     outs = system.answer_batch([blind(q) for q in questions])
     return [(o.final.answers, np.round(o.final.probs, 12).tolist(), o.reason) for o in outs]
 
@@ -688,7 +702,7 @@ def test_scrambling_every_gold_field_leaves_blind_pankrag_unchanged(umls_blind):
     # the harness has power: the oracle (templated plan from the gold chain) does move
     oracle = PankRAG(
         TemplatePlanner(bench.relation_labels), WalkModel(bench.graph), TextIndex(bench.graph),
-        lam=5.0, kappa=1.0,
+        GroundingConfig(lam=5.0, kappa=1.0),
     )  # fmt: skip
     moved = [o.answer for o in oracle.answer_batch(scrambled)]
     assert moved != [o.answer for o in oracle.answer_batch(test)]
@@ -749,7 +763,9 @@ def test_free_text_end_to_end_on_codex_m_links_ids_and_abstains_with_reasons():
     linking reason; the TransE-like answerer that needs a relation chain says so."""
     graph = load_kg("codex-m").graph()
     index = TextIndex(graph)
-    system = PankRAG(HeuristicPlanner(), NeighborModel(graph), index, lam=5.0, kappa=1.0)
+    system = PankRAG(
+        HeuristicPlanner(), NeighborModel(graph), index, GroundingConfig(lam=5.0, kappa=1.0)
+    )
     bloedner, by_id, two_step = system.answer_batch([
         "Who was in charge of the city where August Bloedner died?",
         "Where did Q100005 die?",
@@ -762,7 +778,9 @@ def test_free_text_end_to_end_on_codex_m_links_ids_and_abstains_with_reasons():
     assert by_id.steps["q1"].anchors == ("Q100005",) and by_id.answer is not None
     assert two_step.steps["q1"].anchors == ("Q100005",) and len(two_step.plan.steps) > 1
     # a model that needs the step's relations abstains with its reason (free text has none)
-    chained = PankRAG(HeuristicPlanner(), WalkModel(graph), index, lam=5.0, kappa=1.0)
+    chained = PankRAG(
+        HeuristicPlanner(), WalkModel(graph), index, GroundingConfig(lam=5.0, kappa=1.0)
+    )
     out = chained.answer("Where did Q100005 die?")
     assert out.answer is None and "no relation chain" in out.reason
 
@@ -773,7 +791,12 @@ def test_free_text_end_to_end_on_musique_questions_never_fails_silently():
     from grounding.datasets import lou_seal
 
     graph = lou_seal()
-    system = PankRAG(HeuristicPlanner(), NeighborModel(graph), TextIndex(graph), lam=5.0, kappa=1.0)
+    system = PankRAG(
+        HeuristicPlanner(),
+        NeighborModel(graph),
+        TextIndex(graph),
+        GroundingConfig(lam=5.0, kappa=1.0),
+    )
     questions = [q.text for q in load_musique()[:40]] + [
         "Which league does the team of Lou Seal play in?",
         "What city is the team whose mascot is Fredbird located in?",

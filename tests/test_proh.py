@@ -12,6 +12,7 @@ from _stub import _choice
 from hypothesis import given
 from hypothesis import strategies as st
 
+from grounding import GroundingConfig
 from grounding.datasets import hypergraph_qa_benchmark, load_wd50k, read_statements
 from grounding.hypergraph import KnowledgeHypergraph, hop_relations, parse_role, role_name
 from grounding.llm import Endpoint, EndpointError
@@ -247,9 +248,10 @@ def test_proh_answers_a_two_hop_question_and_dfs_equals_bfs():
         "alice",
         (("subject:award", "qualifier:for_work"), ("subject:director", "object:director")),
     )
-    kw = dict(lam=20.0, kappa=1.0, eps=0.0, max_solutions=50, max_states=1000, branch=3)
-    dfs = PRoH(HypergraphTemplatePlanner(kh), index, search="dfs", **kw).answer(q)
-    bfs = PRoH(HypergraphTemplatePlanner(kh), index, search="bfs", **kw).answer(q)
+    cfg = GroundingConfig(lam=20.0, kappa=1.0, eps=0.0)
+    kw = dict(max_solutions=50, max_states=1000, branch=3)
+    dfs = PRoH(HypergraphTemplatePlanner(kh), index, cfg, search="dfs", **kw).answer(q)
+    bfs = PRoH(HypergraphTemplatePlanner(kh), index, cfg, search="bfs", **kw).answer(q)
     assert dfs.answer == "bob" and dfs.probs.sum() == pytest.approx(1.0)
 
     def key(out):
@@ -259,9 +261,15 @@ def test_proh_answers_a_two_hop_question_and_dfs_equals_bfs():
     # step 1 grounds the claim alice -subject:award-> * -qualifier:for_work^-1-> film1
     first = dfs.solutions[0].chosen["q1"]
     assert first == "film1"
-    k2 = PRoH(HypergraphTemplatePlanner(kh), index, search="dfs", lam=20.0, kappa=1.0, branch=3)
+    k2 = PRoH(
+        HypergraphTemplatePlanner(kh),
+        index,
+        GroundingConfig(lam=20.0, kappa=1.0),
+        search="dfs",
+        branch=3,
+    )
     assert len(k2.answer(q).solutions) <= 2  # K = 2 by default
-    lost = PRoH(HypergraphTemplatePlanner(kh), index, lam=1.0, kappa=1.0).answer(
+    lost = PRoH(HypergraphTemplatePlanner(kh), index, GroundingConfig(lam=1.0, kappa=1.0)).answer(
         _Q("?", "nobody", q.roles)
     )
     assert lost.answer is None and "in no hyperedge" in lost.reason
@@ -270,12 +278,16 @@ def test_proh_answers_a_two_hop_question_and_dfs_equals_bfs():
 def test_proh_arguments():
     index = HypergraphIndex(_toy())
     planner = HypergraphTemplatePlanner(index.hypergraph)
-    with pytest.raises(TypeError, match="missing setting .(lam|kappa)."):
+    with pytest.raises(TypeError, match="config"):
         PRoH(planner, index)
+    with pytest.raises(TypeError, match="PRoH: config must be a GroundingConfig"):
+        PRoH(planner, index, {"lam": 1.0, "kappa": 1.0})
+    with pytest.raises(TypeError, match="(lam|kappa)"):
+        PRoH(planner, index, GroundingConfig(kappa=1.0))
     for bad, message in ((dict(search="astar"), "search"), (dict(width=0), "width"),
                          (dict(temperature=0.0), "temperature")):  # fmt: skip
         with pytest.raises(ValueError, match=message):
-            PRoH(planner, index, lam=1.0, kappa=1.0, **bad)
+            PRoH(planner, index, GroundingConfig(lam=1.0, kappa=1.0), **bad)
 
 
 def test_hasse_reduction_equals_brute_force_on_random_dags():
@@ -343,7 +355,7 @@ def test_proh_refines_the_most_relevant_entities():
         return [1.0] * len(texts)
 
     q = _Q("Who is the director of film1?", "alice", (("subject:award", "qualifier:for_work"),))
-    PRoH(HypergraphTemplatePlanner(kh), index, lam=1.0, kappa=1.0, refine=refine,
+    PRoH(HypergraphTemplatePlanner(kh), index, GroundingConfig(lam=1.0, kappa=1.0), refine=refine,
          refine_threshold=0.0, max_refined=3).answer(q)  # fmt: skip
     assert calls and all(len(texts) <= 3 for _, texts in calls)
     assert all(t in index.entity_context for _, texts in calls for t in texts)
@@ -399,20 +411,22 @@ def test_proh_weighs_each_plan_by_its_probability():
     award = (("subject:award", "qualifier:for_work"),)  # alice -> film1
     prize = (("subject:award", "object:award"),)  # alice -> prize1
     planner = _WeightedPlanner(kh, [(award, 0.75), (prize, 0.25)])
-    out = PRoH(planner, index, lam=20.0, kappa=1.0, eps=0.0).answer(_Q("award?", "alice", ()))
+    out = PRoH(planner, index, GroundingConfig(lam=20.0, kappa=1.0, eps=0.0)).answer(
+        _Q("award?", "alice", ())
+    )
     assert sorted(s.score for s in out.solutions) == pytest.approx(np.log([0.25, 0.75]))
     mass = dict(zip(out.answers, out.probs))
     one = {
-        r: PRoH(_WeightedPlanner(kh, [(r, 1.0)]), index, lam=20.0, kappa=1.0, eps=0.0).answer(
-            _Q("award?", "alice", ())
-        )
+        r: PRoH(
+            _WeightedPlanner(kh, [(r, 1.0)]), index, GroundingConfig(lam=20.0, kappa=1.0, eps=0.0)
+        ).answer(_Q("award?", "alice", ()))
         for r in (award, prize)
     }
     for a in mass:
         want = sum(w * dict(zip(one[r].answers, one[r].probs)).get(a, 0.0)
                    for r, w in ((award, 0.75), (prize, 0.25)))  # fmt: skip
         assert mass[a] == pytest.approx(want)
-    empty = PRoH(_WeightedPlanner(kh, []), index, lam=1.0, kappa=1.0).answer(
+    empty = PRoH(_WeightedPlanner(kh, []), index, GroundingConfig(lam=1.0, kappa=1.0)).answer(
         _Q("award?", "alice", ())
     )
     assert empty.answer is None and "gave no plan" in empty.reason
@@ -530,10 +544,14 @@ def test_proh_on_free_text_abstains_with_its_reason_instead_of_failing(wd50k_bli
     free = BlindQuestion("Who was in charge of the city where August Bloedner died?", "Q5")
     questions = [*(blind(q) for q in bench.split("test")[:2]), free]
     for planner in (HeuristicPlanner(), FlatPlanner(), RoleChainPlanner(pred)):
-        outs = PRoH(planner, index, lam=1.0, kappa=1.0).answer_batch(questions)
+        outs = PRoH(planner, index, GroundingConfig(lam=1.0, kappa=1.0)).answer_batch(questions)
         for o in outs:
             assert (o.answer is not None) != bool(o.reason), (planner.name, o.reason)
-    [out] = PRoH(RoleChainPlanner(pred), index, lam=1.0, kappa=1.0).answer_batch([free])
+    [out] = PRoH(RoleChainPlanner(pred), index, GroundingConfig(lam=1.0, kappa=1.0)).answer_batch(
+        [free]
+    )
     assert out.answer is None and "planner" in out.reason and "names no hop" in out.reason
-    [out] = PRoH(HeuristicPlanner(), index, lam=1.0, kappa=1.0).answer_batch([free])
+    [out] = PRoH(HeuristicPlanner(), index, GroundingConfig(lam=1.0, kappa=1.0)).answer_batch(
+        [free]
+    )
     assert out.answer is None and "names no entity the hypergraph holds" in out.reason

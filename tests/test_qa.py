@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grounding import ground
+from grounding import GroundingConfig, ground
 from grounding.datasets import KGQuestion, kgqa_benchmark, load_kg
 from grounding.learn import KGEModel, ReciprocalModel
 from grounding.problem import ClaimChain, GroundingProblem
@@ -245,7 +245,7 @@ def test_loop_equals_ground_called_by_hand(umls_loop):
     bench, answerer, pcr = umls_loop
     qs = bench.split("test")[:8]
     qa = GroundedQA(
-        answerer, lambda q: pcr[q.hops], k_candidates=10, k_nodes=30, lam=2.0, kappa=1.0
+        answerer, lambda d: pcr[d], GroundingConfig(lam=2.0, kappa=1.0), k_candidates=10, k_nodes=30
     )
     outs = qa.answer_batch(qs)
     for q, o in zip(qs, outs):
@@ -273,14 +273,18 @@ def test_loop_equals_ground_called_by_hand(umls_loop):
 def test_loop_reports_model_abstention(umls_loop):
     bench, answerer, pcr = umls_loop
     q = dataclasses.replace(bench.split("test")[0], topic="not_an_entity")
-    qa = GroundedQA(answerer, lambda q: pcr[q.hops], lam=1.0, kappa=1.0)
+    qa = GroundedQA(answerer, lambda d: pcr[d], GroundingConfig(lam=1.0, kappa=1.0))
     [o] = qa.answer_batch([q])
     assert o.result is None and o.answer is None and "not_an_entity" in o.reason
     assert score_probabilities((), np.zeros(0), q.answers, abstained=True)["hit"] == 0.0
-    with pytest.raises(TypeError, match="missing setting .kappa."):
-        GroundedQA(answerer, pcr[1], lam=1.0)
+    with pytest.raises(TypeError, match="kappa"):
+        GroundingConfig(lam=1.0)
+    with pytest.raises(TypeError, match="config must be a GroundingConfig"):
+        GroundedQA(answerer, pcr[1], {"lam": 1.0, "kappa": 1.0})
+    with pytest.raises(TypeError, match="config"):
+        GroundedQA(answerer, pcr[1])
     with pytest.raises(ValueError, match="k_nodes"):
-        GroundedQA(answerer, pcr[1], k_nodes=0, lam=1.0, kappa=1.0)
+        GroundedQA(answerer, pcr[1], GroundingConfig(lam=1.0, kappa=1.0), k_nodes=0)
     with pytest.raises(ValueError, match="abstained"):
         grounding_problem(q, Candidates.abstain("no idea"))
 
@@ -377,7 +381,9 @@ def test_free_text_questions_are_grounded_as_answer_candidates(umls_loop):
         def propose(self, question, k):
             return cands
 
-    [o] = GroundedQA(Fixed(), pcr[2], k_nodes=30, lam=1.0, kappa=1.0).answer_batch([q])
+    [o] = GroundedQA(Fixed(), pcr[2], GroundingConfig(lam=1.0, kappa=1.0), k_nodes=30).answer_batch(
+        [q]
+    )
     problem = grounding_problem(q, cands)
     assert problem.kind == "answer" and problem.anchors == (q.topic,) and problem.max_hops == 3
     state = pcr[2].retrieve(q.query(), 30).evidence
@@ -395,3 +401,278 @@ def test_soft_pcr_prior_normalizes_on_a_large_graph():
     soft = SoftPCR(TextIndex(bench.graph), max_hops=2)
     r = soft.retrieve(q.query(), 50)
     assert len(r.index) == 50 and np.all(np.isfinite(r.scores))
+
+
+# ----------------------------------------------------------------------------- four systems
+# One small world the four systems can all answer: alice received prize1 (certain) and prize2
+# (reliability 0.5: a walk of energy log 2 ~ 0.69 < kappa = 1, so supported but not at
+# eps = 0); film1 is what the award was for, so the claim "alice -award-> film1" has no walk.
+# The hypergraph carries the same facts as statements (film1 a qualifier of prize1's
+# statement): PRoH's claims run over role relations, and its evidence (the bipartite graph of
+# the hyperedges its beam search visits, here all of them) gives each answer entity the same
+# walk energies, so the four systems are compared candidate by candidate by answer entity.
+_WORLD_PRIOR = {"prize1": 0.2, "prize2": 0.5, "film1": 0.3}
+_WORLD_TEXT = "Which award did alice receive?"
+
+
+def _world_graph():
+    from grounding import TypedGraph
+
+    return TypedGraph.from_triples(
+        [
+            ("alice", "award", "prize1"),
+            ("alice", "award", "prize2"),
+            ("alice", "for_work", "film1"),
+        ],
+        reliability=[1.0, 0.5, 1.0],
+        entities=["alice", "prize1", "prize2", "film1", "bob"],
+    )
+
+
+def _world_hypergraph():
+    from grounding.hypergraph import KnowledgeHypergraph
+
+    return KnowledgeHypergraph.from_statements(
+        [("alice", "award", "prize1", (("for_work", "film1"),)), ("alice", "award", "prize2", ())],
+        reliability=[1.0, 0.5],
+    )
+
+
+class _WorldModel:
+    """The candidate model: the same three answers and prior for every question."""
+
+    def propose(self, question, k):
+        return Candidates.from_scores(list(_WORLD_PRIOR), np.log(list(_WORLD_PRIOR.values())), k=k)
+
+
+class _WorldAnswerer:
+    """BlindQA's answerer: the same prior along any chain (entities outside it: -inf)."""
+
+    def __init__(self, entities):
+        self.entities = tuple(entities)
+
+    def log_scores(self, topic, chain):
+        return np.array([np.log(_WORLD_PRIOR[e]) if e in _WORLD_PRIOR else -np.inf
+                         for e in self.entities])  # fmt: skip
+
+
+class _WorldPredictor:
+    """BlindQA's predictor: the chain ``award`` with probability 1."""
+
+    def predict(self, questions, k):
+        return [[(("award",), 1.0)] for _ in questions]
+
+
+class _WholeGraph:
+    """A retriever whose evidence is the whole graph."""
+
+    def __init__(self, graph):
+        self.graph = graph
+
+    def retrieve(self, query, k):
+        from grounding import EvidenceState
+        from grounding.retrieval import Retrieval
+
+        n = self.graph.n_nodes
+        return Retrieval(query, np.arange(n), np.zeros(n), self.graph, "whole",
+                         given_evidence=EvidenceState(self.graph))  # fmt: skip
+
+
+class _OnePlan:
+    def __init__(self, plan):
+        self._plan = plan
+
+    def plan(self, question):
+        return self._plan
+
+
+def _four_systems(config):
+    """The world's question through GroundedQA, BlindQA, PankRAG and PRoH with ``config``:
+    each outcome and the PRoH step's problem and evidence graph."""
+    from grounding.hypergraph import hop_relations
+    from grounding.plans import Plan, SubQuestion
+    from grounding.qa import BlindQA, PankRAG, PRoH
+    from grounding.query import BlindQuestion
+    from grounding.retrieval import HypergraphIndex
+
+    graph, kh = _world_graph(), _world_hypergraph()
+    q = KGQuestion("q", _WORLD_TEXT, "alice", ("award",), ("prize1",), ("prize1",), "test")
+    step = SubQuestion("q1", _WORLD_TEXT, anchors=("alice",), relations=("award",))
+    roles = hop_relations("subject:award", "object:award")
+    hstep = SubQuestion("q1", _WORLD_TEXT, anchors=("alice",), relations=roles)
+    index = HypergraphIndex(kh)
+    outs = {
+        "GroundedQA": GroundedQA(_WorldModel(), _WholeGraph(graph), config).answer(q),
+        "BlindQA": BlindQA(
+            _WorldAnswerer(graph.entities), _WorldPredictor(), _WholeGraph(graph), config
+        ).answer(BlindQuestion(_WORLD_TEXT, "alice")),
+        "PankRAG": PankRAG(
+            _OnePlan(Plan(_WORLD_TEXT, (step,))), _WorldModel(), TextIndex(graph), config
+        ).answer(q),
+        "PRoH": PRoH(_OnePlan(Plan(_WORLD_TEXT, (hstep,))), index, config).answer(q),
+    }
+    return outs, index.graph
+
+
+def _statuses(result):
+    from grounding import EvidenceStatus
+
+    return {a: EvidenceStatus(int(s)).name for a, s in zip(result.answers, result.status)}
+
+
+_S, _U = "SUPPORTED", "UNSUPPORTED"
+
+
+@pytest.mark.parametrize(
+    "settings, want, hard_kept",
+    [
+        # the default eps follows the support tolerance (kappa): prize1 and prize2 are kept
+        ({}, dict(prize1=_S, prize2=_S, film1=_U), {"prize1", "prize2"}),
+        # the strict rule keeps only the walk of energy 0
+        ({"eps": 0.0}, dict(prize1=_S, prize2=_S, film1=_U), {"prize1"}),
+        # a support tolerance below log 2 (and the hard one following it) drops prize2
+        ({"eps_s": 0.5}, dict(prize1=_S, prize2=_U, film1=_U), {"prize1"}),
+        # no hard posterior at all
+        ({"eps": None}, dict(prize1=_S, prize2=_S, film1=_U), None),
+    ],
+)
+def test_the_four_systems_given_one_config_agree_on_one_question(settings, want, hard_kept):
+    """GroundedQA, BlindQA, PankRAG and PRoH on the same facts with the same config: the same
+    status per answer entity, the same presence of a hard posterior, and the same hard
+    feasible set (exactly the candidates the config's hard tolerance keeps); PRoH's result is
+    also ``ground`` of its own problem on its own evidence with that config."""
+    config = GroundingConfig(lam=2.0, kappa=1.0, **settings)
+    outs, bipartite = _four_systems(config)
+    for name, out in outs.items():
+        assert out.reason is None, (name, out.reason)
+        [result] = out.groundings()
+        assert _statuses(result) == want, name
+        assert sorted(result.answers) == sorted(_WORLD_PRIOR), name
+        if hard_kept is None:
+            assert result.hard_log_posterior is None and result.hard_abstained is None, name
+            with pytest.raises(ValueError, match="no hard posterior"):
+                out.answer_probabilities("hard")
+            continue
+        assert result.hard_log_posterior is not None, name
+        hard = dict(zip(result.answers, np.exp(np.asarray(result.hard_log_posterior))))
+        assert {a for a, p in hard.items() if p > 0} == hard_kept, (name, hard)
+        names, probs = out.answer_probabilities("hard")
+        assert {a for a, p in zip(names, probs) if p > 0} == hard_kept, name
+        assert probs.sum() == pytest.approx(1.0), name
+    # PRoH's evidence is the bipartite graph of the hyperedges it visited (both, here): its
+    # result is ground's on its own problem with the same config
+    final = outs["PRoH"].solutions[0].final
+    ref = ground(final.problem, bipartite, config=config)
+    np.testing.assert_array_equal(np.asarray(final.result.status), np.asarray(ref.status))
+    np.testing.assert_allclose(final.result.log_posterior, ref.log_posterior, atol=1e-12)
+    assert (final.result.hard_log_posterior is None) == (ref.hard_log_posterior is None)
+    if ref.hard_log_posterior is not None:
+        np.testing.assert_allclose(
+            final.result.hard_log_posterior, ref.hard_log_posterior, atol=1e-12
+        )
+    # the three systems with the model's prior agree on the posterior too
+    posts = {
+        name: dict(zip(*out.groundings()[0].answer_probabilities("soft")))
+        for name, out in outs.items()
+        if name != "PRoH"
+    }
+    for name, post in posts.items():
+        for a, p in posts["GroundedQA"].items():
+            assert post[a] == pytest.approx(p, abs=1e-12), (name, a)
+
+
+# ----------------------------------------------------------------------------- calibration
+def _synthetic_groundings(n_questions=600, lam=2.0, seed=0):
+    """Questions of six one-hop claims each on one graph of uncertain edges (some answers
+    without an edge: the slack kappa), grounded at ``lam``; each question's gold answer drawn
+    from its posterior at ``lam``, so ``lam`` generated the labels."""
+    from grounding import ClaimChain, GroundingProblem, TypedGraph, ground_batch, log_normalize
+
+    rng = np.random.default_rng(seed)
+    graph = TypedGraph.from_triples(
+        [("t", "r", f"a{i}") for i in range(9)],
+        reliability=rng.uniform(0.05, 1.0, 9),
+        entities=["t"] + [f"a{i}" for i in range(12)],
+    )
+    problems = [
+        GroundingProblem(
+            f"q{i}",
+            [ClaimChain(("t", f"a{j}"), ("r",)) for j in rng.choice(12, 6, replace=False)],
+            log_normalize(rng.normal(size=6)),
+        )
+        for i in range(n_questions)
+    ]
+    config = GroundingConfig(lam=lam, kappa=2.0, n_paths=0)
+    results = ground_batch(problems, graph, config)
+    gold = [{r.answers[rng.choice(6, p=r.posterior() / r.posterior().sum())]} for r in results]
+    return problems, graph, config, results, gold
+
+
+def _gold_nll(results, gold):
+    """Minus the mean log-probability of the gold answers under each result's posterior."""
+    return -np.mean(
+        [
+            np.log(sum(p for a, p in zip(r.answers, r.posterior()) if a in s))
+            for r, s in zip(results, gold)
+        ]  # fmt: skip
+    )
+
+
+def test_fit_lambda_recovers_the_strength_that_generated_the_labels():
+    """Labels drawn from the posterior at lambda = 2: the fit finds it roughly; the fitted
+    lambda minimizes the gold answers' loss under ``ground``'s posterior (grounding again at
+    lambda * 1.2 and lambda / 1.2 loses); and ``ground``'s posterior at the fitted lambda is
+    Eq. (7) on the first grounding's energies at that lambda (the energies do not depend on
+    lambda, which the calibration relies on)."""
+    from _tol import F64
+
+    from grounding import ground_batch
+    from grounding.posterior import gibbs_log_posterior
+    from grounding.qa import fit_lambda
+
+    problems, graph, config, results, gold = _synthetic_groundings()
+    lam = fit_lambda(results, gold)
+    assert lam == pytest.approx(2.0, rel=0.25)
+    at = {
+        x: ground_batch(problems, graph, config.replace(lam=x)) for x in (lam, lam * 1.2, lam / 1.2)
+    }
+    best = _gold_nll(at[lam], gold)
+    assert _gold_nll(at[lam * 1.2], gold) >= best and _gold_nll(at[lam / 1.2], gold) >= best
+    for r0, r in zip(results, at[lam]):
+        np.testing.assert_allclose(r.energy, r0.energy, **F64)
+        want = gibbs_log_posterior(r0.log_prior, r0.energy, lam)  # Eq. (7)
+        np.testing.assert_allclose(r.log_posterior, want, **F64)
+
+
+def test_fit_lambda_refuses_what_it_cannot_calibrate_on():
+    from grounding.qa import fit_lambda
+
+    _, _, _, results, gold = _synthetic_groundings(n_questions=4)
+    with pytest.raises(ValueError, match="4 outcomes but 3 gold answer sets"):
+        fit_lambda(results, gold[:3])
+    with pytest.raises(ValueError, match="no validation outcome has a gold answer"):
+        fit_lambda(results, [{"nobody"}] * 4)
+    with pytest.raises(ValueError, match="no validation outcome has a gold answer"):
+        fit_lambda(results, [set()] * 4)
+    with pytest.raises(ValueError, match="no grounding to calibrate on"):
+        fit_lambda([None, None], [{"a0"}, {"a1"}])
+    # outcomes without a grounding (None, or a failed question) are skipped
+    assert fit_lambda([None, *results], [{"a0"}, *gold]) == fit_lambda(results, gold)
+
+
+def test_fit_lambda_reads_every_outcome_type_through_its_groundings():
+    """An outcome of each system calibrates as its grounding does; a supported gold answer
+    (prize1, energy 0) asks for more grounding strength than the start (lambda = 1), an
+    unsupported one (film1) for less."""
+    from grounding.qa import Outcome, fit_lambda
+
+    outs, _ = _four_systems(GroundingConfig(lam=2.0, kappa=1.0))
+    for name, out in outs.items():
+        assert isinstance(out, Outcome), name
+        [result] = out.groundings()
+        lam = fit_lambda([out], [{"prize1"}], steps=50)
+        assert lam == fit_lambda([result], [{"prize1"}], steps=50) and lam > 1.0, name
+    every = list(outs.values())
+    results = [o.groundings()[0] for o in every]
+    lam = fit_lambda(every, [{"film1"}] * 4, steps=50)
+    assert lam == fit_lambda(results, [{"film1"}] * 4, steps=50) and lam < 1.0

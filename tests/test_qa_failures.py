@@ -4,11 +4,13 @@ are refused when a loop is built, and the metrics refuse inputs they would misre
 
 from __future__ import annotations
 
+import inspect
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from grounding import TypedGraph
+from grounding import GroundingConfig, TypedGraph
 from grounding.datasets import KGQuestion
 from grounding.hypergraph import KnowledgeHypergraph
 from grounding.learn import KGEModel
@@ -22,6 +24,7 @@ from grounding.plans import (
     TemplatePlanner,
 )
 from grounding.qa import (
+    BlindQA,
     CandidateModelError,
     Candidates,
     GroundedQA,
@@ -78,10 +81,20 @@ TABLE = {
 }
 
 
+def _split(system: type, defaults: dict, kw: dict) -> tuple[GroundingConfig, dict]:
+    """A system's arguments: the grounding settings of ``kw`` (over ``defaults``) as one
+    :class:`GroundingConfig` (built here, so that it refuses a bad value itself), the rest as
+    the system's own keywords (its own settings, e.g. PankRAG's ``alpha``, first; an unknown
+    name among them: the system refuses it)."""
+    own = inspect.signature(system).parameters
+    settings = {k: v for k, v in kw.items() if k in GroundingConfig.fields() and k not in own}
+    rest = {k: v for k, v in kw.items() if k not in settings}
+    return GroundingConfig(**(defaults | settings)), rest
+
+
 def _qa(model, **kw):
-    return GroundedQA(
-        model, PCR(TextIndex(_graph()), max_hops=1), **({"lam": 2.0, "kappa": 1.0} | kw)
-    )
+    config, rest = _split(GroundedQA, {"lam": 2.0, "kappa": 1.0}, kw)
+    return GroundedQA(model, PCR(TextIndex(_graph()), max_hops=1), config, **rest)
 
 
 def _same(a, b):
@@ -148,11 +161,26 @@ def test_grounded_qa_configuration_is_checked_at_construction(bad, error, messag
         _qa(Table(TABLE), **bad)
 
 
+@pytest.mark.parametrize("config", [None, {"lam": 1.0, "kappa": 1.0}, 1.0, "lam=1"])
+def test_a_config_that_is_not_a_grounding_config_is_refused_by_every_system(config):
+    index = TextIndex(_graph())
+    systems = (
+        ("GroundedQA", lambda: GroundedQA(Table(TABLE), PCR(index, max_hops=1), config)),
+        ("BlindQA", lambda: BlindQA(_answerer(), object(), PCR(index, max_hops=1), config)),
+        ("PankRAG", lambda: PankRAG(TemplatePlanner({"r1": "r1"}), Table(TABLE), index, config)),
+        ("PRoH", lambda: PRoH(HeuristicPlanner(), HypergraphIndex(_toy()), config)),
+    )
+    for owner, build in systems:
+        with pytest.raises(TypeError, match=f"{owner}: config must be a GroundingConfig"):
+            build()
+
+
 def test_grounded_qa_model_and_retriever_are_checked_at_construction():
+    config = GroundingConfig(lam=1.0, kappa=1.0)
     with pytest.raises(TypeError, match="model"):
-        GroundedQA(object(), PCR(TextIndex(_graph())), lam=1.0, kappa=1.0)
+        GroundedQA(object(), PCR(TextIndex(_graph())), config)
     with pytest.raises(TypeError, match="retriever"):
-        GroundedQA(Table(TABLE), "pcr", lam=1.0, kappa=1.0)
+        GroundedQA(Table(TABLE), "pcr", config)
 
 
 # --------------------------------------------------------------------------- PankRAG
@@ -170,7 +198,8 @@ class ListPlanner:
 
 def _pankrag(model, planner=None, **kw):
     planner = planner or TemplatePlanner({"r1": "r1", "r2": "r2"})
-    return PankRAG(planner, model, TextIndex(_graph()), **({"lam": 5.0, "kappa": 1.0} | kw))
+    config, rest = _split(PankRAG, {"lam": 5.0, "kappa": 1.0}, kw)
+    return PankRAG(planner, model, TextIndex(_graph()), config, **rest)
 
 
 def _steps(out):
@@ -236,7 +265,7 @@ def test_pankrag_planner_model_and_index_are_checked_at_construction():
         ((HeuristicPlanner(), Table(TABLE), _graph()), "index"),
     ):
         with pytest.raises(TypeError, match=message):
-            PankRAG(*args, lam=1.0, kappa=1.0)
+            PankRAG(*args, GroundingConfig(lam=1.0, kappa=1.0))
 
 
 # --------------------------------------------------------------------------- PRoH
@@ -275,7 +304,8 @@ class StepsPlanner:
 
 def _proh(planner, kh=None, **kw):
     kh = kh or _toy()
-    return PRoH(planner, HypergraphIndex(kh), **({"lam": 5.0, "kappa": 1.0} | kw))
+    config, rest = _split(PRoH, {"lam": 5.0, "kappa": 1.0}, kw)
+    return PRoH(planner, HypergraphIndex(kh), config, **rest)
 
 
 def test_proh_steps_without_anchors_are_anchored_at_the_entities_their_text_names():

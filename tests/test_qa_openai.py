@@ -13,7 +13,7 @@ from _stub import _choice, _completion
 from grounding.datasets import KGQuestion
 from grounding.llm import Endpoint
 from grounding.qa import CandidateModelError, OpenAICompatibleModel
-from grounding.qa.openai import normalize_answer
+from grounding.qa.remote_model import normalize_answer
 
 ENTITIES = ("amino_acid", "lipid", "Q42")
 TEXTS = ("Amino acid", "Lipid", "Douglas Adams")

@@ -35,6 +35,7 @@ CORE_MODULES = (
     "grounding.worlds",
     "grounding.hypergraph",
     "grounding.result",
+    "grounding._shapes",
     "grounding._numerics",
     "grounding.regularize",
     "grounding.regularize.smoothing",
@@ -55,6 +56,7 @@ CORE_MODULES = (
     "grounding.paths.kbest",
     "grounding.paths.walks",
     "grounding.solver",
+    "grounding.solver.compact",
     "grounding.solver.config",
     "grounding.solver.prepare",
     "grounding.solver.program",
@@ -113,8 +115,8 @@ UPPER_FLOOR_NAMES = {
     ),
     "grounding.qa.answerer": ("KGEAnswerer",),
     "grounding.qa.decomposed": ("PankRAG",),
-    "grounding.qa.hypergraph": ("PRoH",),
-    "grounding.qa.loop": ("GroundedQA", "grounding_problem"),
+    "grounding.qa.grounded": ("GroundedQA", "grounding_problem"),
+    "grounding.qa.hypergraph_reasoning": ("PRoH",),
     "grounding.qa.metrics": ("risk_coverage", "expected_calibration_error"),
 }
 

@@ -121,8 +121,9 @@ def test_bad_settings_and_unfitted_use():
 
 def test_blind_qa_grounds_each_candidate_on_its_own_predicted_claim(umls):
     """``BlindQA``: candidates are claim chains along the predicted paths, with prior
-    ``w_j p(a | pi_j)``; the outcome keeps the predicted paths; gold fields are never read
+    ``w_j p(a | pi_j)``; the outcome keeps the predicted chains; gold fields are never read
     (a scrambled question gives the same outcome) and gold-bearing questions are refused."""
+    from grounding import GroundingConfig
     from grounding.learn import init_model
     from grounding.qa import BlindQA, KGEAnswerer
     from grounding.retrieval import PCR, TextIndex
@@ -132,14 +133,14 @@ def test_blind_qa_grounds_each_candidate_on_its_own_predicted_claim(umls):
     base = [r for r in g.relations if not r.endswith("^-1")]
     answerer = KGEAnswerer(init_model("transe", g.n_nodes, len(base), 8), g.entities, base)
     index = TextIndex(g)
-    qa = BlindQA(answerer, pred, lambda d: PCR(index, max_hops=d), k_paths=2,
-                 k_candidates=4, lam=1.0, kappa=1.0)  # fmt: skip
+    qa = BlindQA(answerer, pred, lambda d: PCR(index, max_hops=d),
+                 GroundingConfig(lam=1.0, kappa=1.0), k_chains=2, k_candidates=4)  # fmt: skip
     test = list(bench.split("test")[:6])
     outs = qa.answer_batch([blind(q) for q in test])
     for o in outs:
         assert o.reason is None, o.reason
-        claimed = {c.relations for c in qa.problem(o.question, o.paths).candidates}
-        assert claimed == {p for p, _ in o.paths}
+        claimed = {c.relations for c in qa.problem(o.question, o.chains).candidates}
+        assert claimed == {p for p, _ in o.chains}
         names, probs = o.answer_probabilities()
         assert abs(float(np.sum(probs)) - 1) < 1e-6 and len(names) == len(set(names))
     scrambled = [dataclasses.replace(q, chain=test[0].chain, answers=("x",)) for q in test]

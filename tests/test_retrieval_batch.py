@@ -1,7 +1,8 @@
 """Batched retrieval -> evidence equals the per-question path, exactly: distances of many
 anchor sets (NetworkX BFS), PCR.retrieve_batch at a depth limit (PCR.retrieve), the batched
-evidence edge sets (subgraph_evidence) and the compact batch (a state-by-state reference
-compaction written here, the obviously correct way).
+evidence edge sets (subgraph_evidence) and the compact batch
+(``grounding.solver.compact.compact_evidence``, against a state-by-state reference compaction
+written here, the obviously correct way).
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from hypothesis import strategies as st
 from grounding import EvidenceState, TypedGraph
 from grounding.datasets import kgqa_benchmark
 from grounding.retrieval import PCR, Query, TextIndex, _batch, subgraph_evidence
-from grounding.retrieval.base import compact_evidence_batch, subgraph_evidence_batch
+from grounding.retrieval.base import subgraph_evidence_batch
 from grounding.semiring.recursion import UNREACHABLE
+from grounding.solver import compact
 from grounding.testing.strategies import seeds, typed_graphs
 
 
@@ -223,10 +225,10 @@ def test_pcr_batch_on_codex_s_equals_the_per_question_path(hops, monkeypatch):
     for a, b in zip(got, singles):
         assert_same_retrieval(a, b)
     keep = [(q.topic, *q.answers[:2]) for q in qs]
-    compact = compact_evidence_batch([r.evidence for r in got], keep)
-    size = compact[0].graph.n_nodes
+    compacted = compact.compact_evidence([r.evidence for r in got], keep)
+    size = compacted[0].graph.n_nodes
     assert size >= 64 and size & (size - 1) == 0
-    for c, r, kp in zip(compact, singles, keep):
+    for c, r, kp in zip(compacted, singles, keep):
         assert_same_graph(c.graph, compact_evidence(r.evidence, kp, min_size=size).graph)
 
 
@@ -244,7 +246,7 @@ def test_compact_evidence_batch_equals_compact_evidence(g, seed, min_size, texts
         edges = np.flatnonzero(rng.random(g.n_edges) < 0.5)
         states.append(EvidenceState(g.subgraph(edges), negative={("v0", "r0", "v1")}))
     keep = [tuple(rng.choice(g.entities, rng.integers(0, 3), replace=False)) for _ in states]
-    got = compact_evidence_batch(states, keep, min_size=min_size)
+    got = compact.compact_evidence(states, keep, min_size=min_size)
     size = got[0].graph.n_nodes
     assert size & (size - 1) == 0 and size >= min_size
     for c, s, kp in zip(got, states, keep):
@@ -259,7 +261,7 @@ def test_compact_evidence_batch_errors():
     g = TypedGraph.from_triples([("a", "r", "b")])
     s = EvidenceState(g)
     with pytest.raises(ValueError, match="keep lists"):
-        compact_evidence_batch([s], [])
+        compact.compact_evidence([s], [])
     with pytest.raises(KeyError, match="nope"):
-        compact_evidence_batch([s], [("nope",)])
-    assert compact_evidence_batch([], []) == []
+        compact.compact_evidence([s], [("nope",)])
+    assert compact.compact_evidence([], []) == []

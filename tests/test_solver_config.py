@@ -255,3 +255,113 @@ def test_differently_arranged_chains_share_one_program_and_equal_ground(tau):
         for i, c in enumerate(p.candidates[:3]):  # and each chain grounded alone
             alone = g.ground(g.GroundingProblem("q", [c], np.zeros(1)), graph, **kw)
             np.testing.assert_allclose(b.raw_energy[i], alone.raw_energy[0], rtol=0, atol=1e-10)
+
+
+# ----------------------------------------------------------------------------- the default eps
+def _uncertain():
+    """Answers at walk energies 0, log 2, log 4 and log 10 from 'a' (one edge each), one with
+    no walk, one contradicted (a counter-evidence triple on a walk of energy 0)."""
+    graph = g.TypedGraph.from_triples(
+        [("a", "r", "b"), ("a", "r", "c"), ("a", "r", "d"), ("a", "r", "e"), ("a", "r", "x")],
+        reliability=[1.0, 0.5, 0.25, 0.1, 1.0],
+        entities=["a", "b", "c", "d", "e", "f", "x"],
+    )
+    state = g.EvidenceState(graph, negative=frozenset({("a", "r", "x")}))
+    ends = ("b", "c", "d", "e", "f", "x")
+    chains = [g.ClaimChain(("a", t), ("r",)) for t in ends]
+    return g.GroundingProblem("q", chains, jnp.log(jnp.full(6, 1 / 6))), state
+
+
+def test_the_default_eps_follows_the_support_tolerance():
+    """``eps`` defaults to ``"support"``: the hard tolerance is ``eps_s``, itself ``kappa`` by
+    default, so the hard feasible set is exactly the supported candidates, whatever kappa and
+    eps_s; a number is the tolerance itself; ``None`` gives no hard posterior."""
+    from grounding.solver.config import SUPPORT
+
+    problem, state = _uncertain()
+    S = g.EvidenceStatus
+    assert g.GroundingConfig(lam=1.0, kappa=1.0).eps == SUPPORT == "support"
+    for kappa, eps_s in ((1.0, None), (0.5, None), (2.0, None), (3.0, 0.1), (1.0, 1.5)):
+        cfg = g.GroundingConfig(lam=1.0, kappa=kappa, eps_s=eps_s)
+        tol = kappa if eps_s is None else eps_s
+        assert float(cfg.arrays()["eps"]) == float(cfg.arrays()["eps_s"]) == tol
+        for res in (g.ground(problem, state, cfg), g.ground_batch([problem], state, cfg)[0]):
+            supported = np.asarray(res.status) == int(S.SUPPORTED)
+            kept = np.asarray(res.hard_log_posterior) > -np.inf
+            np.testing.assert_array_equal(kept, supported, err_msg=f"{kappa=}, {eps_s=}")
+            assert supported.any() and not supported.all()  # the sets are not trivial
+            assert not bool(res.hard_abstained)
+    # a number: the hard set is {raw energy <= eps}, whatever the statuses
+    res = g.ground(problem, state, g.GroundingConfig(lam=1.0, kappa=3.0, eps=0.0))
+    np.testing.assert_array_equal(np.asarray(res.hard_log_posterior) > -np.inf,
+                                  [True, False, False, False, False, False])  # fmt: skip
+    none = g.ground(problem, state, g.GroundingConfig(lam=1.0, kappa=1.0, eps=None))
+    assert none.hard_log_posterior is None and none.hard_abstained is None
+    assert g.GroundingConfig(lam=1.0, kappa=1.0, eps=None).flags()[1] is False
+
+
+@pytest.mark.parametrize("bad", ["bogus", "Support", "", "kappa"])
+def test_an_eps_string_other_than_support_is_refused(bad):
+    with pytest.raises(ValueError, match="eps must be a number, 'support' or None"):
+        g.GroundingConfig(lam=1.0, kappa=1.0, eps=bad)
+    with pytest.raises(ValueError, match="eps must be"):
+        g.GroundingConfig(lam=1.0, kappa=1.0).replace(eps=bad)
+
+
+def test_the_default_eps_survives_tree_map_jit_and_grad():
+    """The default stays ``"support"`` through ``tree_map`` (no leaf of its own: it follows
+    the mapped kappa / eps_s), ``jit`` and ``jax.grad``; the gradient of a loss of the hard
+    tolerance flows to kappa (default eps_s) or to eps_s when set."""
+    cfg = g.GroundingConfig(lam=1.0, kappa=1.5)
+    doubled = jax.tree_util.tree_map(lambda x: 2 * x, cfg)
+    assert doubled.eps == "support" and float(doubled.kappa) == 3.0
+    assert float(doubled.arrays()["eps"]) == 3.0
+    assert len(jax.tree_util.tree_leaves(cfg)) == len(
+        jax.tree_util.tree_leaves(cfg.replace(eps=None))
+    )  # no leaf for "support"
+    assert float(jax.jit(lambda c: c.arrays()["eps"])(cfg)) == 1.5
+
+    def tolerance(c):
+        return 3.0 * c.arrays()["eps"]
+
+    grad = jax.grad(tolerance)(cfg)
+    assert grad.eps == "support" and float(grad.kappa) == 3.0 and float(grad.lam) == 0.0
+    grad = jax.grad(tolerance)(cfg.replace(eps_s=0.5))
+    assert float(grad.eps_s) == 3.0 and float(grad.kappa) == 0.0
+    grad = jax.grad(lambda k: tolerance(g.GroundingConfig(lam=1.0, kappa=k)))(1.5)
+    assert float(grad) == 3.0
+    # a number eps is its own leaf: the gradient goes there, not to kappa
+    grad = jax.grad(tolerance)(cfg.replace(eps=0.25))
+    assert float(grad.eps) == 3.0 and float(grad.kappa) == 0.0
+    # ground under a traced kappa keeps the default's hard posterior
+    problem, state = _uncertain()
+
+    def loss(kappa):
+        return g.ground(problem, state, cfg.replace(kappa=kappa, n_paths=0)).log_posterior[1]
+
+    assert np.isfinite(float(jax.grad(loss)(1.5)))
+    traced = jax.jit(lambda c: g.ground(problem, state, c.replace(n_paths=0)).hard_log_posterior)
+    np.testing.assert_array_equal(
+        np.asarray(traced(cfg)) > -np.inf,
+        np.asarray(g.ground(problem, state, cfg).hard_log_posterior) > -np.inf,
+    )
+
+
+@pytest.mark.parametrize("tau", [0.0, 0.3])
+def test_a_config_replaced_inside_jit_keeps_its_path_rule(tau):
+    """Regression: inside ``jit`` a config's leaves are tracers, so ``replace`` (or keyword
+    settings given to ``ground`` with a config) rebuilt it with a traced ``tau``, which read as
+    the entropic rule even at ``tau = 0``: raw energies +inf and a uniform posterior, silently.
+    The copy keeps the path rule unless ``tau`` itself changes."""
+    problem, graph = _problem()
+    cfg = g.GroundingConfig(lam=1.0, kappa=1.5, tau=tau, n_paths=0)
+    want = g.ground(problem, graph, cfg.replace(lam=2.0))
+    for f in (
+        lambda c: g.ground(problem, graph, c.replace(lam=2.0)),
+        lambda c: g.ground(problem, graph, c, lam=2.0),
+    ):
+        got = jax.jit(lambda c, f=f: (lambda r: (r.raw_energy, r.log_posterior))(f(c)))(cfg)
+        np.testing.assert_allclose(got[0], want.raw_energy, rtol=1e-12)
+        np.testing.assert_allclose(got[1], want.log_posterior, rtol=1e-12)
+    assert cfg.replace(lam=2.0).tropical is (tau == 0.0)
+    assert cfg.replace(tau=0.5).tropical is False and cfg.replace(tau=0.0).tropical is True
