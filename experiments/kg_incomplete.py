@@ -47,7 +47,6 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 from experiments import _kg_problem as kp
 from experiments._io import (
@@ -73,6 +72,7 @@ from grounding.decision import IsotonicCalibrator
 from grounding.energy import slack_energy
 from grounding.learn import evaluate_link_prediction
 from grounding.plot import tv_bound_curves
+from grounding.qa.calibration import minimize
 from grounding.worlds import hard_rule_requirements, two_world_witness
 
 NAME = "kg_incomplete"
@@ -352,24 +352,15 @@ def _nll(post: jax.Array, correct: np.ndarray) -> jax.Array:
 
 
 def _fit(p: kp.Problem, c, aware: bool, steps: int) -> dict:
+    """The schedule's parameters fitted by the library's calibration loop (Adam, rate 0.05)."""
     slope = 0.5 if aware else 0.0  # global fits keep a1 = b1 = 0: no dependence on c
     params = {k: jnp.array(v) for k, v in dict(a0=0.5, a1=slope, b0=0.5, b1=slope).items()}
     trainable = ("a0", "a1", "b0", "b1") if aware else ("a0", "b0")
-    opt = optax.adam(0.05)
-    state = opt.init(params)
 
     def loss(params):
         return _nll(_log_post(params, p, c, aware), p.correct)
 
-    @jax.jit
-    def step(params, state):
-        loss_, g = jax.value_and_grad(loss)(params)
-        g = {k: v if k in trainable else jnp.zeros_like(v) for k, v in g.items()}
-        upd, state = opt.update(g, state)
-        return optax.apply_updates(params, upd), state, loss_
-
-    for _ in range(steps):
-        params, state, _ = step(params, state)
+    params = minimize(loss, params, steps=steps, lr=0.05, trainable=trainable)
     return {k: float(v) for k, v in params.items()}
 
 
