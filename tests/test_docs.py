@@ -100,7 +100,7 @@ def test_core_docstring_examples_run():
         "semiring.fields",
         "semiring.reach",
         "learn.linkpred",
-        "learn.fit",
+        "learn.least_squares",
         "regularize.smoothing",
         "regularize.typed",
         "alignment.sequences",
