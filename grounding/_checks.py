@@ -236,7 +236,7 @@ def check_square_matrix(
 
 def check_int(value: object, name: str, low: int = 1) -> int:
     """A Python or NumPy integer ``>= low`` (``bool`` rejected), as a Python ``int``: the
-    package's one integer check (``tests/test_conventions.py`` keeps it the only one)."""
+    package's one integer check (``tests/contracts/test_conventions.py`` keeps it the only one)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
         raise ValueError(f"{name} must be an int >= {low}, got {value!r:.100}")
     return int(value)

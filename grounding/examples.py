@@ -46,7 +46,7 @@ from grounding.datasets.lou_seal import (
 from grounding.evidence import EvidenceState
 from grounding.geometry import Translation
 from grounding.graph import Triple, TypedGraph
-from grounding.learn.fit import fit_translation_embeddings
+from grounding.learn.least_squares import fit_translation_embeddings
 from grounding.problem import ClaimChain, GroundingProblem, Realization
 from grounding.result import GroundingResult
 from grounding.solver import ground

@@ -17,10 +17,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 FILES = [
-    "tests/test_posterior_theory.py",
-    "tests/test_energy_theory.py",
-    "tests/test_semiring.py",
-    "tests/test_ground.py",
+    "tests/core/test_posterior.py",
+    "tests/core/test_energy.py",
+    "tests/core/test_semiring.py",
+    "tests/solver/test_solve.py",
 ]
 
 

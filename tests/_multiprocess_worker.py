@@ -1,4 +1,5 @@
-"""One process of the multi-process energy-field check (``tests/test_multiprocess.py``).
+"""One process of the multi-process energy-field check
+(``tests/core/test_semiring_multiprocess.py``).
 
 Run as ``python tests/_multiprocess_worker.py PORT PROCESS_ID NUM_PROCESSES OUT.npz`` with
 ``XLA_FLAGS=--xla_force_host_platform_device_count=2``: the process joins the JAX distributed

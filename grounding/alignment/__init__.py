@@ -5,7 +5,7 @@ variable-length ones through a declared family of admissible alignments ``A``:
 
 .. math::  d_A(\rho, \rho') = \inf_{A} \sum_{(i,j) \in A} c(z_i, z'_j) + \mathrm{gap}(A).
 
-Which costs are metrics is tested, not assumed (``tests/test_alignment.py``): the product
+Which costs are metrics is tested, not assumed (``tests/core/test_alignment.py``): the product
 distance, edit distance (metric ``c``, constant gap ``> 0``) and exact ``W_1`` between
 equal-size uniform sets are metrics; discrete Fréchet is a pseudometric (repeating an
 element costs nothing); DTW violates the triangle inequality; entropic OT has

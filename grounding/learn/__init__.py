@@ -1,17 +1,18 @@
 """Learned realizations: KG embeddings (:mod:`~grounding.learn.kge`), filtered ranking
-(:mod:`~grounding.learn.linkpred`) and closed-form fits (:mod:`~grounding.learn.fit`).
+(:mod:`~grounding.learn.linkpred`) and closed-form fits
+(:mod:`~grounding.learn.least_squares`).
 
 Every learned model exposes its relation maps as :mod:`grounding.geometry` maps, so it plugs
 into the core wherever a realization is taken.
 """
 
-from grounding.learn import fit as _fit
 from grounding.learn import kge as _kge
+from grounding.learn import least_squares as _least_squares
 from grounding.learn import linkpred as _linkpred
 from grounding.learn import onevsall as _onevsall
 from grounding.learn import reciprocal as _reciprocal
-from grounding.learn.fit import *  # noqa: F403  (names listed once, in each module's __all__)
-from grounding.learn.kge import *  # noqa: F403
+from grounding.learn.kge import *  # noqa: F403  (names listed once, in each module's __all__)
+from grounding.learn.least_squares import *  # noqa: F403
 from grounding.learn.linkpred import *  # noqa: F403
 from grounding.learn.onevsall import *  # noqa: F403
 from grounding.learn.reciprocal import *  # noqa: F403
@@ -21,5 +22,5 @@ __all__ = [
     *_reciprocal.__all__,
     *_onevsall.__all__,
     *_linkpred.__all__,
-    *_fit.__all__,
+    *_least_squares.__all__,
 ]

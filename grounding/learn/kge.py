@@ -48,8 +48,8 @@ from grounding._checks import check_int
 from grounding.datasets.kg import KGSplits
 from grounding.geometry import Linear, RelationMap, Rotation, Translation, get_metric
 from grounding.learn.checkpoint import read_archive, write_archive
+from grounding.learn.early_stopping import EarlyStopping, check_finite
 from grounding.learn.linkpred import filtered_ranks, rank_metrics
-from grounding.learn.loop import EarlyStopping, check_finite
 from grounding.learn.reciprocal import ReciprocalModel
 
 __all__ = [

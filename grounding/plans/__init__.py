@@ -5,9 +5,9 @@
 - :mod:`~grounding.plans.planners`: the planners behind one protocol
   (``plan(question) -> Plan``): templated (binary KG and hypergraph), flat, heuristic free
   text, and any OpenAI-compatible LLM;
-- :mod:`~grounding.plans.relation_paths`: relation paths predicted from a blind question's
-  text (:class:`RelationPathPredictor`), the blind replacement for a gold relation chain;
-- :mod:`~grounding.plans.role_paths`: role chains predicted from a blind hypergraph question
+- :mod:`~grounding.plans.relation_chains`: relation chains predicted from a blind question's
+  text (:class:`RelationChainPredictor`), the blind replacement for a gold relation chain;
+- :mod:`~grounding.plans.role_chains`: role chains predicted from a blind hypergraph question
   (:class:`RoleChainPredictor`) and the plans built on them (:class:`RoleChainPlanner`).
 """
 
@@ -22,8 +22,8 @@ from grounding.plans.planners import (
     PredictedPathPlanner,
     TemplatePlanner,
 )
-from grounding.plans.relation_paths import RelationPathPredictor, path_accuracy
-from grounding.plans.role_paths import RoleChainPlanner, RoleChainPredictor, role_chain_accuracy
+from grounding.plans.relation_chains import RelationChainPredictor, chain_accuracy
+from grounding.plans.role_chains import RoleChainPlanner, RoleChainPredictor, role_chain_accuracy
 
 __all__ = [
     "Plan",
@@ -37,8 +37,8 @@ __all__ = [
     "PredictedPathPlanner",
     "HeuristicPlanner",
     "LLMPlanner",
-    "RelationPathPredictor",
-    "path_accuracy",
+    "RelationChainPredictor",
+    "chain_accuracy",
     "RoleChainPredictor",
     "RoleChainPlanner",
     "role_chain_accuracy",

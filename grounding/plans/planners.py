@@ -10,7 +10,7 @@ Graph Retrieval via Globally Aware Query Resolution and Dependency-Aware Reranki
   the chain the question was generated from; it does not parse the text.
 - :class:`FlatPlanner`: no decomposition, the whole question as one step (an ablation).
 - :class:`PredictedPathPlanner`: the blind counterpart of :class:`TemplatePlanner`: one step
-  per relation of the path a :class:`~grounding.plans.RelationPathPredictor` predicts from a
+  per relation of the path a :class:`~grounding.plans.RelationChainPredictor` predicts from a
   :class:`~grounding.query.BlindQuestion` (text and topic entity, nothing gold).
 - :class:`HeuristicPlanner`: free text, offline. Rewrites embedded descriptions innermost
   first (English nests them to the right) into steps whose answers fill ``#k`` slots:
@@ -134,7 +134,7 @@ class FlatPlanner:
 
 class PredictedPathPlanner:
     """A blind plan: one step per relation of the relation path a fitted
-    :class:`~grounding.plans.RelationPathPredictor` predicts from the question's text and topic
+    :class:`~grounding.plans.RelationChainPredictor` predicts from the question's text and topic
     entity (a :class:`~grounding.query.BlindQuestion`: the planner never sees a gold chain).
 
     The steps read as :class:`TemplatePlanner`'s (step ``q1`` anchored at the topic, step
@@ -167,13 +167,13 @@ class PredictedPathPlanner:
     Example:
         >>> import numpy as np
         >>> from types import SimpleNamespace as Q
-        >>> from grounding.plans import RelationPathPredictor
+        >>> from grounding.plans import RelationChainPredictor
         >>> from grounding.query import BlindQuestion
         >>> vocab = ["capital", "country"]
         >>> def encode(texts):
         ...     return np.array([[t.count(w) + 0.1 for w in vocab] for t in texts])
         >>> labels = {"capital": "capital", "country": "country"}
-        >>> pred = RelationPathPredictor(encode, labels).fit(
+        >>> pred = RelationChainPredictor(encode, labels).fit(
         ...     [Q(text="the capital of the country of A", chain=("country", "capital")),
         ...      Q(text="the country of B", chain=("country",))])
         >>> plan = PredictedPathPlanner(pred, labels).plan(
@@ -194,7 +194,7 @@ class PredictedPathPlanner:
     ):
         if not callable(getattr(predictor, "predict", None)):
             raise TypeError(
-                f"predictor must be a fitted RelationPathPredictor, got {predictor!r:.100}"
+                f"predictor must be a fitted RelationChainPredictor, got {predictor!r:.100}"
             )
         if not isinstance(flat, bool):
             raise TypeError(f"flat must be a bool, got {flat!r:.100}")

@@ -11,7 +11,7 @@
   (hierarchical Leiden communities, global retrieval), :mod:`~grounding.retrieval.rerank`
   (dependency-aware reranking), :mod:`~grounding.retrieval.text` (encoders, cache, BM25),
   :mod:`~grounding.retrieval.linking` (the entities a free-text question names);
-- :mod:`~grounding.retrieval.hypergraph`: knowledge-hypergraph retrieval (entity-weighted
+- :mod:`~grounding.retrieval.hyperedge_search`: knowledge-hypergraph retrieval (entity-weighted
   overlap beam search, plan context, target hyperedges) and the HyperGraphRAG baseline;
 - :mod:`~grounding.retrieval.learned`: learned triple retrievers (question subgraphs, the
   JAX scorers, training and checkpoints);
@@ -36,7 +36,7 @@ from grounding.retrieval.community import (
     CommunityRetriever,
     LLMSummarizer,
 )
-from grounding.retrieval.hypergraph import (
+from grounding.retrieval.hyperedge_search import (
     HypergraphIndex,
     HyperPath,
     LLMRelevance,

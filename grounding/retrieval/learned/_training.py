@@ -21,7 +21,7 @@ from tqdm import tqdm
 
 from grounding._checks import check_int
 from grounding.learn.checkpoint import check_leaves, read_archive, write_archive
-from grounding.learn.loop import EarlyStopping, check_finite
+from grounding.learn.early_stopping import EarlyStopping, check_finite
 from grounding.query import Query
 from grounding.retrieval.learned._checkpoint import TRAIN_STATE_VERSION
 from grounding.retrieval.learned.gnn import Batch, GNNConfig, logits

@@ -25,7 +25,7 @@ from grounding.retrieval import (
     beam_search,
     plan_context,
 )
-from grounding.retrieval.hypergraph import ewo, path_answers
+from grounding.retrieval.hyperedge_search import ewo, path_answers
 
 ENTS = [f"e{i}" for i in range(6)]
 RELS = ["r", "s", "q"]

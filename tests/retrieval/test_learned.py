@@ -536,7 +536,7 @@ def test_full_schedule_script_adds_variants_and_respects_the_ceiling(tmp_path):
     import sys
     from pathlib import Path
 
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "learned_full_schedule.py"
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "learned_full_schedule.py"
 
     def call(*extra):
         return subprocess.run([sys.executable, str(script), "--dataset", "umls", "--small",

@@ -14,7 +14,7 @@ from experiments import EXPERIMENTS
 
 # One worker runs this whole file (``--dist loadfile`` in pyproject.toml), so that the
 # module-scoped ``runs`` fixture runs each experiment once, not once per worker; the question
-# answering experiments (which share one trained answerer) run in test_experiments_qa.py.
+# answering experiments (which share one trained answerer) run in test_qa_quick_runs.py.
 NAMES = tuple(n for n in EXPERIMENTS if n not in QA)
 
 

@@ -14,7 +14,7 @@ from _multiprocess_worker import energy_fields
 
 from grounding.testing.processes import free_port, local_env, run_processes
 
-WORKER = Path(__file__).with_name("_multiprocess_worker.py")
+WORKER = Path(__file__).resolve().parents[1] / "_multiprocess_worker.py"
 ROOT = WORKER.parents[1]  # the workers import the package this test process imports
 N_PROCESSES, TIMEOUT_S = 2, 240
 

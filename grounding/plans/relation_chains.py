@@ -1,20 +1,20 @@
-r"""Relation paths predicted from the question text: the blind replacement for a question's
+r"""Relation chains predicted from the question text: the blind replacement for a question's
 gold relation chain.
 
-A :class:`RelationPathPredictor` is fitted on training questions (text and gold chain: the
+A :class:`RelationChainPredictor` is fitted on training questions (text and gold chain: the
 training split only) and then sees a :class:`~grounding.query.BlindQuestion` (text and
-topic) alone. Its candidates are the relation paths seen in training, as relation-path
-planners of KGQA retrieve paths that ground in the graph. A path :math:`\pi` is scored
+topic) alone. Its candidates are the relation chains seen in training, as relation-path
+planners of KGQA retrieve chains that ground in the graph. A chain :math:`\pi` is scored
 against the question's text embedding :math:`\phi(x)` by two cosines:
 
 .. math::
     s(x, \pi) = \cos(\phi(x), \bar\phi_\pi) + \beta \cos(\phi(x), \phi(\mathrm{text}(\pi))),
 
 the *prototype* :math:`\bar\phi_\pi` (the normalized mean embedding of the training questions
-asked along :math:`\pi`) and the path's *label text* (its relations' labels, each read
-forwards, "the <label> of", or backwards, "the entity whose <label> is"). With a graph, a path
+asked along :math:`\pi`) and the chain's *label text* (its relations' labels, each read
+forwards, "the <label> of", or backwards, "the entity whose <label> is"). With a graph, a chain
 whose first relation does not leave the topic there is out (it cannot be walked). The top
-``k`` paths carry the softmax of :math:`s / T` as their probabilities, so competing paths can
+``k`` chains carry the softmax of :math:`s / T` as their probabilities, so competing chains can
 meet in a posterior.
 
 References:
@@ -32,40 +32,25 @@ import numpy as np
 
 from grounding._checks import check_int
 from grounding.graph import INVERSE_SUFFIX, TypedGraph, inverse_relation
+from grounding.plans._common import _tempered_softmax, _unit
 from grounding.query import BlindQuestion, relation_phrase
 
-__all__ = ["RelationPathPredictor", "path_accuracy"]
+__all__ = ["RelationChainPredictor", "chain_accuracy"]
 
-Path = tuple[str, ...]
-
-
-def _unit(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, np.float64)
-    norm = np.linalg.norm(x, axis=-1, keepdims=True)
-    return x / np.where(norm > 0, norm, 1.0)
+Chain = tuple[str, ...]
 
 
-def _tempered_softmax(scores: np.ndarray, temperature: float) -> np.ndarray:
-    """:math:`\\mathrm{softmax}(s / T)` of the top candidates' scores (paths or role chains),
-    shifted by the maximum so that no finite score overflows (empty in, empty out)."""
-    s = np.asarray(scores, float)
-    if not s.size:
-        return s
-    z = np.exp((s - s.max()) / temperature)
-    return z / z.sum()
-
-
-class RelationPathPredictor:
-    """Top-``k`` relation paths of a blind question (see the module docstring).
+class RelationChainPredictor:
+    """Top-``k`` relation chains of a blind question (see the module docstring).
 
     Args:
         encode: ``texts -> [n, d]`` embeddings (e.g. ``HashingEncoder().encode`` of
             :mod:`grounding.retrieval.text`, or a sentence encoder's).
         relation_labels: a label per relation name (inverse names are read backwards).
-        graph: optional evidence graph: paths whose first relation has no edge out of the
+        graph: optional evidence graph: chains whose first relation has no edge out of the
             topic are not predicted for it.
         label_weight: :math:`\\beta`, the weight of the label-text cosine.
-        temperature: :math:`T > 0` of the softmax over the top paths' scores.
+        temperature: :math:`T > 0` of the softmax over the top chains' scores.
 
     Example:
         >>> import numpy as np
@@ -75,8 +60,8 @@ class RelationPathPredictor:
         >>> train = [("What is the capital of the country of A?", ("country", "capital")),
         ...          ("What is the currency of B?", ("currency",))]
         >>> from types import SimpleNamespace as Q
-        >>> p = RelationPathPredictor(encode, {"capital": "capital", "currency": "currency",
-        ...                                    "country": "country"})
+        >>> p = RelationChainPredictor(encode, {"capital": "capital", "currency": "currency",
+        ...                                     "country": "country"})
         >>> p = p.fit([Q(text=t, chain=c) for t, c in train])
         >>> p.predict([BlindQuestion("What is the currency of C?", "c")], k=1)[0][0][0]
         ('currency',)
@@ -96,37 +81,37 @@ class RelationPathPredictor:
             raise ValueError(f"temperature must be finite and > 0, got {temperature!r}")
         self.encode, self.labels, self.graph = encode, dict(relation_labels), graph
         self.label_weight, self.temperature = float(label_weight), float(temperature)
-        self.paths: tuple[Path, ...] = ()
+        self.chains: tuple[Chain, ...] = ()
 
-    def path_text(self, path: Path) -> str:
-        """A path's relations in words, phrased as templated questions read them
+    def chain_text(self, chain: Chain) -> str:
+        """A chain's relations in words, phrased as templated questions read them
         (:func:`~grounding.query.relation_phrase`), the topic left out."""
         x = ""
-        for r in path:
+        for r in chain:
             inverse = r.endswith(INVERSE_SUFFIX)
             label = self.labels.get(inverse_relation(r) if inverse else r, r)
             x = relation_phrase(label, x, inverse=inverse)
         return " ".join(x.split())
 
-    def fit(self, questions: Sequence[Any]) -> RelationPathPredictor:
-        """Learn the candidate paths and their prototypes from training questions (each with
+    def fit(self, questions: Sequence[Any]) -> RelationChainPredictor:
+        """Learn the candidate chains and their prototypes from training questions (each with
         ``text`` and its gold ``chain``). Returns ``self``."""
         if not questions:
             raise ValueError("fit needs at least one training question")
         chains = [tuple(q.chain) for q in questions]
-        self.paths = tuple(sorted(set(chains)))
-        index = {p: i for i, p in enumerate(self.paths)}
+        self.chains = tuple(sorted(set(chains)))
+        index = {c: i for i, c in enumerate(self.chains)}
         emb = _unit(self.encode([q.text for q in questions]))
-        proto = np.zeros((len(self.paths), emb.shape[1]))
+        proto = np.zeros((len(self.chains), emb.shape[1]))
         np.add.at(proto, [index[c] for c in chains], emb)
         self._proto = _unit(proto)
-        self._label = _unit(self.encode([self.path_text(p) for p in self.paths]))
-        self._first = [p[0] for p in self.paths]
+        self._label = _unit(self.encode([self.chain_text(c) for c in self.chains]))
+        self._first = [c[0] for c in self.chains]
         return self
 
     def scores(self, questions: Sequence[BlindQuestion]) -> np.ndarray:
-        """``[Q, P]`` scores of every candidate path (``-inf``: not walkable from the topic)."""
-        if not self.paths:
+        """``[Q, C]`` scores of every candidate chain (``-inf``: not walkable from the topic)."""
+        if not self.chains:
             raise ValueError("the predictor is not fitted: call fit(training questions) first")
         if not all(isinstance(q, BlindQuestion) for q in questions):
             raise TypeError("predict takes BlindQuestion objects (grounding.query.blind(q))")
@@ -137,10 +122,10 @@ class RelationPathPredictor:
         return s
 
     def _walkable(self, topics: Sequence[str]) -> np.ndarray:
-        """``[Q, P]``: the path's first relation leaves the topic in the graph."""
+        """``[Q, C]``: the chain's first relation leaves the topic in the graph."""
         g = self.graph
-        out = np.zeros((len(topics), len(self.paths)), bool)
-        rel_of_path = np.array(
+        out = np.zeros((len(topics), len(self.chains)), bool)
+        rel_of_chain = np.array(
             [g.relation_index(r) if r in g.relations else -1 for r in self._first]
         )
         for i, t in enumerate(topics):
@@ -148,14 +133,14 @@ class RelationPathPredictor:
                 continue
             edges = g.edges_from([g.entity_index(t)])
             leaving = np.unique(np.asarray(g.relation)[edges])
-            out[i] = np.isin(rel_of_path, leaving)
+            out[i] = np.isin(rel_of_chain, leaving)
         return out
 
     def predict(
         self, questions: Sequence[BlindQuestion], k: int = 3
-    ) -> list[list[tuple[Path, float]]]:
-        """Per question, up to ``k`` ``(path, probability)`` pairs, best first (ties: the
-        earlier path in sorted order); empty when no path is walkable from the topic."""
+    ) -> list[list[tuple[Chain, float]]]:
+        """Per question, up to ``k`` ``(chain, probability)`` pairs, best first (ties: the
+        earlier chain in sorted order); empty when no chain is walkable from the topic."""
         k = check_int(k, "k")
         s = self.scores(questions)
         out = []
@@ -166,20 +151,20 @@ class RelationPathPredictor:
                 out.append([])
                 continue
             p = _tempered_softmax(row[order], self.temperature)
-            out.append([(self.paths[j], float(pj)) for j, pj in zip(order, p)])
+            out.append([(self.chains[j], float(pj)) for j, pj in zip(order, p)])
         return out
 
 
-def path_accuracy(
-    predictor: RelationPathPredictor, questions: Sequence[Any], k: int = 3
+def chain_accuracy(
+    predictor: RelationChainPredictor, questions: Sequence[Any], k: int = 3
 ) -> dict[int, dict[str, float]]:
-    """Per hop count: top-1 and top-``k`` accuracy of the predicted paths against the gold
+    """Per hop count: top-1 and top-``k`` accuracy of the predicted chains against the gold
     chains (the scorer's side: the predictor sees :func:`~grounding.query.blind` questions),
-    and the share of questions whose gold chain is among the training paths (the ceiling)."""
+    and the share of questions whose gold chain is among the training chains (the ceiling)."""
     from grounding.query import blind
 
     preds = predictor.predict([blind(q) for q in questions], k)
-    known = set(predictor.paths)
+    known = set(predictor.chains)
     out: dict[int, dict[str, float]] = {}
     for h in sorted({len(q.chain) for q in questions}):
         rows = [(q, p) for q, p in zip(questions, preds) if len(q.chain) == h]

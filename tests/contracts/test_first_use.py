@@ -19,7 +19,7 @@ import grounding as g
 from grounding.qa import Candidates, GroundedQA, KGEAnswerer, grounding_problem
 from grounding.retrieval import PCR, TextIndex
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _company():

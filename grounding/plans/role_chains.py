@@ -55,9 +55,9 @@ import numpy as np
 
 from grounding._checks import check_int
 from grounding.hypergraph import KnowledgeHypergraph, parse_role, role_name
+from grounding.plans._common import _tempered_softmax, _unit
 from grounding.plans.dag import Plan
 from grounding.plans.planners import HypergraphTemplatePlanner, PlanError
-from grounding.plans.relation_paths import _tempered_softmax, _unit
 from grounding.query import BlindQuestion
 
 __all__ = ["RoleChainPredictor", "RoleChainPlanner", "role_chain_accuracy"]

@@ -11,7 +11,7 @@ import pytest
 
 from grounding.datasets import kgqa_benchmark
 from grounding.graph import TypedGraph
-from grounding.plans import RelationPathPredictor, path_accuracy
+from grounding.plans import RelationChainPredictor, chain_accuracy
 from grounding.query import BlindQuestion, blind
 from grounding.retrieval import HashingEncoder
 
@@ -19,7 +19,7 @@ from grounding.retrieval import HashingEncoder
 @pytest.fixture(scope="module")
 def umls():
     bench = kgqa_benchmark("umls", questions_per_hop=60, seed=0)
-    pred = RelationPathPredictor(HashingEncoder().encode, bench.relation_labels, bench.graph)
+    pred = RelationChainPredictor(HashingEncoder().encode, bench.relation_labels, bench.graph)
     return bench, pred.fit(bench.split("train"))
 
 
@@ -72,16 +72,16 @@ def test_scores_are_prototype_plus_weighted_label_cosines():
         SimpleNamespace(text="the currency of B", chain=("currency",)),
         SimpleNamespace(text="the entity whose country is C", chain=("country^-1",)),
     ]
-    pred = RelationPathPredictor(encode, labels, label_weight=0.5).fit(train)
+    pred = RelationChainPredictor(encode, labels, label_weight=0.5).fit(train)
     q = BlindQuestion("what is the currency of the country of D", "d")
     unit = lambda x: x / np.linalg.norm(x, axis=-1, keepdims=True)  # noqa: E731
     x = unit(encode([q.text]))[0]
-    for j, path in enumerate(pred.paths):
+    for j, path in enumerate(pred.chains):
         proto = unit(encode([t.text for t in train if t.chain == path]).sum(0))
-        label = unit(encode([pred.path_text(path)])[0])
+        label = unit(encode([pred.chain_text(path)])[0])
         assert pred.scores([q])[0, j] == pytest.approx(x @ proto + 0.5 * x @ label)
-    assert pred.path_text(("country", "capital")) == "the capital of the country of"
-    assert pred.path_text(("country^-1",)) == "the entity whose country is"
+    assert pred.chain_text(("country", "capital")) == "the capital of the country of"
+    assert pred.chain_text(("country^-1",)) == "the entity whose country is"
 
 
 def test_a_graph_removes_paths_that_cannot_leave_the_topic():
@@ -91,20 +91,20 @@ def test_a_graph_removes_paths_that_cannot_leave_the_topic():
         SimpleNamespace(text="country of b", chain=("country",)),
     ]
     enc = HashingEncoder(dim=64).encode
-    pred = RelationPathPredictor(enc, {"currency": "currency", "country": "country"}, g).fit(train)
+    pred = RelationChainPredictor(enc, {"currency": "currency", "country": "country"}, g).fit(train)
     assert [p for p, _ in pred.predict([BlindQuestion("country of a", "a")])[0]] == [("currency",)]
     assert pred.predict([BlindQuestion("country of z", "z")]) == [[]]  # unknown topic: none
 
 
-def test_path_accuracy_and_its_ceiling():
+def test_chain_accuracy_and_its_ceiling():
     train = [SimpleNamespace(text="currency of a", chain=("currency",))]
     enc = HashingEncoder(dim=64).encode
-    pred = RelationPathPredictor(enc, {"currency": "currency"}).fit(train)
+    pred = RelationChainPredictor(enc, {"currency": "currency"}).fit(train)
     test = [
         SimpleNamespace(text="currency of b", topic="b", chain=("currency",)),
         SimpleNamespace(text="capital of b", topic="b", chain=("capital",)),
     ]
-    acc = path_accuracy(pred, test, k=3)
+    acc = chain_accuracy(pred, test, k=3)
     assert acc == {1: dict(n=2.0, top1=0.5, topk=0.5, ceiling=0.5)}
 
 
@@ -112,11 +112,11 @@ def test_bad_settings_and_unfitted_use():
     enc = HashingEncoder(dim=8).encode
     for kw in (dict(label_weight=-1.0), dict(temperature=0.0), dict(temperature=float("nan"))):
         with pytest.raises(ValueError):
-            RelationPathPredictor(enc, {}, **kw)
+            RelationChainPredictor(enc, {}, **kw)
     with pytest.raises(ValueError, match="not fitted"):
-        RelationPathPredictor(enc, {}).predict([BlindQuestion("q", "a")])
+        RelationChainPredictor(enc, {}).predict([BlindQuestion("q", "a")])
     with pytest.raises(ValueError, match="at least one"):
-        RelationPathPredictor(enc, {}).fit([])
+        RelationChainPredictor(enc, {}).fit([])
 
 
 def test_blind_qa_grounds_each_candidate_on_its_own_predicted_claim(umls):

@@ -14,15 +14,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_multiprocess import run_processes
 
-ROOT = Path(__file__).resolve().parents[1]
+from grounding.testing.processes import run_processes
+
+ROOT = Path(__file__).resolve().parents[2]
 PROCESSES = re.compile(r"# run as (\d+) processes:")
 CLUSTER = "# on every host of a cluster"
 USER_DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 BLOCKS = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
 #: A block that only includes a section of a script (``--8<-- "path:section"``, shown by the
-#: docs build) is not run alone: the script it comes from runs whole (tests/test_first_use.py).
+#: docs build) is not run alone: the script it comes from runs whole (tests/contracts/test_first_use.py).
 SNIPPET = re.compile(r'\A(\s*--8<-- "[^"]+"\s*)+\Z')
 DOC_BLOCKS = [
     (f"{page.stem}{i}", code)

@@ -63,7 +63,7 @@ CORE_MODULES = (
     "grounding.solver.support",
     "grounding.solver.solve",
     "grounding.learn",
-    "grounding.learn.fit",
+    "grounding.learn.least_squares",
     "grounding.learn.kge",
     "grounding.learn.linkpred",
     "grounding.learn.onevsall",
@@ -93,7 +93,7 @@ UPPER_FLOOR_NAMES = {
     ),
     "grounding.retrieval.community": ("Communities", "CommunityRetriever", "LLMSummarizer"),
     "grounding.retrieval.linking": ("EntityLinker",),
-    "grounding.retrieval.hypergraph": (
+    "grounding.retrieval.hyperedge_search": (
         "HypergraphIndex",
         "ewo",
         "beam_search",

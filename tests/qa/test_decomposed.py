@@ -24,7 +24,7 @@ from grounding.plans import (
     Plan,
     PlanError,
     PredictedPathPlanner,
-    RelationPathPredictor,
+    RelationChainPredictor,
     SubQuestion,
     TemplatePlanner,
     plan_from_decomposition,
@@ -614,7 +614,7 @@ def test_llm_summarizer_against_the_stub(server):
 def umls_blind():
     """The UMLS benchmark and a relation-path predictor fitted on its training questions."""
     bench = kgqa_benchmark("umls", questions_per_hop=60, seed=0)
-    pred = RelationPathPredictor(HashingEncoder().encode, bench.relation_labels, bench.graph)
+    pred = RelationChainPredictor(HashingEncoder().encode, bench.relation_labels, bench.graph)
     return bench, pred.fit(bench.split("train"))
 
 
@@ -637,7 +637,7 @@ def test_predicted_path_planner_plans_the_top_path_and_refuses_gold_questions(um
         planner.plan(bench.split("test")[0])  # a question with gold fields is refused
     with pytest.raises(PlanError, match="no relation path is predicted"):
         planner.plan(BlindQuestion("What is the location of it?", "no_such_entity"))
-    with pytest.raises(TypeError, match="RelationPathPredictor"):
+    with pytest.raises(TypeError, match="RelationChainPredictor"):
         PredictedPathPlanner(object(), bench.relation_labels)
 
 

@@ -10,7 +10,7 @@ import re
 import tokenize
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "grounding"
+PACKAGE = Path(__file__).resolve().parents[2] / "grounding"
 
 #: Words whose British and American spellings agree ("raise", "noise", ...): never flagged.
 SAME_IN_BOTH = {
