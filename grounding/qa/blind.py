@@ -1,7 +1,7 @@
 r"""The grounded QA loop on blind questions: a system sees a question's text and topic entity
 (:class:`~grounding.query.BlindQuestion`) and nothing gold.
 
-For each question, a :class:`~grounding.plans.RelationPathPredictor` gives the top ``k``
+For each question, a :class:`~grounding.plans.RelationChainPredictor` gives the top ``k``
 relation chains :math:`\pi_j` with probabilities :math:`w_j`; the answerer composes each chain
 from the topic and proposes its best ``k_candidates`` answers :math:`a` with
 :math:`p(a \mid \pi_j)`; every candidate is the claim chain
@@ -26,7 +26,7 @@ from scipy.special import logsumexp
 
 from grounding._checks import check_int
 from grounding.evidence import EvidenceState
-from grounding.plans import RelationPathPredictor
+from grounding.plans import RelationChainPredictor
 from grounding.problem import GroundingProblem, Realization
 from grounding.qa._checks import check_config
 from grounding.qa.answerer import KGEAnswerer
@@ -103,7 +103,7 @@ class BlindQA:
     def __init__(
         self,
         answerer: KGEAnswerer,
-        predictor: RelationPathPredictor,
+        predictor: RelationChainPredictor,
         retriever: RetrieverSpec,
         config: GroundingConfig,
         *,

@@ -76,7 +76,7 @@ from grounding.retrieval import (
     plan_context,
     target_hyperedges,
 )
-from grounding.retrieval.hypergraph import path_answers
+from grounding.retrieval.hyperedge_search import path_answers
 from grounding.solver import GroundingConfig
 
 __all__ = ["PRoH", "PRoHOutcome", "StepAnswer", "Solution"]
