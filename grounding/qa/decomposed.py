@@ -61,8 +61,13 @@ from grounding.qa._checks import (
     check_real,
     checked_candidates,
 )
+from grounding.qa._decomposed_outcomes import (
+    PankRAGOutcome,
+    StepOutcome,
+    failed,
+    with_injected,
+)
 from grounding.qa.candidates import CandidateModel, Candidates
-from grounding.qa.outcome import no_answer, result_probabilities
 from grounding.qa.pipeline import (
     QUESTION_ERRORS,
     claim_chains,
@@ -72,7 +77,6 @@ from grounding.qa.pipeline import (
     unknown_entities,
 )
 from grounding.query import Query
-from grounding.result import GroundingResult
 from grounding.retrieval import (
     PCR,
     Communities,
@@ -97,83 +101,6 @@ class _StepQuestion:
     text: str
     topic: str
     chain: tuple[str, ...]
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class StepOutcome:
-    """One resolved sub-question.
-
-    Attributes:
-        step: the sub-question (``None`` when the question could not be planned).
-        text: its text with the dependencies' top answers filled in.
-        anchors: the entities it started from; ``anchor_weights`` their weights (sum 1).
-        mode: ``"local"`` or ``"global"`` retrieval.
-        retrieval: what was kept after reranking (or cutting) the pool; ``None`` when the step
-            could not run.
-        result: the grounding of its trajectories ``d -> a`` (``None`` when it could not run).
-        answers: answer entities, most probable first; ``probs`` their probabilities.
-        reason: why the step has no answer (``None`` when it has one).
-        injected: whether ``answers`` were replaced by an injected error.
-    """
-
-    step: SubQuestion | None
-    text: str
-    anchors: tuple[str, ...]
-    anchor_weights: np.ndarray
-    mode: str
-    retrieval: Retrieval | None
-    result: GroundingResult | None
-    answers: tuple[str, ...]
-    probs: np.ndarray
-    reason: str | None = None
-    injected: bool = False
-
-    @property
-    def answer(self) -> str | None:
-        return self.answers[0] if self.answers else None
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class PankRAGOutcome:
-    """A question through :class:`PankRAG` (an :class:`~grounding.qa.Outcome`): its plan and
-    every step's outcome (``plan`` is ``None`` and ``steps`` empty when planning failed;
-    ``failure`` says why). Its answer distribution is the final step's."""
-
-    question: object
-    plan: Plan | None
-    steps: dict[str, StepOutcome]
-    failure: str | None = None
-
-    @property
-    def final(self) -> StepOutcome:
-        """The final step's outcome (without a plan: an outcome without answers whose reason
-        is the planning failure)."""
-        if self.plan is None:
-            text = str(getattr(self.question, "text", self.question))
-            return _failed(None, text, (), np.zeros(0), "", None, self.failure)
-        return self.steps[self.plan.final]
-
-    @property
-    def answer(self) -> str | None:
-        """The most probable answer of the final step (``None``: no answer)."""
-        return self.final.answer
-
-    @property
-    def reason(self) -> str | None:
-        return self.final.reason
-
-    def answer_probabilities(self, which: str = "soft") -> tuple[tuple[str, ...], np.ndarray]:
-        """The final step's answer entities and probabilities, most probable first: ``"soft"``
-        its resolved distribution (the grounded posterior's marginal, or the injected one),
-        ``"prior"`` and ``"hard"`` its grounding's (none without one)."""
-        final = self.final
-        if which == "soft":
-            return (final.answers, final.probs) if final.answers else no_answer()
-        return result_probabilities(final.result, which)
-
-    def groundings(self) -> tuple[GroundingResult, ...]:
-        """The groundings the answer comes from: the final step's."""
-        return () if self.final.result is None else (self.final.result,)
 
 
 class PankRAG:
@@ -383,7 +310,7 @@ class PankRAG:
             self._run_level(jobs, plans, done)
             for i, sid in jobs:
                 if sid in inject[i]:
-                    done[i][sid] = _inject(done[i][sid], inject[i][sid], float(inject_mass))
+                    done[i][sid] = with_injected(done[i][sid], inject[i][sid], float(inject_mass))
         return [
             PankRAGOutcome(q, p, d) if p is not None else PankRAGOutcome(q, None, {}, why)
             for q, p, d, why in zip(questions, plans, done, planned)
@@ -432,7 +359,7 @@ class PankRAG:
         for (i, sid, a, got, _), res in zip(pending, results):
             args = (a.step, a.text, a.anchors, a.weights, a.mode, got)
             if isinstance(res, str):
-                done[i][sid] = _failed(*args, res)
+                done[i][sid] = failed(*args, res)
                 continue
             done[i][sid] = StepOutcome(*args, res, *res.answer_probabilities())
 
@@ -444,13 +371,13 @@ class PankRAG:
         anchors, weights, why = self._anchors(step, done)
         mode = self.step_mode(step)
         if why is not None:
-            return _failed(step, text, anchors, weights, mode, None, why)
+            return failed(step, text, anchors, weights, mode, None, why)
         return _Anchored(step, text, anchors, weights, mode)
 
     def _prepare(self, a: _Anchored, pooled: Retrieval | str):
         """The step's kept retrieval and grounding problem, or its failed
         :class:`StepOutcome` with the reason."""
-        fail = functools.partial(_failed, a.step, a.text, a.anchors, a.weights, a.mode)
+        fail = functools.partial(failed, a.step, a.text, a.anchors, a.weights, a.mode)
         if isinstance(pooled, str):
             return fail(None, pooled)
         try:
@@ -477,18 +404,3 @@ class _Anchored:
     anchors: tuple[str, ...]
     weights: np.ndarray
     mode: str
-
-
-def _failed(step, text, anchors, weights, mode, got, why) -> StepOutcome:
-    return StepOutcome(step, text, anchors, weights, mode, got, None, (), np.zeros(0), why)
-
-
-def _inject(out: StepOutcome, wrong: str, mass: float) -> StepOutcome:
-    """``out`` with ``wrong`` holding ``mass`` of its answer probability."""
-    rest = {a: (1 - mass) * p for a, p in zip(out.answers, out.probs) if a != wrong}
-    probs = {wrong: mass + (1 - mass) * dict(zip(out.answers, out.probs)).get(wrong, 0.0), **rest}
-    order = sorted(probs, key=lambda a: -probs[a])
-    p = np.array([probs[a] for a in order])
-    return dataclasses.replace(
-        out, answers=tuple(order), probs=p / p.sum(), reason=None, injected=True
-    )

@@ -66,9 +66,8 @@ from grounding.qa._checks import (
     check_questions,
     check_real,
 )
-from grounding.qa.outcome import WHICH, no_answer
+from grounding.qa._hypergraph_outcomes import PRoHOutcome, Solution, StepAnswer, mix
 from grounding.qa.pipeline import QUESTION_ERRORS, claim_chains, failure, ground_or_fail
-from grounding.result import GroundingResult
 from grounding.retrieval import (
     HypergraphIndex,
     HyperPath,
@@ -80,71 +79,6 @@ from grounding.retrieval.hyperedge_search import path_answers
 from grounding.solver import GroundingConfig
 
 __all__ = ["PRoH", "PRoHOutcome", "StepAnswer", "Solution"]
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class StepAnswer:
-    """A step resolved from given anchors: answers (best first) and their probabilities, the
-    beam's paths, the grounding (``None`` when nothing was found) and why nothing was."""
-
-    answers: tuple[str, ...]
-    probs: np.ndarray
-    paths: tuple[HyperPath, ...]
-    result: GroundingResult | None
-    problem: GroundingProblem | None
-    reason: str | None = None
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class Solution:
-    """A completed reasoning trajectory: its plan, the answers chosen for the steps before the
-    last level, its score (sum of their log-probabilities) and the final step's answers."""
-
-    plan: Plan
-    chosen: dict[str, str]
-    score: float
-    final: StepAnswer
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class PRoHOutcome:
-    """A question through :class:`PRoH` (an :class:`~grounding.qa.Outcome`): its plans, the
-    solutions found, their mixture's answers (most probable first) and probabilities, the
-    states the search visited, and why there is no answer."""
-
-    question: object
-    plans: tuple[Plan, ...]
-    solutions: tuple[Solution, ...]
-    answers: tuple[str, ...]
-    probs: np.ndarray
-    states_visited: int
-    reason: str | None = None
-
-    @property
-    def answer(self) -> str | None:
-        """The most probable answer entity of the mixture (``None``: no answer)."""
-        return self.answers[0] if self.answers else None
-
-    def answer_probabilities(self, which: str = "soft") -> tuple[tuple[str, ...], np.ndarray]:
-        """The answers and probabilities of the solutions' final steps mixed by their scores:
-        ``"soft"`` the resolved mixture (:attr:`answers`, :attr:`probs`); ``"prior"`` and
-        ``"hard"`` the same mixture of the final groundings' distributions."""
-        if which not in WHICH:
-            raise ValueError(f"which must be one of {WHICH}, got {which!r:.100}")
-        if which == "soft":
-            return (self.answers, self.probs) if self.answers else no_answer()
-        finals = [s.final.result for s in self.solutions]
-        dists = [
-            r.answer_probabilities(which)
-            if r is not None and not (which == "hard" and bool(r.hard_abstained))
-            else no_answer()
-            for r in finals
-        ]
-        return _mix([s.score for s in self.solutions], dists)
-
-    def groundings(self) -> tuple[GroundingResult, ...]:
-        """The groundings the answer comes from: each solution's final step."""
-        return tuple(s.final.result for s in self.solutions if s.final.result is not None)
 
 
 class _QuestionFailure(Exception):
@@ -280,7 +214,7 @@ class PRoH:
             dead = next((s.reason for s in memo.values() if s.reason), None)
             why = "no reasoning trajectory reached an answer" + (f" ({dead})" if dead else "")
             return PRoHOutcome(question, tuple(plans), (), (), np.zeros(0), visited, why)
-        order, probs = _mix(
+        order, probs = mix(
             [s.score for s in solutions], [(s.final.answers, s.final.probs) for s in solutions]
         )
         return PRoHOutcome(question, tuple(plans), tuple(solutions), order, probs, visited)
@@ -438,23 +372,6 @@ class PRoH:
         return EvidenceState(
             graph=self.index.graph.subgraph(keep), provenance={"hyperedges": edges}
         )
-
-
-def _mix(
-    scores: Sequence[float], dists: Sequence[tuple[Sequence[str], np.ndarray]]
-) -> tuple[tuple[str, ...], np.ndarray]:
-    """Answer distributions mixed with weights :math:`\\propto e^{\text{score}}`, most
-    probable first (ties: first seen first)."""
-    if not len(scores):
-        return no_answer()
-    weights = np.asarray(scores, np.float64)
-    weights = np.exp(weights - logsumexp(weights))
-    mass: dict[str, float] = {}
-    for w, (answers, probs) in zip(weights, dists):
-        for a, p in zip(answers, probs):
-            mass[a] = mass.get(a, 0.0) + float(w * p)
-    order = sorted(mass, key=lambda a: -mass[a])
-    return tuple(order), np.array([mass[a] for a in order])
 
 
 def _refined(scores: object, n: int) -> np.ndarray:
