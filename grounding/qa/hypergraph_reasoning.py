@@ -56,7 +56,6 @@ from numpy.typing import ArrayLike
 from scipy.special import logsumexp
 
 from grounding._checks import check_int
-from grounding.evidence import EvidenceState
 from grounding.plans import Plan, Planner, SubQuestion
 from grounding.problem import GroundingProblem, Realization
 from grounding.qa._checks import (
@@ -70,7 +69,6 @@ from grounding.qa._hypergraph_outcomes import PRoHOutcome, Solution, StepAnswer,
 from grounding.qa.pipeline import QUESTION_ERRORS, claim_chains, failure, ground_or_fail
 from grounding.retrieval import (
     HypergraphIndex,
-    HyperPath,
     beam_search,
     plan_context,
     target_hyperedges,
@@ -171,8 +169,6 @@ class PRoH:
         self.planner, self.index, self.search = planner, index, search
         self.kh = index.hypergraph
         self.refine = refine
-        # hyperedge h's edges in the bipartite graph: members ptr[h]:ptr[h+1], both directions
-        self._m = len(self.kh.member)
 
     # ---------------------------------------------------------------- one question
 
@@ -331,7 +327,8 @@ class PRoH:
             return StepAnswer((), np.zeros(0), tuple(paths), None, None, "no path from the anchors")
         log_prior = scores / self.temperature
         problem = self._problem(step, text, names, [kh.entities[e] for e in ents], log_prior)
-        [result] = ground_or_fail([problem], [self._evidence(paths)], self.config, self.realization)
+        evidence = index.evidence(h for p in paths for h in p.edges)  # hyperedges visited
+        [result] = ground_or_fail([problem], [evidence], self.config, self.realization)
         if isinstance(result, str):
             return StepAnswer((), np.zeros(0), tuple(paths), None, problem, result)
         order, probs = result.answer_probabilities()
@@ -362,16 +359,6 @@ class PRoH:
         cands = claim_chains([(d, a) for d in anchors for a in answers], step.relations)
         lp = np.tile(lp, len(anchors)) - np.log(len(anchors))
         return GroundingProblem(text, cands, lp - logsumexp(lp))
-
-    def _evidence(self, paths: Sequence[HyperPath]) -> EvidenceState:
-        """The bipartite graph of every hyperedge the paths visit (both edge directions)."""
-        ptr = self.kh.ptr
-        edges = sorted({h for p in paths for h in p.edges})
-        fwd = np.concatenate([np.arange(ptr[h], ptr[h + 1]) for h in edges])
-        keep = np.sort(np.concatenate([fwd, fwd + self._m]))
-        return EvidenceState(
-            graph=self.index.graph.subgraph(keep), provenance={"hyperedges": edges}
-        )
 
 
 def _refined(scores: object, n: int) -> np.ndarray:

@@ -29,11 +29,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
+from grounding.evidence import EvidenceState
 from grounding.hypergraph import KnowledgeHypergraph
 from grounding.llm import Endpoint, EndpointError, json_content
 from grounding.retrieval.base import dots
@@ -129,6 +130,24 @@ class HypergraphIndex:
                         forms.setdefault(key, e)
             cached = self.__dict__["_forms_cache"] = (forms, max(map(_n_words, forms), default=0))
         return cached
+
+    def evidence(self, edges: Iterable[int]) -> EvidenceState:
+        """The evidence state of a set of hyperedges: the bipartite graph of those hyperedges
+        (each member's ``entity -role-> statement`` edge and its reverse), what
+        :func:`grounding.ground` walks; ``provenance["hyperedges"]`` lists them, sorted.
+
+        Example:
+            >>> kh = KnowledgeHypergraph.from_statements(
+            ...     [("a", "r", "b", ()), ("b", "s", "c", (("q", "d"),))])
+            >>> HypergraphIndex(kh).evidence([1]).graph.n_edges  # 3 members, both directions
+            6
+        """
+        kh = self.hypergraph
+        kept = sorted({int(h) for h in edges})
+        fwd = [np.arange(kh.ptr[h], kh.ptr[h + 1]) for h in kept]
+        fwd = np.concatenate(fwd) if fwd else np.zeros(0, np.int64)
+        keep = np.sort(np.concatenate([fwd, fwd + len(kh.member)]))
+        return EvidenceState(graph=self.graph.subgraph(keep), provenance={"hyperedges": kept})
 
     def entity_relevance(self, qv: np.ndarray) -> np.ndarray:
         r""":math:`\rho(e) = \max(0, \cos)` of every entity (``[N]``)."""
