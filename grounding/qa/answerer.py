@@ -31,8 +31,6 @@ __all__ = ["KGEAnswerer"]
 
 _MEMO = 65536  # memoized proposals kept (a few kB each)
 
-#: How a relation read backwards is named (``"P27^-1"``), as in :mod:`grounding.datasets.kgqa`.
-
 
 class KGEAnswerer:
     """Candidate answers from trained embeddings: a :class:`~grounding.learn.KGEModel` (TransE

@@ -51,17 +51,24 @@ class GroundingConfig:
         alpha, xi, hop_cost: the edge-cost coefficients of :func:`grounding.edge_cost`.
         mismatch_cost: cost of aligning a claimed relation with an edge of another type
             (``inf``: typed claims must match).
-        eps_s: support tolerance of the statuses (default ``kappa``).
+        eps_s: support tolerance of the statuses (``E_raw <= eps_s`` is supported; default
+            ``kappa``: support at least as good as the slack).
         contradiction_penalty: :math:`\kappa_c > 0` of Axiom 4 (default ``kappa``).
         margin_threshold, theta: the decision rule's margin and selective threshold (Axiom 8,
             Eq. (22)); ``theta`` is a posterior mass in ``[0, 1]`` (``None``: no threshold).
-        omega: the oscillation at which the certificate's bounds are evaluated (``None``: the
-            worst case over every evidence state, see :func:`grounding.ground`).
+        omega: the oscillation at which the certificate's TV bounds are evaluated (Thm. 3);
+            ``None``: the worst case over *every* evidence state with these candidates, prior
+            and slack, :math:`\mathrm{osc}_S(E_R) + E_{\max}` with :math:`E_{\max} = \kappa +
+            \kappa_c` (chains) or :math:`\kappa` (answers), valid because every energy lies in
+            :math:`[0, E_{\max}]`.
         min_reliability: reliability an observed edge needs to count as counter-support, in
             ``[0, 1]`` (static).
         n_paths: best supporting walks reported per candidate (``0``: none; static).
-        path_candidates: how many candidates get walks in the report, highest posterior
-            first (``None``: all; static).
+        path_candidates: how many candidates get walks in the report: those of highest
+            posterior that have a walk (ties: lower index first); ``None``: all (static). The
+            report's cost follows this number, not the number of candidates (each reported
+            candidate costs one k-best sweep of the graph); the other candidates' slots are
+            empty (``paths.length == -1``, no triples).
 
     Raises:
         ValueError: a concrete value out of range (the message names the field).
@@ -160,9 +167,10 @@ class GroundingConfig:
         )
 
     def arrays(self) -> dict[str, jax.Array]:
-        """The scalars the compiled program reads, by their names there (defaults filled in:
-        ``eps_s`` and the contradiction penalty default to ``kappa``). Built once per config
-        and float width (a batch reads them for every question), unless a value is traced."""
+        """The scalars the compiled program reads, under the config's own field names
+        (defaults filled in: ``eps_s`` and the contradiction penalty default to ``kappa``, a
+        ``"support"`` ``eps`` to ``eps_s``). Built once per config and float width (a batch
+        reads them for every question), unless a value is traced."""
         key = jnp.result_type(float)
         cached = self.__dict__.get("_arrays")
         if cached is not None and cached[0] == key:
@@ -182,10 +190,10 @@ class GroundingConfig:
             alpha=a["alpha"],
             xi=a["xi"],
             hop_cost=a["hop_cost"],
-            mismatch=a["mismatch_cost"],
+            mismatch_cost=a["mismatch_cost"],
             eps_s=a.get("eps_s", a["kappa"]),
-            kc=a.get("contradiction_penalty", a["kappa"]),
-            margin=a["margin_threshold"],
+            contradiction_penalty=a.get("contradiction_penalty", a["kappa"]),
+            margin_threshold=a["margin_threshold"],
         )
         out.update({k: a[k] for k in ("eps", "theta", "omega") if k in a})
         return out

@@ -71,7 +71,7 @@ def chain_costs(
     node = _mention_costs(mentions, realization, metric, n_nodes)  # Eq. (9)
     lead = claimed.shape[:-1]
     step = jax.vmap(step_costs, (None, None, 0, None))(
-        cost, ev["relation"], claimed.reshape(-1, claimed.shape[-1]), q["mismatch"]
+        cost, ev["relation"], claimed.reshape(-1, claimed.shape[-1]), q["mismatch_cost"]
     )  # Eq. (10) per hop
     return node, step.reshape(*lead, *step.shape[1:])
 
@@ -186,13 +186,15 @@ def _core(ev, q, realization, *, statics: Statics):
         raw, log_mass = _chain_energies(
             layout, cost, ev, q, structure, tropical, realization, metric, n_nodes
         )
-        e_max = q["kappa"] + q["kc"]  # the largest energy any evidence state can assign
+        e_max = (
+            q["kappa"] + q["contradiction_penalty"]
+        )  # the largest energy any evidence state can assign
     else:
         raw, log_mass = _answer_energies(layout, cost, ev, q, structure, tropical, n_nodes)
         e_max = q["kappa"]
     raw = jnp.where(q["schema"], raw, jnp.inf)
     status = classify_status(raw, q["counter"], q["schema"], q["eps_s"])  # Sec. 3.3
-    slack = status_energy(raw, status, q["kappa"], q["kc"])  # Eq. (19) + Axiom 4
+    slack = status_energy(raw, status, q["kappa"], q["contradiction_penalty"])  # Eq. (19) + Axiom 4
     energy = slack + q["claim"]
     log_post = gibbs_log_posterior(q["log_prior"], energy, q["lam"])  # Eq. (7)
     support = q["log_prior"] > -jnp.inf
@@ -207,13 +209,15 @@ def _core(ev, q, realization, *, statics: Statics):
         energy=energy,
         log_posterior=log_post,
         best=jnp.argmax(log_post),
-        action=decide_action(log_post, status, q["margin"], q["theta"] if has_theta else None),
+        action=decide_action(
+            log_post, status, q["margin_threshold"], q["theta"] if has_theta else None
+        ),
         certificate=Certificate.build(q["lam"], omega, log_post, valid),
     )
     if has_eps:
         # F_R (Eq. (5)) thresholds the total energy without slack: the path energy, +inf when
         # contradicted (Axiom 4 with absence at +inf) or out of schema, plus any claim energy
-        hard_energy = status_energy(raw, status, jnp.inf, q["kc"]) + q["claim"]
+        hard_energy = status_energy(raw, status, jnp.inf, q["contradiction_penalty"]) + q["claim"]
         hard = hard_log_posterior(q["log_prior"], hard_energy, q["eps"])  # Eq. (6)
         # all -inf: Eq. (6) undefined (p_theta(F_R) = 0), the hard rule abstains
         out.update(hard=hard, hard_abstained=~jnp.any(hard > -jnp.inf))

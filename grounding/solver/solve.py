@@ -54,37 +54,12 @@ def ground(
             problem; a graph without edges is valid (every candidate is then unsupported).
         config: the settings (a :class:`~grounding.GroundingConfig`).
         realization: :class:`~grounding.Realization` (``None``: evidence-only).
-        lam: grounding strength :math:`\lambda \ge 0` (a scalar).
-        kappa: slack :math:`\kappa_R > 0`, the finite energy of missing support (Eq. (19));
-            ``inf``: no slack (then a candidate without a walk gets no mass).
-        tau: path temperature :math:`\tau \ge 0` (``0``: best walk, Eq. (11)).
-        eps: tolerance of the hard feasible set :math:`F_R = \{E \le \epsilon\}` (Eqs.
-            (5)-(6)) on the total energy without slack: the raw path energy, ``+inf`` for a
-            contradicted (Axiom 4) or out-of-schema candidate, plus any claim energy (see
-            ``docs/theory.md``); ``"support"`` (default): the status tolerance ``eps_s``, so
-            that hard grounding keeps exactly the supported candidates; ``None``: no hard
-            posterior.
-        alpha, xi, hop_cost: the edge-cost coefficients of :func:`grounding.edge_cost`.
-        mismatch_cost: cost of aligning a claimed relation with an edge of another type
-            (``inf``: typed claims must match).
-        eps_s: support tolerance of the statuses (``E_raw <= eps_s`` is supported; default
-            ``kappa``: support at least as good as the slack).
-        contradiction_penalty: :math:`\kappa_c` of Axiom 4 (default ``kappa``).
-        min_reliability: reliability an observed edge needs to count as counter-support
-            (in ``[0, 1]``).
-        margin_threshold, theta: the decision rule's margin and selective threshold (Axiom 8,
-            Eq. (22)); ``theta`` is a posterior mass, in ``[0, 1]``.
-        omega: the oscillation at which the certificate's TV bounds are evaluated; default:
-            the worst case over *every* evidence state with these candidates, prior and
-            slack: :math:`\mathrm{osc}_S(E_R) + E_{\max}` with :math:`E_{\max} = \kappa +
-            \kappa_c` (chains) or :math:`\kappa` (answers), valid because every energy lies
-            in :math:`[0, E_{\max}]`.
-        n_paths: best supporting walks to report per candidate (``0``: none).
-        path_candidates: how many candidates get walks in the report: those of highest
-            posterior that have a walk (ties: lower index first); ``None``: every candidate.
-            The report's cost follows this number, not the number of candidates (each
-            reported candidate costs one k-best sweep of the graph); the other candidates'
-            slots are empty (``paths.length == -1``, no triples).
+        settings: any field of :class:`~grounding.GroundingConfig` as a keyword (each is
+            described there once): ``lam`` (grounding strength, Eq. (7)), ``kappa`` (slack,
+            Eq. (19)), ``tau`` (path temperature, Eqs. (11), (13)), ``eps`` (the hard feasible
+            set's tolerance, Eqs. (5)-(6)), the edge-cost coefficients, the status tolerance,
+            the contradiction penalty (Axiom 4), the decision rule's thresholds (Eq. (22)),
+            the certificate's ``omega`` (Thm. 3) and the walk report's size.
 
     Returns:
         :class:`~grounding.GroundingResult`.

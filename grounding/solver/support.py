@@ -134,7 +134,7 @@ def _batched_chain_costs(mentions, claimed, cost, relation, mismatch, realizatio
     """:func:`~grounding.solver.program.chain_costs` (Eqs. (9)-(10)) of a batch of chains of
     one hop count, compiled once per padded shape."""
     return chain_costs(
-        mentions, claimed, cost, {"relation": relation}, {"mismatch": mismatch}, realization,
+        mentions, claimed, cost, {"relation": relation}, {"mismatch_cost": mismatch}, realization,
         metric, n_nodes,
     )  # fmt: skip
 
@@ -168,7 +168,7 @@ def _report_chain_costs(which, problem, state, q, out, realization, statics) -> 
                 q["claimed"][idx, :t],
                 cost,
                 relation,
-                q["mismatch"],
+                q["mismatch_cost"],
                 realization,
                 statics.metric,
                 statics.n_nodes,

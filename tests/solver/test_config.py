@@ -61,7 +61,10 @@ def test_infinite_settings_are_accepted_where_they_mean_something():
         margin_threshold=inf, omega=inf,
     )  # fmt: skip
     assert cfg.arrays() is cfg.arrays()  # one build per config (a batch reads it per question)
-    assert all(float(cfg.arrays()[k]) == inf for k in ("kappa", "eps", "eps_s", "kc", "omega"))
+    assert all(
+        float(cfg.arrays()[k]) == inf
+        for k in ("kappa", "eps", "eps_s", "contradiction_penalty", "omega")
+    )
 
 
 def test_unknown_or_missing_settings_are_type_errors():
