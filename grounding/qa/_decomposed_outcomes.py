@@ -93,7 +93,16 @@ class PankRAGOutcome:
         return () if self.final.result is None else (self.final.result,)
 
 
-def failed(step, text, anchors, weights, mode, got, why) -> StepOutcome:
+def failed(
+    step: SubQuestion | None,
+    text: str,
+    anchors: tuple[str, ...],
+    weights: np.ndarray,
+    mode: str,
+    got: Retrieval | None,
+    why: str | None,
+) -> StepOutcome:
+    """A step's outcome without an answer, with the reason."""
     return StepOutcome(step, text, anchors, weights, mode, got, None, (), np.zeros(0), why)
 
 
