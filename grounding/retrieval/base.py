@@ -8,8 +8,8 @@ a :class:`~grounding.TypedGraph` (node texts in :attr:`~grounding.TypedGraph.nod
 Where a new retriever goes: a node ranker subclasses :class:`BaseRetriever` (or
 :class:`AnchoredRetriever` when it needs topic entities); a triple retriever fills
 ``Retrieval.triples`` / ``triple_scores`` and, when it has its own reliabilities, passes its
-own ``evidence``; a planner builds a :class:`~grounding.plans.dag.Plan` and calls
-retrievers per sub-question.
+own ``evidence``. Planners (:mod:`grounding.plans`) build plans and never retrieve; the
+question-answering systems (:mod:`grounding.qa`) call retrievers per question or sub-question.
 """
 
 from __future__ import annotations
