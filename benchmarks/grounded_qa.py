@@ -32,7 +32,6 @@ apart). ``--repeats`` runs each row that many times and reports the median and t
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import sys
@@ -40,10 +39,8 @@ import time
 
 import networkx as nx
 import numpy as np
+from _common import parser, save_png, write_json
 from scipy.special import logsumexp
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from paths import write_json  # noqa: E402  (the benchmarks directory, just above)
 
 from grounding.datasets import kgqa_benchmark
 from grounding.learn import init_model
@@ -242,13 +239,11 @@ def plot(path: str, points: dict, machine: str) -> None:
     ax.set_ylabel("questions / s")
     ax.set_title(f"Grounded QA loop, CoDEx-M 2-hop ({machine})", fontsize=8)
     fig.tight_layout()
-    tmp = path + ".tmp.png"
-    fig.savefig(tmp, dpi=120)
-    os.replace(tmp, path)
+    save_png(fig, path, dpi=120)
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__.splitlines()[0], out="write every measurement as JSON (atomically)")
     ap.add_argument("--questions", type=int, default=300, help="questions timed (default 300)")
     ap.add_argument("--hops", type=int, default=2, choices=(1, 2, 3), help="hop count (default 2)")
     ap.add_argument("--k-nodes", type=int, default=100, help="retrieved nodes (default 100)")
@@ -258,7 +253,6 @@ def main(argv=None) -> None:
     ap.add_argument("--table", action="store_true", help="also 1-, 3-hop and 1,000-candidate rows")
     ap.add_argument("--curve", help="batch sizes to time, e.g. 1,8,64,256,1024")
     ap.add_argument("--stages", action="store_true", help="split a batch's time into stages")
-    ap.add_argument("--out", help="write every measurement as JSON (atomically)")
     ap.add_argument("--plot", help="write the batch-size curve as a PNG")
     args = ap.parse_args(argv)
     import jax

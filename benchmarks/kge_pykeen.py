@@ -51,7 +51,6 @@ Differences between the two implementations (checked against the PyKEEN 1.11.1 s
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import os
@@ -63,16 +62,12 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _common import parser, sig3, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 PYKEEN_PYTHON = ROOT / ".venv-pykeen" / "bin" / "python"
 PYKEEN_SIDE = Path(__file__).resolve().parent / "_pykeen_side.py"
 DATA = ROOT / "grounding" / "datasets" / "data"
-
-
-def sig3(x: float) -> str:
-    """``x`` to 3 significant digits without an exponent (``41.2``, ``0.161``, ``1230``)."""
-    return f"{float(f'{x:.3g}'):g}"
 
 
 def run_ours(dataset: str, kind: str, epochs: int) -> dict:
@@ -158,12 +153,15 @@ def run_pykeen(dataset: str, kind: str, epochs: int) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(
+        __doc__.splitlines()[0],
+        quick="nations, 20 epochs (unless given)",
+        out="the report, JSON written atomically (default results/bench_kge_pykeen.json)",
+        out_default="results/bench_kge_pykeen.json",
+    )
     ap.add_argument("--dataset", default=None, help="umls (default), nations or kinships")
     ap.add_argument("--model", default="transe", choices=("transe", "rotate"))
     ap.add_argument("--epochs", type=int, default=None, help="default 100 (--quick: 20)")
-    ap.add_argument("--quick", action="store_true", help="nations, 20 epochs (unless given)")
-    ap.add_argument("--out", default="results/bench_kge_pykeen.json")
     args = ap.parse_args()
     dataset = args.dataset or ("nations" if args.quick else "umls")
     epochs = args.epochs or (20 if args.quick else 100)
@@ -206,9 +204,7 @@ def main() -> None:
         "pykeen": pyk,
         "epochs_per_s_ratio_vs_pykeen": ratio,
     }
-    from grounding.io import atomic_write_bytes
-
-    atomic_write_bytes(args.out, json.dumps(report, indent=2).encode())
+    write_json(args.out, report)
     print(f"wrote {args.out}")
     print(
         f"epochs_per_s_ratio_vs_pykeen={sig3(ratio)} "

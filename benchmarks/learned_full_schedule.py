@@ -19,9 +19,10 @@ trained in the same call, blind and with the gold chain, through the experiment'
 ``downstream`` (the grounded-QA experiment's benchmark and answerer, built once; λ fitted on
 validation).
 
-It calls the experiment's own functions (:mod:`experiments.learned_retrievers`: question
-selection, candidate preparation, training, metrics, intervals, downstream grounding) under
-64-bit JAX, as the experiment runs, and leaves out the experiment's transfer. It exists
+It calls the experiment's own functions (those :mod:`experiments.learned_retrievers` takes from
+:mod:`experiments._setup`: question selection, candidate preparation, training, metrics,
+intervals, downstream grounding) under 64-bit JAX, as the experiment runs, and leaves out the
+experiment's transfer. It exists
 because the full schedule is a GPU job: on an NVIDIA H200 the three main variants take about
 4 minutes on CoDEx-M, on the 2-core CPU machine the docs were written on several hours.
 """
@@ -39,13 +40,14 @@ import jax
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's experiments
+# the experiment's report format (strict JSON, written atomically by grounding.io)
 from experiments._io import write_json
-from experiments.grounded_qa import build
-from experiments.learned_retrievers import (
+from experiments._setup import (
     FULL_ONLY,
     HOPS,
     MAIN,
     VARIANTS,
+    build,
     ceilings,
     compare_recall,
     deep_models,

@@ -29,11 +29,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _common import parser, random_graph, sig3, write_json
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from paths import random_graph, sig3, write_json  # noqa: E402  (the benchmarks directory, just above)
-
-from grounding.testing.processes import free_port, local_env, run_processes  # noqa: E402
+from grounding.testing.processes import free_port, local_env, run_processes
 
 HOPS, TAU, DEVICES_PER_PROCESS, TIMEOUT_S = 3, 1.0, 2, 600
 FULL = dict(n_nodes=20_000, n_edges=200_000, n_sources=64, warmup=2, repeats=7)
@@ -97,7 +95,7 @@ def worker(spec: dict) -> None:
             times_s=times.tolist(),
             median_s=float(np.median(times)),
         )
-        Path(spec["out"] + ".json").write_text(json.dumps(info))
+        write_json(spec["out"] + ".json", info)
 
 
 # ------------------------------------------------------------------------- launcher
@@ -120,11 +118,9 @@ def launch(name: str, cfg: dict, n_proc: int, n_dev: int, mesh: bool, tmp: Path)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="smaller sizes, under a minute")
-    parser.add_argument("--out", help="write all measurements as JSON")
-    parser.add_argument("--worker", help=argparse.SUPPRESS)  # internal: one child process
-    args = parser.parse_args()
+    ap = parser(__doc__.split("\n")[0], quick="smaller sizes, under a minute")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)  # internal: one child process
+    args = ap.parse_args()
     if args.worker:
         worker(json.loads(args.worker))
         return 0
@@ -165,7 +161,7 @@ def main() -> int:
     ratio = results[2]["sources_per_s"] / results[1]["sources_per_s"]
     if args.out:
         final = dict(mode=mode, config=cfg, runs=results, ratio=ratio)
-        write_json(args.out, final)  # atomic
+        write_json(args.out, final)
     print(f"multiprocess_throughput_ratio={sig3(ratio)}")
     return 0 if all(r["agrees"] for r in results) else 1
 

@@ -22,22 +22,23 @@ only load what their side needs; each child's peak RSS is then attributable to t
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import multiprocessing as mp
-import os
-import platform
-import resource
 import sys
-import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
 
 import networkx as nx
 import numpy as np
-import scipy
 import scipy.sparse as sp
+from _common import (
+    in_child,
+    machine,
+    median_time,
+    parser,
+    peak_rss_mib,
+    random_graph,
+    sig3,
+    write_json,
+)
 
 SEED, HOPS, TAU, SOURCES = 0, 3, 1.0, 64
 FULL = dict(
@@ -47,20 +48,6 @@ QUICK = dict(enum=[(2_000, 10_000)], enum_sources=16, big=(30_000, 300_000), rep
 GRAPHS = ("uniform", "power-law", "codex-m")  # the large graphs (codex-m has a fixed size)
 ORDERS = ("given", "rcm", "in-degree")  # node orders tried on the fused backend
 BANDWIDTH_BYTES = 512 * 2**20
-
-
-def sig3(x: float) -> str:
-    """``x`` to 3 significant digits without an exponent (``41.2``, ``0.161``, ``1230``)."""
-    return f"{float(f'{x:.3g}'):g}"
-
-
-def random_graph(n_nodes: int, n_edges: int, n_sources: int, seed: int = SEED):
-    rng = np.random.default_rng(seed)
-    head = rng.integers(0, n_nodes, n_edges, dtype=np.int32)
-    tail = rng.integers(0, n_nodes, n_edges, dtype=np.int32)
-    cost = rng.random(n_edges, dtype=np.float32)
-    sources = rng.choice(n_nodes, n_sources, replace=False).astype(np.int32)
-    return head, tail, cost, sources
 
 
 def power_law_graph(n_nodes: int, n_edges: int, n_sources: int, seed: int = SEED):
@@ -112,25 +99,6 @@ def node_order(name: str, head, tail, n_nodes: int) -> np.ndarray:
     new_id = np.empty(n_nodes, np.int32)
     new_id[order] = np.arange(n_nodes, dtype=np.int32)
     return new_id
-
-
-def median_time(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
-
-
-def peak_rss_mib() -> float:
-    """Peak RSS of this process. ``VmHWM`` is per address space; ``ru_maxrss`` is not used
-    because after spawn's fork+exec it keeps the *parent's* high-water mark."""
-    try:
-        with open("/proc/self/status") as f:
-            return next(int(x.split()[1]) for x in f if x.startswith("VmHWM")) / 1024
-    except (OSError, StopIteration):
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 # ------------------------------------------------------------------------- implementations
@@ -261,11 +229,6 @@ def scipy_child(graph, n_nodes, n_edges, repeats):
     return stats, field, {"before_timed": before, "peak": peak_rss_mib()}
 
 
-def in_child(fn, *args):
-    with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
-        return pool.submit(fn, *args).result()
-
-
 def bench_scipy(graph, n_nodes, n_edges, repeats, backends) -> dict:
     """scipy vs the DP on one large graph: every backend, and node orders on the fused one."""
     sc, sc_field, sc_rss = in_child(scipy_child, graph, n_nodes, n_edges, repeats)
@@ -319,20 +282,6 @@ def roofline(big: dict, bw: dict, backend: str) -> dict:
 
 
 # -------------------------------------------------------------------------------- report
-
-
-def machine() -> dict:
-    import jax
-
-    cpu = "unknown"
-    if os.path.exists("/proc/cpuinfo"):
-        with open("/proc/cpuinfo") as f:
-            cpu = next((ln.split(":", 1)[1].strip() for ln in f if "model name" in ln), cpu)
-    versions = {m.__name__: m.__version__ for m in (np, scipy, jax, nx)}
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    return dict(
-        cpu=cpu, cores=os.cpu_count(), python=platform.python_version(), load=load, **versions
-    )
 
 
 def agreement(a: dict, long: bool = False) -> str:
@@ -407,18 +356,8 @@ def print_report(enum: list, bigs: list, bw: dict, roofs: dict) -> None:
         )
 
 
-def write_json(path: str, data: dict) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    with tempfile.NamedTemporaryFile("w", dir=directory, suffix=".tmp", delete=False) as f:
-        json.dump(data, f, indent=2)
-    os.replace(f.name, path)
-
-
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="smaller sizes, a few minutes")
-    parser.add_argument("--out", help="write all measurements as JSON (atomically)")
-    args = parser.parse_args()
+    args = parser(__doc__.split("\n")[0], quick="smaller sizes, a few minutes").parse_args()
     mode, cfg = ("quick", QUICK) if args.quick else ("full", FULL)
     m = machine()
     print(

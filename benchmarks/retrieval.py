@@ -56,7 +56,6 @@ structure.
 
 from __future__ import annotations
 
-import argparse
 import os
 import resource
 import time
@@ -66,6 +65,7 @@ from types import SimpleNamespace
 import networkx as nx
 import numpy as np
 import scipy.sparse as sp
+from _common import parser, sig3
 from scipy.sparse import csgraph
 
 from grounding import TypedGraph
@@ -75,11 +75,6 @@ from grounding.retrieval import PCR, ANNIndex, Query, SoftPCR, TextIndex
 K, TOL = 10, 1e-5
 ANN_BATCH, RECALL_TARGET = 50, 0.95
 EXACT_TARGET_MS, ANN_TARGET_MS = 6, 1  # the spec's targets at 1M nodes, reported met or missed
-
-
-def sig3(x: float) -> str:
-    """``x`` to 3 significant digits without an exponent (``41.2``, ``0.161``, ``1230``)."""
-    return f"{float(f'{x:.3g}'):g}"
 
 
 def size_tag(n: int) -> str:
@@ -372,12 +367,11 @@ def control(a, graph: TypedGraph, p: dict, rng) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = parser(__doc__.split("\n\n")[0], quick="10k nodes, 100k edges, 200 queries", out=None)
     flags = dict(nodes=100_000, edges=1_000_000, queries=1000, dim=384, batch=256, repeats=3)
     more = (("soft-single", 20), ("check-queries", 20), ("ann-queries", 200))
     for flag, default in (*flags.items(), ("reference-queries", 50), ("seed", 0), *more):
         ap.add_argument(f"--{flag}", type=int, default=default)
-    ap.add_argument("--quick", action="store_true", help="10k nodes, 100k edges, 200 queries")
     ap.add_argument("--million", action="store_true", help="add 1M nodes / 10M edges, with ANN")
     a = ap.parse_args()
     if min(a.soft_single, a.ann_queries) < 1:

@@ -25,21 +25,20 @@ The exit status is 1 when a configuration failed (its slopes then use the points
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import sys
 import time
 
 import numpy as np
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from paths import (  # noqa: E402  (the benchmarks directory is on the path just above)
+from _common import (
     in_child,
     machine,
     median_time,
+    parser,
     peak_rss_mib,
     random_graph,
+    save_png,
     sig3,
     write_json,
 )
@@ -198,8 +197,7 @@ def figure(path, results, slopes) -> None:
     ax_s.set_title(f"time vs sources at |E| = {', '.join(f'{e:,}' for e in sorted(at))}")
     fig.suptitle(f"energy_field, {HOPS} hops, tau {TAU}, float32, average degree {DEGREE}")
     fig.tight_layout()
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    fig.savefig(path, dpi=120)
+    save_png(fig, path, dpi=120)
     plt.close(fig)
 
 
@@ -212,15 +210,13 @@ def sizes(text: str) -> list[int]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="|E| <= 300k, S <= 64, ~1 minute")
-    parser.add_argument("--backends", help="comma-separated, e.g. fused,ell (default: default)")
-    parser.add_argument("--edges", type=sizes, help="override the |E| sweep, e.g. 1e4,3e4")
-    parser.add_argument("--sources", type=sizes, help="override the S sweep, e.g. 1,4")
-    parser.add_argument("--sources-at", type=size, help="|E| of the S sweep")
-    parser.add_argument("--out", help="write all measurements as JSON (atomically)")
-    parser.add_argument("--figure", default="docs/assets/scaling.png", help="figure path")
-    args = parser.parse_args()
+    ap = parser(__doc__.split("\n")[0], quick="|E| <= 300k, S <= 64, ~1 minute")
+    ap.add_argument("--backends", help="comma-separated, e.g. fused,ell (default: default)")
+    ap.add_argument("--edges", type=sizes, help="override the |E| sweep, e.g. 1e4,3e4")
+    ap.add_argument("--sources", type=sizes, help="override the S sweep, e.g. 1,4")
+    ap.add_argument("--sources-at", type=size, help="|E| of the S sweep")
+    ap.add_argument("--figure", default="docs/assets/scaling.png", help="figure path")
+    args = ap.parse_args()
     import grounding
 
     mode, cfg = ("quick", dict(QUICK)) if args.quick else ("full", dict(FULL))

@@ -35,8 +35,6 @@ predictor's top-1 accuracy and ceiling).
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import sys
 import textwrap
 import time
@@ -44,9 +42,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 import numpy as np
-import optax
 
 from experiments._io import (
     float64,
@@ -58,234 +54,28 @@ from experiments._io import (
     write_csv,
     write_json,
 )
-from experiments._stats import paired_bootstrap, wilson
+from experiments._setup import (
+    KAPPA,
+    METHODS,
+    Setting,
+    arrays,
+    blind_paths,
+    build,
+    counter_evidence,
+    evaluate,
+    fit_blind_lambda,
+    fit_lambda,
+    score,
+    settings,
+)
+from experiments._stats import paired_bootstrap
 from grounding import EvidenceStatus, GroundingResult, TypedGraph, gibbs_log_posterior, ground
 from grounding import plot as gplot
-from grounding.datasets import kgqa_benchmark
-from grounding.learn import OneVsAllConfig, train_one_vs_all
-from grounding.plans import RelationPathPredictor, path_accuracy
-from grounding.qa import (
-    BlindQA,
-    GroundedQA,
-    KGEAnswerer,
-    expected_calibration_error,
-    grounding_problem,
-    risk_coverage,
-    score_probabilities,
-)
+from grounding.qa import BlindQA, GroundedQA, grounding_problem, risk_coverage
 from grounding.qa.loop import compact_evidence
 from grounding.query import blind
-from grounding.retrieval import PCR, HashingEncoder, SoftPCR, TextIndex
 
-KAPPA = 1.0
-METHODS = ("prior", "hard", "soft")
 LAMBDA_GRID = np.logspace(-2, 2, 33)
-
-
-@dataclasses.dataclass(frozen=True)
-class Setting:
-    name: str
-    questions_per_hop: int
-    epochs: int
-    negatives: bool = False
-    dim: int = 256  # the answerer's (TransE) embedding dimension
-
-
-#: The benchmark and answerer of each dataset, per mode (``True``: ``--full``); PankRAG and the
-#: learned retrievers use the same ones (so one process trains each answerer once).
-SETTINGS = {
-    True: {
-        "codex-m": Setting("codex-m", 3000, 15),
-        "umls": Setting("umls", 1000, 100),
-        "codex-s": Setting("codex-s", 1000, 60, negatives=True),
-    },
-    False: {
-        "codex-m": Setting("codex-m", 500, 3),
-        "umls": Setting("umls", 300, 20),
-        "codex-s": Setting("codex-s", 300, 10, negatives=True),
-    },
-}
-
-
-def settings(full: bool) -> list[Setting]:
-    return list(SETTINGS[full].values())
-
-
-def build(setting: Setting, seed: int = 0):
-    """Benchmark, trained answerer (temperature fitted on validation) and retrievers.
-    Memoized by ``(setting, seed)``: later experiments of the same run (PankRAG, the learned
-    retrievers) reuse the trained answerer."""
-    return _build(setting, seed)
-
-
-@functools.lru_cache(maxsize=4)
-def _build(setting: Setting, seed: int):
-    bench = kgqa_benchmark(setting.name, questions_per_hop=setting.questions_per_hop, seed=seed)
-    shared = 4096 if setting.name == "codex-m" else 0  # CoDEx-M: batch negatives (speed)
-    cfg = OneVsAllConfig(
-        dim=setting.dim,
-        epochs=setting.epochs,
-        lr=0.1,
-        init_scale=0.1,
-        n_shared_negatives=shared,
-        eval_every=min(5, setting.epochs),
-        patience=3,
-        seed=seed,
-    )
-    # the answerer trains in 32-bit floats (a model fit, half the time of 64-bit on a CPU);
-    # its parameters are then widened, so the loop's measured values stay 64-bit
-    with jax.enable_x64(False):
-        fit = train_one_vs_all(bench.kg, "transe", cfg, progress=False)
-    model = jax.tree.map(lambda x: jnp.asarray(x, jnp.float64), fit.model)
-    answerer = KGEAnswerer(model, bench.kg.entities, bench.kg.relations)
-    valid = bench.split("valid")
-    answerer.fit_temperature(valid, [q.answers for q in valid])
-    index = TextIndex(bench.graph)
-    pcr = {h: PCR(index, max_hops=h) for h in (1, 2, 3)}
-    soft = {h: SoftPCR(index, max_hops=h) for h in (1, 2, 3)}  # the PCR paper's constants
-    return bench, answerer, (pcr, soft), fit
-
-
-def counter_evidence(bench) -> frozenset:
-    """CoDEx-S's hard negatives (valid + test), both directions, as counter-evidence triples."""
-    kg = bench.kg
-    out = set()
-    for split in ("valid", "test"):
-        for h, r, t in kg.negative_triples(split):
-            out.add((kg.entities[h], kg.relations[r], kg.entities[t]))
-            out.add((kg.entities[t], kg.relations[r] + "^-1", kg.entities[h]))
-    return frozenset(out)
-
-
-def arrays(outcomes, questions: Sequence | None = None) -> dict[str, np.ndarray]:
-    """``[Q, C]`` prior, grounding energy and gold mask (the claim's answer is a gold answer)
-    of the answered outcomes, oracle or blind; ``questions`` (default: each outcome's own)
-    hold the scorer's gold answers."""
-    questions = [o.question for o in outcomes] if questions is None else questions
-    live = [(o.result, q) for o, q in zip(outcomes, questions) if o.result is not None]
-    C = max(len(r.names) for r, _ in live)
-    lp = np.full((len(live), C), -np.inf)
-    energy = np.zeros((len(live), C))
-    gold = np.zeros((len(live), C), bool)
-    for i, (r, q) in enumerate(live):
-        n = len(r.names)
-        lp[i, :n] = np.asarray(r.log_prior)
-        energy[i, :n] = np.asarray(r.energy)
-        gold[i, :n] = [a in set(q.answers) for a in r.answers]
-    return dict(log_prior=lp, energy=energy, gold=gold)
-
-
-def fit_lambda(
-    outcomes, questions: Sequence | None = None, steps: int = 300, lr: float = 0.05
-) -> float:
-    """Maximize the validation log-probability of the gold answers among the candidates under
-    the grounded posterior (Eq. (7) on the energies ``ground`` computed) by Adam on log lambda.
-    The one lambda fit of every QA experiment, oracle (gold chain) or blind."""
-    a = arrays(outcomes, questions)
-    has_gold = a["gold"].any(axis=1)
-    if not has_gold.any():
-        raise ValueError("no validation outcome has a gold answer among its candidates")
-    lp, energy, gold = (jnp.asarray(a[k][has_gold]) for k in ("log_prior", "energy", "gold"))
-
-    def loss(log_lam):
-        post = gibbs_log_posterior(lp, energy, jnp.exp(log_lam))
-        return -jnp.mean(jax.nn.logsumexp(jnp.where(gold, post, -jnp.inf), axis=1))
-
-    opt = optax.adam(lr)
-    x, state = jnp.asarray(0.0), opt.init(jnp.asarray(0.0))
-    grad = jax.jit(jax.value_and_grad(loss))
-    for _ in range(steps):
-        _, g = grad(x)
-        upd, state = opt.update(g, state)
-        x = optax.apply_updates(x, upd)
-    return float(jnp.exp(x))
-
-
-def score(outcome, method: str, gold: Sequence[str] | None = None) -> dict[str, float]:
-    """Hits@1, answer-set F1 and confidence of one outcome, oracle or blind, against ``gold``
-    (default: the outcome's own question's answers; a blind outcome carries none), answers
-    rolled up over the claims that reach them."""
-    r = outcome.result
-    gold = outcome.question.answers if gold is None else gold
-    if r is None or (method == "hard" and bool(r.hard_abstained)):
-        return score_probabilities((), np.zeros(0), gold, abstained=True)
-    return score_probabilities(*r.answer_probabilities(method), gold)
-
-
-def unobserved_fate(outcomes) -> dict[str, float]:
-    """True answers the evidence does not state, among the candidates: the share hard
-    grounding deletes (zero mass) and soft grounding keeps (positive mass), and how often
-    each method ranks one first; observed answers deleted by hard grounding (retrieval misses)
-    for comparison."""
-    n_unobs = hard_del = soft_keep = n_obs = obs_del = 0
-    for o in outcomes:
-        if o.result is None:
-            continue
-        unobs, obs = set(o.question.unobserved), set(o.question.observed)
-        hard, soft = o.probabilities("hard"), o.probabilities("soft")
-        for j, c in enumerate(o.candidates.entities):
-            if c in unobs:
-                n_unobs += 1
-                hard_del += hard[j] == 0
-                soft_keep += soft[j] > 0
-            elif c in obs:
-                n_obs += 1
-                obs_del += hard[j] == 0
-    return dict(
-        unobserved_candidates=n_unobs,
-        hard_deletes=hard_del / max(n_unobs, 1),
-        soft_keeps=soft_keep / max(n_unobs, 1),
-        observed_candidates=n_obs,
-        hard_deletes_observed=obs_del / max(n_obs, 1),
-    )
-
-
-def certificate(outcomes, lam: float) -> dict[str, float]:
-    """Thm. 3 on the real world: the best soft answer is certified against *any* evidence
-    change when ``radius > kappa`` (energies lie in ``[0, kappa]``); against the world
-    :math:`G^*` when ``radius`` exceeds the oscillation of ``E_R - E_{G*}`` (``E_{G*}`` = 0
-    on true answers, ``kappa`` otherwise). Sound: certified answers equal the world's."""
-    any_change = world = world_ok = 0
-    live = [o for o in outcomes if o.result is not None]
-    for o in live:
-        r = o.result
-        radius = float(r.certificate.radius)
-        e_r = np.asarray(r.energy)
-        truth = set(o.question.answers)
-        e_w = np.array([0.0 if c in truth else KAPPA for c in o.candidates.entities])
-        support = np.isfinite(np.asarray(r.log_prior))
-        diff = (e_r - e_w)[support]
-        omega = float(diff.max() - diff.min())
-        any_change += radius > KAPPA
-        if radius > omega:
-            world += 1
-            post_w = np.asarray(gibbs_log_posterior(r.log_prior, e_w, lam))
-            world_ok += int(np.argmax(post_w)) == int(r.best)
-    n = max(len(live), 1)
-    return dict(
-        certified_any=any_change / n,
-        certified_world=world / n,
-        certified_world_sound=world_ok / max(world, 1),
-    )
-
-
-def evaluate(outcomes, lam: float) -> dict:
-    out = {}
-    for m in METHODS:
-        rows = [score(o, m) for o in outcomes]
-        conf = np.array([r["confidence"] for r in rows])
-        hit = np.array([r["hit"] for r in rows])
-        out[m] = dict(
-            hits1=float(hit.mean()),
-            f1=float(np.mean([r["f1"] for r in rows])),
-            abstained=float(np.mean([r["abstained"] for r in rows])),
-            aurc=risk_coverage(conf, hit)["aurc"],
-            ece=expected_calibration_error(conf, hit),
-        )
-    out["unobserved"] = unobserved_fate(outcomes)
-    out["certificate"] = certificate(outcomes, lam)
-    out["n_questions"] = len(outcomes)
-    return out
 
 
 def lambda_sweep(outcomes) -> list[float]:
@@ -317,15 +107,6 @@ def worked_example(qa: GroundedQA, outcomes) -> Example:
     state = compact_evidence(o.evidence, problem.entities())
     result = ground(problem, state, n_paths=3, **qa.ground_kwargs)
     return state.graph, result, list(o.candidates.entities)
-
-
-LABEL_WEIGHTS = (0.0, 0.5, 1.0, 2.0)  # beta of the relation-path predictor, chosen on valid
-
-
-def fit_blind_lambda(outcomes, questions) -> float:
-    """:func:`fit_lambda` on blind validation outcomes, scored against ``questions``' gold
-    answers (the blind outcomes carry none)."""
-    return fit_lambda(outcomes, questions)
 
 
 def blind_loop(bench, answerer, pcr, predictor, oracle_hits: dict, log) -> dict:
@@ -360,34 +141,6 @@ def blind_loop(bench, answerer, pcr, predictor, oracle_hits: dict, log) -> dict:
             + "{:+.3f} to {:+.3f})".format(*row["soft"]["vs_oracle"]["ci"])
         )
     return out
-
-
-def blind_paths(bench, log) -> tuple[dict, RelationPathPredictor]:
-    """Relation paths predicted from the blind question (text and topic) by a predictor fitted
-    on the training questions, its label weight chosen on validation: top-1 and top-3 path
-    accuracy per hop on test with Wilson intervals, and the share of test chains seen in
-    training (the ceiling of a predictor over training paths)."""
-    enc = HashingEncoder()
-
-    def fitted(beta: float) -> RelationPathPredictor:
-        pred = RelationPathPredictor(enc.encode, bench.relation_labels, bench.graph, beta)
-        return pred.fit(bench.split("train"))
-
-    def mean_top1(acc: dict) -> float:
-        return float(np.mean([r["top1"] for r in acc.values()]))
-
-    valid = {b: mean_top1(path_accuracy(fitted(b), bench.split("valid"))) for b in LABEL_WEIGHTS}
-    beta = max(LABEL_WEIGHTS, key=lambda b: (valid[b], -b))
-    acc = path_accuracy(fitted(beta), bench.split("test"))
-    for r in acc.values():
-        r["top1_ci"], r["topk_ci"] = (wilson(r[m] * r["n"], r["n"]) for m in ("top1", "topk"))
-    log(
-        f"{bench.name} blind relation paths (beta={beta}): "
-        + " ".join(
-            f"{h}-hop top1={r['top1']:.3f} ceiling={r['ceiling']:.3f}" for h, r in acc.items()
-        )
-    )
-    return dict(label_weight=beta, valid_top1=valid, per_hop=acc), fitted(beta)
 
 
 def run_setting(setting: Setting, log, seed: int = 0) -> tuple[dict, Example]:

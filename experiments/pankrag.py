@@ -79,8 +79,7 @@ from experiments._io import (
     write_csv,
     write_json,
 )
-from experiments._stats import paired_bootstrap
-from experiments.grounded_qa import (
+from experiments._setup import (
     KAPPA,
     SETTINGS,
     blind_paths,
@@ -88,6 +87,7 @@ from experiments.grounded_qa import (
     fit_blind_lambda,
     fit_lambda,
 )
+from experiments._stats import paired_bootstrap
 from grounding.datasets import load_musique
 from grounding.llm import Endpoint
 from grounding.plans import (

@@ -42,7 +42,6 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 from scipy.special import logsumexp
@@ -57,8 +56,8 @@ from experiments._io import (
     write_csv,
     write_json,
 )
+from experiments._setup import ResultOutcome, fit_blind_lambda
 from experiments._stats import paired_bootstrap
-from experiments.grounded_qa import fit_blind_lambda
 from grounding import ClaimChain, EvidenceState, GroundingProblem, TypedGraph
 from grounding.datasets import hypergraph_qa_benchmark
 from grounding.hypergraph import hop_relations
@@ -283,7 +282,7 @@ def fit_role_predictor(bench, encode):
 
 def fit_lambda(index, bench, planner, predictor) -> float:
     """One lambda for every system: the grid value maximizing the validation log-mass of the gold
-    answers (:func:`experiments.grounded_qa.fit_blind_lambda`) over the final groundings of blind
+    answers (:func:`experiments._setup.fit_blind_lambda`) over the final groundings of blind
     PRoH and blind HyperGraphRAG, probed at lambda = 1 (energies do not depend on lambda)."""
     valid = list(bench.split("valid"))
     shown = [blind(q) for q in valid]
@@ -291,11 +290,11 @@ def fit_lambda(index, bench, planner, predictor) -> float:
     rows, gold = [], []
     for o, q in zip(outs, valid):
         for s in o.solutions:
-            rows.append(SimpleNamespace(result=s.final.result))
+            rows.append(s.final)  # a StepAnswer: its grounding result is ``result``
             gold.append(q)
     chains = predictor.predict(shown, K_CHAINS)
     _, results, _ = run_hypergraphrag(index, shown, chains, LAMBDA_PROBE)
-    rows += [SimpleNamespace(result=r) for r in results]
+    rows += [ResultOutcome(r) for r in results]
     gold += valid
     return fit_blind_lambda(rows, gold)
 

@@ -61,17 +61,17 @@ def smoke_scale(patch: pytest.MonkeyPatch) -> None:
     code paths in about 4 minutes on one idle core here, mostly compiling; PRoH on 12
     instead of 40 questions per hop count. Their quick mode itself runs under ``-m slow``
     and in the main job."""
-    from experiments import grounded_qa, learned_retrievers, pankrag, proh
+    from experiments import _setup, learned_retrievers, pankrag, proh
 
-    S = grounded_qa.Setting
+    S = _setup.Setting
     small = {
         "codex-m": S("codex-m", 100, 1, dim=32),
         "umls": S("umls", 60, 5, dim=32),
         "codex-s": S("codex-s", 60, 3, negatives=True, dim=32),
     }
-    patch.setitem(grounded_qa.SETTINGS, False, small)
-    few = learned_retrievers.Scale(10, 3, 4, 1, 1, (0,), 300, False, ablations=False,
-                                   downstream=("subgraphrag", "gated"))  # fmt: skip
+    patch.setitem(_setup.SETTINGS, False, small)
+    few = _setup.Scale(10, 3, 4, 1, 1, (0,), 300, False, ablations=False,
+                       downstream=("subgraphrag", "gated"))  # fmt: skip
     patch.setattr(learned_retrievers, "scale", lambda full: few)
     patch.setattr(pankrag, "QUICK_PER_HOP", 5)
     patch.setattr(proh, "QUICK_PER_HOP", 12)

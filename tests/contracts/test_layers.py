@@ -1,6 +1,7 @@
 """The import rule of ``docs/architecture.md``, checked on the source: a module imports only
 from units on lower floors (or from its own package); the import graph has no cycle; the
-datasets are leaves; experiments and benchmarks import public names only."""
+datasets are leaves; experiments and benchmarks import public names only, and neither an
+experiment nor a benchmark imports another."""
 
 from __future__ import annotations
 
@@ -145,6 +146,106 @@ def test_experiments_and_benchmarks_use_public_names_only():
                 private += [n for n in names if n.startswith("_")]
                 if private:
                     bad.append(f"{path.relative_to(ROOT)}:{line} imports {mod} {names}")
+    assert not bad, "\n".join(bad)
+
+
+def _scripts(folder: str) -> set[str]:
+    """The experiments (or benchmark scripts) of a folder: its modules without a leading
+    underscore (``_setup``, ``_io``, ``_common``, ... are the shared helpers)."""
+    return {p.stem for p in (ROOT / folder).glob("*.py") if not p.stem.startswith("_")}
+
+
+def _imported_modules(source: str, package: str) -> list[tuple[int, str]]:
+    """``(line, module)`` of every import of ``source``, at any depth (inside functions too):
+    ``from m import a`` gives ``m`` and ``m.a`` (``a`` may be a submodule); relative imports
+    are resolved against ``package``; ``importlib.import_module("...")`` with a literal name
+    counts as well."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            mod = node.module or ""
+            if node.level:
+                base = package.split(".")[: max(len(package.split(".")) - node.level + 1, 0)]
+                mod = ".".join([*base, *([mod] if mod else [])])
+            out.append((node.lineno, mod))
+            out += [(node.lineno, f"{mod}.{a.name}") for a in node.names]
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute | ast.Name)
+            and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            out.append((node.lineno, node.args[0].value))
+    return out
+
+
+def _cross_imports(source: str, own: str, experiments: set[str], benchmarks: set[str]) -> list:
+    """The imports of ``source`` (module ``own``: ``experiments.<x>`` or ``benchmarks.<x>``)
+    of an experiment module or a benchmark script other than itself."""
+    bad = []
+    package = own.rsplit(".", 1)[0]
+    for line, mod in _imported_modules(source, package):
+        parts = mod.split(".")
+        target = None
+        if parts[0] == "experiments" and len(parts) > 1 and parts[1] in experiments:
+            target = f"experiments.{parts[1]}"
+        elif parts[0] == "benchmarks" and len(parts) > 1 and parts[1] in benchmarks:
+            target = f"benchmarks.{parts[1]}"
+        elif package == "benchmarks" and parts[0] in benchmarks:  # the script's own folder
+            target = f"benchmarks.{parts[0]}"
+        if target is not None and target != own:
+            bad.append((line, target))
+    return sorted(set(bad))
+
+
+def test_the_cross_import_check_sees_every_form_of_import():
+    exp, bench = {"grounded_qa", "proh"}, {"paths", "scaling"}
+    source = (
+        "from experiments.grounded_qa import build\n"
+        "from experiments import grounded_qa\n"
+        "import experiments.grounded_qa as g\n"
+        "def f():\n"
+        "    from .grounded_qa import score\n"
+        "    importlib.import_module('experiments.grounded_qa')\n"
+        "from experiments._setup import build\n"
+        "from experiments import _io, _setup\n"
+        "import grounding.paths\n"
+    )
+    found = _cross_imports(source, "experiments.proh", exp, bench)
+    assert found == [(i, "experiments.grounded_qa") for i in (1, 2, 3, 5, 6)]
+    source = (
+        "from paths import sig3\n"
+        "import scaling\n"
+        "from benchmarks.paths import sig3\n"
+        "from experiments.proh import run_blind\n"
+        "from _common import sig3\n"
+        "from experiments._setup import build\n"
+        "from grounding.paths import kbest\n"
+        "import paths as own\n"
+    )
+    found = _cross_imports(source, "benchmarks.paths", exp, bench)
+    assert found == [(2, "benchmarks.scaling"), (4, "experiments.proh")]
+
+
+def test_experiments_and_benchmarks_do_not_import_each_other():
+    """No experiment imports another experiment, and no benchmark imports another benchmark
+    script or an experiment: what several share lives in a private helper module
+    (``experiments/_setup.py``, ``_io.py``, ``_stats.py``, ... and ``benchmarks/_common.py``).
+    Only the experiments' runner (``experiments/__main__.py``) imports every experiment."""
+    experiments, benchmarks = _scripts("experiments"), _scripts("benchmarks")
+    assert {"grounded_qa", "proh"} <= experiments and {"paths", "scaling"} <= benchmarks
+    bad = []
+    for folder in ("experiments", "benchmarks"):
+        for path in sorted((ROOT / folder).glob("*.py")):
+            if path.name in ("__init__.py", "__main__.py"):
+                continue
+            own = f"{folder}.{path.stem}"
+            for line, target in _cross_imports(path.read_text(), own, experiments, benchmarks):
+                bad.append(f"{path.relative_to(ROOT)}:{line} imports {target}")
     assert not bad, "\n".join(bad)
 
 

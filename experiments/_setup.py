@@ -1,0 +1,598 @@
+"""What several experiments (and benchmarks) build and score alike: the question-answering
+settings, benchmarks and trained answerers, the lambda fit and the scores of a QA outcome, the
+blind relation-path predictor, and the learned triple retrievers' schedule.
+
+- :func:`build` (memoized): the templated benchmark of a :class:`Setting`, its TransE answerer
+  and its retrievers; used by ``grounded_qa``, ``pankrag``, ``learned_retrievers`` and
+  ``benchmarks/learned_full_schedule.py``, so one process trains each answerer once.
+- :func:`fit_lambda` / :func:`fit_blind_lambda`: the one lambda fit of the QA experiments
+  (``grounded_qa``, ``pankrag``, ``learned_retrievers``; ``proh`` the blind one);
+  :func:`score`: the Hits@1, F1 and confidence of one outcome (``grounded_qa``,
+  ``learned_retrievers``); :func:`evaluate`: the per-method summary of outcomes.
+- :func:`blind_paths`: the relation-path predictor of the blind systems.
+- :class:`Scale`, :func:`shared_candidates`, :func:`train_variants`, :func:`downstream`, ...:
+  the learned retrievers' candidate sets, training, metrics and downstream grounding, shared by
+  ``learned_retrievers`` and ``benchmarks/learned_full_schedule.py``.
+
+No experiment imports another experiment: what two of them share lives here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import time
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from experiments._stats import paired_bootstrap, wilson
+from grounding import GroundingResult, gibbs_log_posterior
+from grounding.datasets import kgqa_benchmark
+from grounding.learn import OneVsAllConfig, train_one_vs_all
+from grounding.plans import RelationPathPredictor, path_accuracy
+from grounding.qa import (
+    BlindQA,
+    GroundedQA,
+    KGEAnswerer,
+    expected_calibration_error,
+    risk_coverage,
+    score_probabilities,
+)
+from grounding.query import Query, blind
+from grounding.retrieval import (
+    PCR,
+    GNNConfig,
+    HashingEncoder,
+    RetrieverTrainConfig,
+    SoftPCR,
+    TextIndex,
+    TripleRetriever,
+    answer_recall_at_k,
+)
+from grounding.retrieval.learned import gold_facts
+from grounding.retrieval.learned.gnn import dirichlet_energy, entity_states
+from grounding.retrieval.metrics import recall_at_k
+
+# ------------------------------------------------------------ question-answering settings
+
+KAPPA = 1.0
+METHODS = ("prior", "hard", "soft")
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    name: str
+    questions_per_hop: int
+    epochs: int
+    negatives: bool = False
+    dim: int = 256  # the answerer's (TransE) embedding dimension
+
+
+#: The benchmark and answerer of each dataset, per mode (``True``: ``--full``); PankRAG and the
+#: learned retrievers use the same ones (so one process trains each answerer once).
+SETTINGS = {
+    True: {
+        "codex-m": Setting("codex-m", 3000, 15),
+        "umls": Setting("umls", 1000, 100),
+        "codex-s": Setting("codex-s", 1000, 60, negatives=True),
+    },
+    False: {
+        "codex-m": Setting("codex-m", 500, 3),
+        "umls": Setting("umls", 300, 20),
+        "codex-s": Setting("codex-s", 300, 10, negatives=True),
+    },
+}
+
+
+def settings(full: bool) -> list[Setting]:
+    return list(SETTINGS[full].values())
+
+
+def build(setting: Setting, seed: int = 0):
+    """Benchmark, trained answerer (temperature fitted on validation) and retrievers.
+    Memoized by ``(setting, seed)``: later experiments of the same run (PankRAG, the learned
+    retrievers) reuse the trained answerer."""
+    return _build(setting, seed)
+
+
+@functools.lru_cache(maxsize=4)
+def _build(setting: Setting, seed: int):
+    bench = kgqa_benchmark(setting.name, questions_per_hop=setting.questions_per_hop, seed=seed)
+    shared = 4096 if setting.name == "codex-m" else 0  # CoDEx-M: batch negatives (speed)
+    cfg = OneVsAllConfig(
+        dim=setting.dim,
+        epochs=setting.epochs,
+        lr=0.1,
+        init_scale=0.1,
+        n_shared_negatives=shared,
+        eval_every=min(5, setting.epochs),
+        patience=3,
+        seed=seed,
+    )
+    # the answerer trains in 32-bit floats (a model fit, half the time of 64-bit on a CPU);
+    # its parameters are then widened, so the loop's measured values stay 64-bit
+    with jax.enable_x64(False):
+        fit = train_one_vs_all(bench.kg, "transe", cfg, progress=False)
+    model = jax.tree.map(lambda x: jnp.asarray(x, jnp.float64), fit.model)
+    answerer = KGEAnswerer(model, bench.kg.entities, bench.kg.relations)
+    valid = bench.split("valid")
+    answerer.fit_temperature(valid, [q.answers for q in valid])
+    index = TextIndex(bench.graph)
+    pcr = {h: PCR(index, max_hops=h) for h in (1, 2, 3)}
+    soft = {h: SoftPCR(index, max_hops=h) for h in (1, 2, 3)}  # the PCR paper's constants
+    return bench, answerer, (pcr, soft), fit
+
+
+def counter_evidence(bench) -> frozenset:
+    """CoDEx-S's hard negatives (valid + test), both directions, as counter-evidence triples."""
+    kg = bench.kg
+    out = set()
+    for split in ("valid", "test"):
+        for h, r, t in kg.negative_triples(split):
+            out.add((kg.entities[h], kg.relations[r], kg.entities[t]))
+            out.add((kg.entities[t], kg.relations[r] + "^-1", kg.entities[h]))
+    return frozenset(out)
+
+
+# -------------------------------------------------------------------- scoring QA outcomes
+
+
+@dataclasses.dataclass(frozen=True)
+class ResultOutcome:
+    """An outcome known by its grounding result alone (what :func:`arrays` and
+    :func:`fit_lambda` read of an outcome when the gold answers are given apart): e.g.
+    HyperGraphRAG's groundings in ``proh``, which have no outcome type of their own."""
+
+    result: GroundingResult | None
+
+
+def arrays(outcomes, questions: Sequence | None = None) -> dict[str, np.ndarray]:
+    """``[Q, C]`` prior, grounding energy and gold mask (the claim's answer is a gold answer)
+    of the answered outcomes, oracle or blind; ``questions`` (default: each outcome's own)
+    hold the scorer's gold answers."""
+    questions = [o.question for o in outcomes] if questions is None else questions
+    live = [(o.result, q) for o, q in zip(outcomes, questions) if o.result is not None]
+    C = max(len(r.names) for r, _ in live)
+    lp = np.full((len(live), C), -np.inf)
+    energy = np.zeros((len(live), C))
+    gold = np.zeros((len(live), C), bool)
+    for i, (r, q) in enumerate(live):
+        n = len(r.names)
+        lp[i, :n] = np.asarray(r.log_prior)
+        energy[i, :n] = np.asarray(r.energy)
+        gold[i, :n] = [a in set(q.answers) for a in r.answers]
+    return dict(log_prior=lp, energy=energy, gold=gold)
+
+
+def fit_lambda(
+    outcomes, questions: Sequence | None = None, steps: int = 300, lr: float = 0.05
+) -> float:
+    """Maximize the validation log-probability of the gold answers among the candidates under
+    the grounded posterior (Eq. (7) on the energies ``ground`` computed) by Adam on log lambda.
+    The one lambda fit of every QA experiment, oracle (gold chain) or blind."""
+    a = arrays(outcomes, questions)
+    has_gold = a["gold"].any(axis=1)
+    if not has_gold.any():
+        raise ValueError("no validation outcome has a gold answer among its candidates")
+    lp, energy, gold = (jnp.asarray(a[k][has_gold]) for k in ("log_prior", "energy", "gold"))
+
+    def loss(log_lam):
+        post = gibbs_log_posterior(lp, energy, jnp.exp(log_lam))
+        return -jnp.mean(jax.nn.logsumexp(jnp.where(gold, post, -jnp.inf), axis=1))
+
+    opt = optax.adam(lr)
+    x, state = jnp.asarray(0.0), opt.init(jnp.asarray(0.0))
+    grad = jax.jit(jax.value_and_grad(loss))
+    for _ in range(steps):
+        _, g = grad(x)
+        upd, state = opt.update(g, state)
+        x = optax.apply_updates(x, upd)
+    return float(jnp.exp(x))
+
+
+def fit_blind_lambda(outcomes, questions) -> float:
+    """:func:`fit_lambda` on blind validation outcomes, scored against ``questions``' gold
+    answers (the blind outcomes carry none)."""
+    return fit_lambda(outcomes, questions)
+
+
+def score(outcome, method: str, gold: Sequence[str] | None = None) -> dict[str, float]:
+    """Hits@1, answer-set F1 and confidence of one outcome, oracle or blind, against ``gold``
+    (default: the outcome's own question's answers; a blind outcome carries none), answers
+    rolled up over the claims that reach them."""
+    r = outcome.result
+    gold = outcome.question.answers if gold is None else gold
+    if r is None or (method == "hard" and bool(r.hard_abstained)):
+        return score_probabilities((), np.zeros(0), gold, abstained=True)
+    return score_probabilities(*r.answer_probabilities(method), gold)
+
+
+def unobserved_fate(outcomes) -> dict[str, float]:
+    """True answers the evidence does not state, among the candidates: the share hard
+    grounding deletes (zero mass) and soft grounding keeps (positive mass), and how often
+    each method ranks one first; observed answers deleted by hard grounding (retrieval misses)
+    for comparison."""
+    n_unobs = hard_del = soft_keep = n_obs = obs_del = 0
+    for o in outcomes:
+        if o.result is None:
+            continue
+        unobs, obs = set(o.question.unobserved), set(o.question.observed)
+        hard, soft = o.probabilities("hard"), o.probabilities("soft")
+        for j, c in enumerate(o.candidates.entities):
+            if c in unobs:
+                n_unobs += 1
+                hard_del += hard[j] == 0
+                soft_keep += soft[j] > 0
+            elif c in obs:
+                n_obs += 1
+                obs_del += hard[j] == 0
+    return dict(
+        unobserved_candidates=n_unobs,
+        hard_deletes=hard_del / max(n_unobs, 1),
+        soft_keeps=soft_keep / max(n_unobs, 1),
+        observed_candidates=n_obs,
+        hard_deletes_observed=obs_del / max(n_obs, 1),
+    )
+
+
+def certificate(outcomes, lam: float) -> dict[str, float]:
+    """Thm. 3 on the real world: the best soft answer is certified against *any* evidence
+    change when ``radius > kappa`` (energies lie in ``[0, kappa]``); against the world
+    :math:`G^*` when ``radius`` exceeds the oscillation of ``E_R - E_{G*}`` (``E_{G*}`` = 0
+    on true answers, ``kappa`` otherwise). Sound: certified answers equal the world's."""
+    any_change = world = world_ok = 0
+    live = [o for o in outcomes if o.result is not None]
+    for o in live:
+        r = o.result
+        radius = float(r.certificate.radius)
+        e_r = np.asarray(r.energy)
+        truth = set(o.question.answers)
+        e_w = np.array([0.0 if c in truth else KAPPA for c in o.candidates.entities])
+        support = np.isfinite(np.asarray(r.log_prior))
+        diff = (e_r - e_w)[support]
+        omega = float(diff.max() - diff.min())
+        any_change += radius > KAPPA
+        if radius > omega:
+            world += 1
+            post_w = np.asarray(gibbs_log_posterior(r.log_prior, e_w, lam))
+            world_ok += int(np.argmax(post_w)) == int(r.best)
+    n = max(len(live), 1)
+    return dict(
+        certified_any=any_change / n,
+        certified_world=world / n,
+        certified_world_sound=world_ok / max(world, 1),
+    )
+
+
+def evaluate(outcomes, lam: float) -> dict:
+    out = {}
+    for m in METHODS:
+        rows = [score(o, m) for o in outcomes]
+        conf = np.array([r["confidence"] for r in rows])
+        hit = np.array([r["hit"] for r in rows])
+        out[m] = dict(
+            hits1=float(hit.mean()),
+            f1=float(np.mean([r["f1"] for r in rows])),
+            abstained=float(np.mean([r["abstained"] for r in rows])),
+            aurc=risk_coverage(conf, hit)["aurc"],
+            ece=expected_calibration_error(conf, hit),
+        )
+    out["unobserved"] = unobserved_fate(outcomes)
+    out["certificate"] = certificate(outcomes, lam)
+    out["n_questions"] = len(outcomes)
+    return out
+
+
+# ------------------------------------------------------------------- blind relation paths
+
+LABEL_WEIGHTS = (0.0, 0.5, 1.0, 2.0)  # beta of the relation-path predictor, chosen on valid
+
+
+def blind_paths(bench, log) -> tuple[dict, RelationPathPredictor]:
+    """Relation paths predicted from the blind question (text and topic) by a predictor fitted
+    on the training questions, its label weight chosen on validation: top-1 and top-3 path
+    accuracy per hop on test with Wilson intervals, and the share of test chains seen in
+    training (the ceiling of a predictor over training paths)."""
+    enc = HashingEncoder()
+
+    def fitted(beta: float) -> RelationPathPredictor:
+        pred = RelationPathPredictor(enc.encode, bench.relation_labels, bench.graph, beta)
+        return pred.fit(bench.split("train"))
+
+    def mean_top1(acc: dict) -> float:
+        return float(np.mean([r["top1"] for r in acc.values()]))
+
+    valid = {b: mean_top1(path_accuracy(fitted(b), bench.split("valid"))) for b in LABEL_WEIGHTS}
+    beta = max(LABEL_WEIGHTS, key=lambda b: (valid[b], -b))
+    acc = path_accuracy(fitted(beta), bench.split("test"))
+    for r in acc.values():
+        r["top1_ci"], r["topk_ci"] = (wilson(r[m] * r["n"], r["n"]) for m in ("top1", "topk"))
+    log(
+        f"{bench.name} blind relation paths (beta={beta}): "
+        + " ".join(
+            f"{h}-hop top1={r['top1']:.3f} ceiling={r['ceiling']:.3f}" for h, r in acc.items()
+        )
+    )
+    return dict(label_weight=beta, valid_top1=valid, per_hop=acc), fitted(beta)
+
+
+# -------------------------------------------------------------- learned triple retrievers
+
+KS = (50, 100, 200, 400)
+HOPS = (1, 2, 3)
+ANCHORS = 20  # anchor facts of the shared candidate set
+VARIANTS = {  # name: (gate, layers, anchor tags, labels)
+    "subgraphrag": ("none", 0, False, "all"),
+    "gated": ("structural", 2, True, "all"),
+    "ungated": ("mean", 2, True, "all"),
+    "semantic": ("semantic", 2, True, "all"),
+    "no_anchor_tags": ("structural", 2, False, "all"),
+}
+FULL_ONLY = {
+    "subgraphrag_pair": ("none", 0, False, "pair"),
+    **{f"gated_L{L}": ("structural", L, True, "all") for L in (1, 3, 4)},
+}
+MAIN = ("subgraphrag", "gated", "ungated")
+#: (a, b) pairs whose triple recall@100 difference gets a paired interval
+COMPARISONS = (
+    ("gated", "subgraphrag"),
+    ("ungated", "subgraphrag"),
+    ("gated", "ungated"),
+    ("gated", "semantic"),
+    ("gated", "no_anchor_tags"),
+    ("subgraphrag_pair", "subgraphrag"),
+    ("gated_L1", "gated"),
+    ("gated_L3", "gated"),
+    ("gated_L4", "gated"),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Scale:
+    """A run's size: questions per hop (``None``: every question of the split), the training
+    schedule, seeds, the candidate cap, and which variants run."""
+
+    train_per_hop: int | None
+    valid_per_hop: int | None
+    test_per_hop: int
+    epochs: int
+    patience: int
+    seeds: tuple[int, ...]
+    max_facts: int
+    full_variants: bool
+    ablations: bool = True  # semantic and no_anchor_tags on CoDEx-M (else MAIN only)
+    deep_oversmoothing: bool = False  # train L = 4 models of three gates for the diagnostic
+    checkpoints: bool = False
+    downstream: tuple[str, ...] = MAIN  # the learned retrievers grounded downstream
+
+
+def scale(full: bool) -> Scale:
+    if full:
+        return Scale(None, None, 50, 200, 10, (0, 1, 2), 1500, True, True, True, True)
+    return Scale(12, 4, 6, 3, 2, (0,), 256, False, False, downstream=("subgraphrag", "gated"))
+
+
+def setting(dataset: str) -> Setting:
+    """The grounded-QA experiment's quick setting, in both modes (its answerer serves the
+    downstream rows and is shared with that experiment within one process; its benchmark
+    holds 400 + 50 + 50 CoDEx-M and 240 + 30 + 30 UMLS questions per hop)."""
+    return SETTINGS[False][dataset]
+
+
+def by_hop(bench, split: str, per_hop: int | None) -> list:
+    """The first ``per_hop`` questions of each hop count of a split (all: ``None``)."""
+    return [q for h in HOPS for q in bench.split(split, h)[:per_hop]]
+
+
+def make(bench, variant: tuple, sc: Scale, seed: int, name: str, base=None) -> TripleRetriever:
+    gate, layers, anchor_tags, _ = variant
+    labels = [bench.relation_labels[r] for r in bench.graph.relations]
+    return TripleRetriever(bench.graph, GNNConfig(gate=gate, layers=layers), relation_texts=labels,
+                           n_anchors=ANCHORS, max_facts=sc.max_facts, anchor_tags=anchor_tags,
+                           name=name, seed=seed, facts=base.facts if base else None,
+                           encoder=base.encoder if base else None)  # fmt: skip
+
+
+def targets(bench, facts, questions):
+    """Per question: topic ids, gold facts of the whole graph, answers reachable from the topic."""
+    g = bench.graph
+    out = []
+    for q in questions:
+        topic = g.entity_index(q.topic)
+        answers = np.array([g.entity_index(a) for a in q.answers if g.has_entity(a)], np.int64)
+        dist = g.distances([topic])[0]
+        answers = answers[dist[answers] >= 0]
+        out.append(([topic], gold_facts(facts, [topic], answers), answers))
+    return out
+
+
+def per_question(rankings, facts, tgt) -> dict[str, np.ndarray]:
+    """``[Q]`` triple and answer recall@K of each question (``nan`` where undefined)."""
+    out: dict[str, list] = {f"{m}@{k}": [] for m in ("triple", "answer") for k in KS}
+    for ranked, (_, gold, answers) in zip(rankings, tgt):
+        for k in KS:
+            out[f"triple@{k}"].append(recall_at_k(ranked, gold, k) if len(gold) else np.nan)
+            out[f"answer@{k}"].append(
+                answer_recall_at_k(facts.head[ranked], facts.tail[ranked], answers, k)
+                if len(answers) else np.nan)  # fmt: skip
+    return {m: np.asarray(v, float) for m, v in out.items()}
+
+
+def ceilings(prepared, tgt) -> np.ndarray:
+    """``[Q]`` share of each question's target facts among its candidates (``nan``: none)."""
+    return np.array([np.isin(gold, sub.facts).mean() if len(gold) else np.nan
+                     for sub, (_, gold, _) in zip(prepared.subgraphs, tgt)])  # fmt: skip
+
+
+def summarize(per_seed: list[dict], hops: np.ndarray) -> dict:
+    """``{hop: {metric: (mean, sd over seeds)}}`` of per-question metrics, hops and "all"."""
+    out = {}
+    for h in (*HOPS, "all"):
+        sel = hops == h if h != "all" else np.ones(len(hops), bool)
+        out[str(h)] = {m: (float(np.mean([np.nanmean(s[m][sel]) for s in per_seed])),
+                           float(np.std([np.nanmean(s[m][sel]) for s in per_seed])))
+                       for m in per_seed[0]}  # fmt: skip
+    return out
+
+
+def seed_mean(per_seed: list[dict], metric: str) -> np.ndarray:
+    return np.mean([s[metric] for s in per_seed], axis=0)
+
+
+def interval(a: np.ndarray, b: np.ndarray) -> dict:
+    """Paired bootstrap of ``a - b`` over the questions where both are defined, with the
+    reading "resolved" (the 95 % interval excludes 0) or not."""
+    ok = ~(np.isnan(a) | np.isnan(b))
+    return paired_bootstrap(a[ok], b[ok])
+
+
+def blind_queries(questions) -> list[Query]:
+    """What a system sees of each question in use: its text and topic entity."""
+    return [Query(q.text, anchor=q.topic) for q in questions]
+
+
+def shared_candidates(bench, sc: Scale, variants: dict) -> tuple[dict, list, list, list]:
+    """A run's training, validation and test questions (hop by hop) and their one candidate
+    set, built once for every variant and seed: ``prep`` holds the base retriever and its
+    facts, the prepared validation, blind test and training questions (also with
+    SubgraphRAG's pair labels when a variant asks for them) and the test targets."""
+    train = by_hop(bench, "train", sc.train_per_hop)
+    valid = by_hop(bench, "valid", sc.valid_per_hop)
+    test = by_hop(bench, "test", sc.test_per_hop)
+    base = make(bench, VARIANTS["subgraphrag"], sc, 0, "base")
+    prep = dict(base=base, facts=base.facts, valid=base.prepare([q.query() for q in valid]),
+                test=base.prepare(blind_queries(test)),
+                train_all=base.prepare([q.query() for q in train]))  # fmt: skip
+    if any(v[3] == "pair" for v in variants.values()):
+        t = prep["train_all"]
+        prep["train_pair"] = base.prepare_subgraphs(t.subgraphs, t.q, t.ids, "pair")
+    prep["tgt"] = targets(bench, base.facts, test)
+    return prep, train, valid, test
+
+
+def train_variants(bench, sc, prep, variants, state_dir, log) -> tuple[dict, dict, dict]:
+    """Every variant and seed on the shared prepared questions: per-seed per-question test
+    metrics, training logs and the seed-0 models."""
+    runs, logs, models = {}, {}, {}
+    for name, variant in variants.items():
+        labels = variant[3]
+        for seed in sc.seeds:
+            model = make(bench, variant, sc, seed, name, prep["base"])
+            ckpt = (state_dir / f"{bench.name}-{name}-seed{seed}.npz") if state_dir else None
+            cfg = RetrieverTrainConfig(epochs=sc.epochs, patience=sc.patience, seed=seed,
+                                       labels=labels)  # fmt: skip
+            tl = model.fit(prep[f"train_{labels}"], prep["valid"], cfg, checkpoint=ckpt)
+            t = time.perf_counter()
+            ranked = model.rank(prep["test"])
+            ms = 1000 * (time.perf_counter() - t) / len(prep["test"])
+            runs.setdefault(name, []).append(per_question(ranked, prep["facts"], prep["tgt"]))
+            epochs_here = len(tl.loss) - tl.resumed_epochs
+            logs.setdefault(name, []).append(dict(
+                seed=seed, epochs=len(tl.loss), best_epoch=tl.best_epoch, stopped=tl.stopped,
+                resumed_epochs=tl.resumed_epochs, n_train=tl.n_train, n_skipped=tl.n_skipped,
+                seconds=tl.seconds, train_seconds=tl.train_seconds,
+                question_epochs_per_second=tl.question_epochs_per_second,
+                ms_per_epoch=1000 * float(np.mean(tl.epoch_seconds[1:] or tl.epoch_seconds))
+                if epochs_here else float("nan"),
+                ms_per_question_scored=ms))  # fmt: skip
+            if seed == sc.seeds[0]:
+                models[name] = model
+        r = np.nanmean(seed_mean(runs[name], "triple@100"))
+        last = logs[name][-1]
+        log(f"{bench.name} {name}: triple@100={r:.3f} epochs={last['epochs']} "
+            f"(best {last['best_epoch']}, stopped={last['stopped']}) "
+            f"{last['question_epochs_per_second']:.1f} question-epochs/s")  # fmt: skip
+    return runs, logs, models
+
+
+def compare_recall(recall: dict[str, np.ndarray], hops: np.ndarray) -> dict:
+    """Paired intervals of triple recall@100 (``[Q]`` per variant, seed-averaged) for each of
+    :data:`COMPARISONS` whose two sides are in ``recall``: over all hops and per hop."""
+    out = {}
+    for a, b in COMPARISONS:
+        if a in recall and b in recall:
+            A, B = recall[a], recall[b]
+            out[f"{a}-{b}"] = {"all": interval(A, B)} | {
+                str(h): interval(A[hops == h], B[hops == h]) for h in HOPS}  # fmt: skip
+    return out
+
+
+def log_comparisons(dataset: str, comparisons: dict, log) -> None:
+    for key, c in comparisons.items():
+        a = c["all"]
+        log(f"{dataset} triple@100 {key}: {a['diff']:+.3f} (95 % {a['ci'][0]:+.3f} to "
+            f"{a['ci'][1]:+.3f}{'' if a['resolved'] else ', not resolved at this size'})")  # fmt: skip
+
+
+def deep_models(bench, sc: Scale, prep: dict, trained: dict | None = None) -> dict:
+    """The L = 4 models of the three gates (seed 0) for the oversmoothing diagnostic; the
+    structural one is ``trained["gated_L4"]`` where that variant was already trained with seed 0
+    (the same model: same configuration, seed, data and training settings)."""
+    out = {}
+    if trained and "gated_L4" in trained and sc.seeds[0] == 0:
+        out["structural"] = trained["gated_L4"]
+    for gate in ("structural", "semantic", "mean"):
+        if gate in out:
+            continue
+        out[gate] = make(bench, (gate, 4, True, "all"), sc, 0, f"{gate}_L4", prep["base"])
+        out[gate].fit(prep["train_all"], prep["valid"],
+                      RetrieverTrainConfig(epochs=sc.epochs, patience=sc.patience))  # fmt: skip
+    return out
+
+
+def oversmoothing(models: dict, prepared) -> dict:
+    """Normalized Dirichlet energy per layer, mean over questions, per gate."""
+    out = {}
+    subs, qs = list(prepared.subgraphs), prepared.q
+    for gate, model in models.items():
+        energies = []
+        for lo in range(0, len(subs), 8):
+            b = model.batch(subs[lo : lo + 8], qs[lo : lo + 8])
+            z = entity_states(model.params, model.config, b, model.relation_text)
+            for i in range(len(subs[lo : lo + 8])):
+                energies.append([float(dirichlet_energy(z[layer, i], b.head[i], b.tail[i], b.fact_mask[i]))
+                                 for layer in range(z.shape[0])])  # fmt: skip
+        out[gate] = np.mean(energies, axis=0).tolist()
+    return out
+
+
+def downstream(bench, answerer, pcr, models, test, valid, log) -> dict:
+    """Blind (BlindQA with predicted paths) and oracle (gold chain) soft-grounding Hits@1 per
+    retriever on the test questions, with paired intervals."""
+    out: dict = {}
+    paths, predictor = blind_paths(bench, log)
+    out["blind_paths"] = paths
+    probe = BlindQA(answerer, predictor, lambda d: pcr[d], lam=1.0, kappa=KAPPA)
+    lam_blind = fit_blind_lambda(probe.answer_batch([blind(q) for q in valid]), valid)
+    lam_oracle = fit_lambda(GroundedQA(answerer, lambda q: pcr[q.hops], lam=1.0, kappa=KAPPA)
+                            .answer_batch(valid))  # fmt: skip
+    out["lam_blind"], out["lam_oracle"] = lam_blind, lam_oracle
+    retrievers = dict(models, pcr=None)
+    hits: dict = {}
+    for name, model in retrievers.items():
+        r_blind = (lambda d: pcr[d]) if model is None else model
+        r_oracle = (lambda q: pcr[q.hops]) if model is None else model
+        qa = BlindQA(answerer, predictor, r_blind, k_nodes=100, lam=lam_blind, kappa=KAPPA)
+        b = [score(o, "soft", q.answers)["hit"]
+             for o, q in zip(qa.answer_batch([blind(q) for q in test]), test)]  # fmt: skip
+        oqa = GroundedQA(answerer, r_oracle, k_nodes=100, lam=lam_oracle, kappa=KAPPA)
+        outs = oqa.answer_batch(test)
+        o = [x.answer is not None and x.answer in q.answers for x, q in zip(outs, test)]
+        hits[name] = dict(blind=np.asarray(b, float), oracle=np.asarray(o, float))
+        out[name] = dict(
+            blind_hits1=float(np.mean(b)),
+            oracle_hits1=float(np.mean(o)),
+            oracle_abstained=float(np.mean([x.answer is None for x in outs])),
+            blind_vs_oracle=interval(hits[name]["blind"], hits[name]["oracle"]),
+        )
+    if "gated" in hits and "subgraphrag" in hits:
+        out["gated_vs_subgraphrag"] = {
+            m: interval(hits["gated"][m], hits["subgraphrag"][m]) for m in ("blind", "oracle")
+        }
+    log(f"{bench.name} downstream soft Hits@1 blind / oracle (gold chain): " + " ".join(
+        f"{n}={out[n]['blind_hits1']:.3f}/{out[n]['oracle_hits1']:.3f}" for n in retrievers))  # fmt: skip
+    return out
