@@ -36,7 +36,7 @@ import numpy as np
 import optax
 
 from grounding.datasets import kgqa_benchmark
-from grounding.learn.loop import EarlyStopping
+from grounding.learn.early_stopping import EarlyStopping
 from grounding.retrieval import GNNConfig, RetrieverTrainConfig, TripleRetriever
 from grounding.retrieval.learned.gnn import logits, make_batch
 from grounding.retrieval.metrics import recall_at_k

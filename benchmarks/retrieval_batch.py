@@ -5,11 +5,11 @@ Run: ``python benchmarks/retrieval_batch.py [--questions 300] [--hops 2] [--k-no
 [--repeats 3] [--seed 0]``. Last line: ``evidence_ms_per_question_before=<b> after=<a>``.
 
 - before: ``PCR.retrieve`` per question, then its ``.evidence`` (``subgraph_evidence``: a
-  walk back along shortest paths node by node), then ``compact_evidence`` (the QA loop's,
-  one state per call) of each state to one shared size (the power of two
-  ``compact_evidence_batch`` picks);
+  walk back along shortest paths node by node), then ``compact_evidence`` of each state alone
+  (one state per call) to one shared size (the power of two the batched call picks);
 - after: ``PCR.retrieve_batch`` (one breadth-first search per chunk of questions gives the
-  candidate sets and the evidence, precomputed), then ``compact_evidence_batch``.
+  candidate sets and the evidence, precomputed), then one ``compact_evidence`` call for the
+  batch (what ``ground_batch`` runs first).
 
 Both sides get the same questions (templated CoDEx-M questions of ``--hops`` hops, PCR with
 ``max_hops = hops``), the same text index and the same kept entities (the topic); the outputs
@@ -27,9 +27,8 @@ import time
 import numpy as np
 
 from grounding.datasets import kgqa_benchmark
-from grounding.qa.loop import compact_evidence
 from grounding.retrieval import PCR, Query, TextIndex
-from grounding.retrieval.base import compact_evidence_batch
+from grounding.solver.compact import compact_evidence
 
 
 def stages_before(pcr: PCR, queries, keep, k: int) -> tuple[list[float], tuple]:
@@ -40,13 +39,14 @@ def stages_before(pcr: PCR, queries, keep, k: int) -> tuple[list[float], tuple]:
     states = [r.evidence for r in rs]
     t2 = time.perf_counter()
     size = 1 << (max(64, *(touched(s, kp) for s, kp in zip(states, keep))) - 1).bit_length()
-    compact = [compact_evidence(s, kp, min_size=size) for s, kp in zip(states, keep)]
+    compact = [compact_evidence([s], [kp], min_size=size)[0] for s, kp in zip(states, keep)]
     t3 = time.perf_counter()
     return [t1 - t0, t2 - t1, t3 - t2], (rs, compact)
 
 
 def touched(state, keep) -> int:
-    """Entities a compact state keeps (as ``grounding.qa.loop.ground_many`` counts them)."""
+    """Entities a compact state keeps (as ``grounding.solver.compact.compact_evidence`` counts
+    them)."""
     g = state.graph
     named = [g.entity_index(x) for x in keep]
     return len(np.unique(np.concatenate([np.asarray(g.head), np.asarray(g.tail), named])))
@@ -58,7 +58,7 @@ def stages_after(pcr: PCR, queries, keep, k: int) -> tuple[list[float], tuple]:
     rs = pcr.retrieve_batch(queries, k)
     states = [r.evidence for r in rs]  # precomputed
     t1 = time.perf_counter()
-    compact = compact_evidence_batch(states, keep)
+    compact = compact_evidence(states, keep)
     t2 = time.perf_counter()
     return [t1 - t0, t2 - t1], (rs, compact)
 

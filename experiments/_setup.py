@@ -1,14 +1,13 @@
 """What several experiments (and benchmarks) build and score alike: the question-answering
-settings, benchmarks and trained answerers, the lambda fit and the scores of a QA outcome, the
+settings, benchmarks and trained answerers, the scores of a QA outcome, the
 blind relation-path predictor, and the learned triple retrievers' schedule.
 
 - :func:`build` (memoized): the templated benchmark of a :class:`Setting`, its TransE answerer
   and its retrievers; used by ``grounded_qa``, ``pankrag``, ``learned_retrievers`` and
   ``benchmarks/learned_full_schedule.py``, so one process trains each answerer once.
-- :func:`fit_lambda` / :func:`fit_blind_lambda`: the one lambda fit of the QA experiments
-  (``grounded_qa``, ``pankrag``, ``learned_retrievers``; ``proh`` the blind one);
-  :func:`score`: the Hits@1, F1 and confidence of one outcome (``grounded_qa``,
-  ``learned_retrievers``); :func:`evaluate`: the per-method summary of outcomes.
+- :func:`score`: the Hits@1, F1 and confidence of one outcome of any system (``grounded_qa``,
+  ``learned_retrievers``); :func:`evaluate`: the per-method summary of outcomes. Lambda is
+  fitted by the library's :func:`grounding.qa.fit_lambda` in every experiment.
 - :func:`blind_paths`: the relation-path predictor of the blind systems.
 - :class:`Scale`, :func:`shared_candidates`, :func:`train_variants`, :func:`downstream`, ...:
   the learned retrievers' candidate sets, training, metrics and downstream grounding, shared by
@@ -27,18 +26,20 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 from experiments._stats import paired_bootstrap, wilson
-from grounding import GroundingResult, gibbs_log_posterior
+from grounding import GroundingConfig, gibbs_log_posterior
 from grounding.datasets import kgqa_benchmark
+from grounding.graph import inverse_relation
 from grounding.learn import OneVsAllConfig, train_one_vs_all
-from grounding.plans import RelationPathPredictor, path_accuracy
+from grounding.plans import RelationChainPredictor, chain_accuracy
 from grounding.qa import (
     BlindQA,
     GroundedQA,
     KGEAnswerer,
+    Outcome,
     expected_calibration_error,
+    fit_lambda,
     risk_coverage,
     score_probabilities,
 )
@@ -60,6 +61,15 @@ from grounding.retrieval.metrics import recall_at_k
 # ------------------------------------------------------------ question-answering settings
 
 KAPPA = 1.0
+
+
+def config(lam: float) -> GroundingConfig:
+    """The grounding settings of every QA experiment's systems: ``lam`` and the slack
+    :data:`KAPPA` (the hard tolerance follows the support tolerance, ``GroundingConfig``'s
+    default)."""
+    return GroundingConfig(lam=lam, kappa=KAPPA)
+
+
 METHODS = ("prior", "hard", "soft")
 
 
@@ -134,81 +144,23 @@ def counter_evidence(bench) -> frozenset:
     for split in ("valid", "test"):
         for h, r, t in kg.negative_triples(split):
             out.add((kg.entities[h], kg.relations[r], kg.entities[t]))
-            out.add((kg.entities[t], kg.relations[r] + "^-1", kg.entities[h]))
+            out.add((kg.entities[t], inverse_relation(kg.relations[r]), kg.entities[h]))
     return frozenset(out)
 
 
 # -------------------------------------------------------------------- scoring QA outcomes
 
 
-@dataclasses.dataclass(frozen=True)
-class ResultOutcome:
-    """An outcome known by its grounding result alone (what :func:`arrays` and
-    :func:`fit_lambda` read of an outcome when the gold answers are given apart): e.g.
-    HyperGraphRAG's groundings in ``proh``, which have no outcome type of their own."""
-
-    result: GroundingResult | None
-
-
-def arrays(outcomes, questions: Sequence | None = None) -> dict[str, np.ndarray]:
-    """``[Q, C]`` prior, grounding energy and gold mask (the claim's answer is a gold answer)
-    of the answered outcomes, oracle or blind; ``questions`` (default: each outcome's own)
-    hold the scorer's gold answers."""
-    questions = [o.question for o in outcomes] if questions is None else questions
-    live = [(o.result, q) for o, q in zip(outcomes, questions) if o.result is not None]
-    C = max(len(r.names) for r, _ in live)
-    lp = np.full((len(live), C), -np.inf)
-    energy = np.zeros((len(live), C))
-    gold = np.zeros((len(live), C), bool)
-    for i, (r, q) in enumerate(live):
-        n = len(r.names)
-        lp[i, :n] = np.asarray(r.log_prior)
-        energy[i, :n] = np.asarray(r.energy)
-        gold[i, :n] = [a in set(q.answers) for a in r.answers]
-    return dict(log_prior=lp, energy=energy, gold=gold)
-
-
-def fit_lambda(
-    outcomes, questions: Sequence | None = None, steps: int = 300, lr: float = 0.05
-) -> float:
-    """Maximize the validation log-probability of the gold answers among the candidates under
-    the grounded posterior (Eq. (7) on the energies ``ground`` computed) by Adam on log lambda.
-    The one lambda fit of every QA experiment, oracle (gold chain) or blind."""
-    a = arrays(outcomes, questions)
-    has_gold = a["gold"].any(axis=1)
-    if not has_gold.any():
-        raise ValueError("no validation outcome has a gold answer among its candidates")
-    lp, energy, gold = (jnp.asarray(a[k][has_gold]) for k in ("log_prior", "energy", "gold"))
-
-    def loss(log_lam):
-        post = gibbs_log_posterior(lp, energy, jnp.exp(log_lam))
-        return -jnp.mean(jax.nn.logsumexp(jnp.where(gold, post, -jnp.inf), axis=1))
-
-    opt = optax.adam(lr)
-    x, state = jnp.asarray(0.0), opt.init(jnp.asarray(0.0))
-    grad = jax.jit(jax.value_and_grad(loss))
-    for _ in range(steps):
-        _, g = grad(x)
-        upd, state = opt.update(g, state)
-        x = optax.apply_updates(x, upd)
-    return float(jnp.exp(x))
-
-
-def fit_blind_lambda(outcomes, questions) -> float:
-    """:func:`fit_lambda` on blind validation outcomes, scored against ``questions``' gold
-    answers (the blind outcomes carry none)."""
-    return fit_lambda(outcomes, questions)
-
-
-def score(outcome, method: str, gold: Sequence[str] | None = None) -> dict[str, float]:
-    """Hits@1, answer-set F1 and confidence of one outcome, oracle or blind, against ``gold``
-    (default: the outcome's own question's answers; a blind outcome carries none), answers
-    rolled up over the claims that reach them."""
-    r = outcome.result
+def score(outcome: Outcome, method: str, gold: Sequence[str] | None = None) -> dict[str, float]:
+    """Hits@1, answer-set F1 and confidence of one outcome of any system (the outcome
+    protocol's :meth:`~grounding.qa.Outcome.answer_probabilities`), oracle or blind, against
+    ``gold`` (default: the outcome's own question's answers; a blind outcome carries none); an
+    outcome without an answer distribution (no result, or the hard rule abstained) abstains."""
     gold = outcome.question.answers if gold is None else gold
-    if r is None or (method == "hard" and bool(r.hard_abstained)):
+    answers, probs = outcome.answer_probabilities(method)
+    if not answers:
         return score_probabilities((), np.zeros(0), gold, abstained=True)
-    return score_probabilities(*r.answer_probabilities(method), gold)
+    return score_probabilities(answers, probs, gold)
 
 
 def unobserved_fate(outcomes) -> dict[str, float]:
@@ -292,23 +244,23 @@ def evaluate(outcomes, lam: float) -> dict:
 LABEL_WEIGHTS = (0.0, 0.5, 1.0, 2.0)  # beta of the relation-path predictor, chosen on valid
 
 
-def blind_paths(bench, log) -> tuple[dict, RelationPathPredictor]:
+def blind_paths(bench, log) -> tuple[dict, RelationChainPredictor]:
     """Relation paths predicted from the blind question (text and topic) by a predictor fitted
     on the training questions, its label weight chosen on validation: top-1 and top-3 path
     accuracy per hop on test with Wilson intervals, and the share of test chains seen in
     training (the ceiling of a predictor over training paths)."""
     enc = HashingEncoder()
 
-    def fitted(beta: float) -> RelationPathPredictor:
-        pred = RelationPathPredictor(enc.encode, bench.relation_labels, bench.graph, beta)
+    def fitted(beta: float) -> RelationChainPredictor:
+        pred = RelationChainPredictor(enc.encode, bench.relation_labels, bench.graph, beta)
         return pred.fit(bench.split("train"))
 
     def mean_top1(acc: dict) -> float:
         return float(np.mean([r["top1"] for r in acc.values()]))
 
-    valid = {b: mean_top1(path_accuracy(fitted(b), bench.split("valid"))) for b in LABEL_WEIGHTS}
+    valid = {b: mean_top1(chain_accuracy(fitted(b), bench.split("valid"))) for b in LABEL_WEIGHTS}
     beta = max(LABEL_WEIGHTS, key=lambda b: (valid[b], -b))
-    acc = path_accuracy(fitted(beta), bench.split("test"))
+    acc = chain_accuracy(fitted(beta), bench.split("test"))
     for r in acc.values():
         r["top1_ci"], r["topk_ci"] = (wilson(r[m] * r["n"], r["n"]) for m in ("top1", "topk"))
     log(
@@ -566,20 +518,21 @@ def downstream(bench, answerer, pcr, models, test, valid, log) -> dict:
     out: dict = {}
     paths, predictor = blind_paths(bench, log)
     out["blind_paths"] = paths
-    probe = BlindQA(answerer, predictor, lambda d: pcr[d], lam=1.0, kappa=KAPPA)
-    lam_blind = fit_blind_lambda(probe.answer_batch([blind(q) for q in valid]), valid)
-    lam_oracle = fit_lambda(GroundedQA(answerer, lambda q: pcr[q.hops], lam=1.0, kappa=KAPPA)
-                            .answer_batch(valid))  # fmt: skip
+    gold = [q.answers for q in valid]
+    probe = BlindQA(answerer, predictor, lambda d: pcr[d], config(1.0))
+    lam_blind = fit_lambda(probe.answer_batch([blind(q) for q in valid]), gold)
+    oracle_probe = GroundedQA(answerer, lambda d: pcr[d], config(1.0))
+    lam_oracle = fit_lambda(oracle_probe.answer_batch(valid), gold)
     out["lam_blind"], out["lam_oracle"] = lam_blind, lam_oracle
     retrievers = dict(models, pcr=None)
     hits: dict = {}
     for name, model in retrievers.items():
         r_blind = (lambda d: pcr[d]) if model is None else model
-        r_oracle = (lambda q: pcr[q.hops]) if model is None else model
-        qa = BlindQA(answerer, predictor, r_blind, k_nodes=100, lam=lam_blind, kappa=KAPPA)
+        r_oracle = (lambda d: pcr[d]) if model is None else model
+        qa = BlindQA(answerer, predictor, r_blind, config(lam_blind), k_nodes=100)
         b = [score(o, "soft", q.answers)["hit"]
              for o, q in zip(qa.answer_batch([blind(q) for q in test]), test)]  # fmt: skip
-        oqa = GroundedQA(answerer, r_oracle, k_nodes=100, lam=lam_oracle, kappa=KAPPA)
+        oqa = GroundedQA(answerer, r_oracle, config(lam_oracle), k_nodes=100)
         outs = oqa.answer_batch(test)
         o = [x.answer is not None and x.answer in q.answers for x, q in zip(outs, test)]
         hits[name] = dict(blind=np.asarray(b, float), oracle=np.asarray(o, float))

@@ -58,29 +58,28 @@ from experiments._setup import (
     KAPPA,
     METHODS,
     Setting,
-    arrays,
     blind_paths,
     build,
+    config,
     counter_evidence,
     evaluate,
-    fit_blind_lambda,
-    fit_lambda,
     score,
     settings,
 )
 from experiments._stats import paired_bootstrap
 from grounding import EvidenceStatus, GroundingResult, TypedGraph, gibbs_log_posterior, ground
 from grounding import plot as gplot
-from grounding.qa import BlindQA, GroundedQA, grounding_problem, risk_coverage
-from grounding.qa.loop import compact_evidence
+from grounding.qa import BlindQA, GroundedQA, fit_lambda, grounding_problem, risk_coverage
+from grounding.qa.calibration import gold_arrays
 from grounding.query import blind
+from grounding.solver.compact import compact_evidence
 
 LAMBDA_GRID = np.logspace(-2, 2, 33)
 
 
 def lambda_sweep(outcomes) -> list[float]:
     """Soft Hits@1 over :data:`LAMBDA_GRID` (posteriors from the energies ``ground`` gave)."""
-    a = arrays(outcomes)
+    a = gold_arrays((o.result, o.question.answers) for o in outcomes if o.result is not None)
     hits = []
     for lam in LAMBDA_GRID:
         post = np.asarray(gibbs_log_posterior(a["log_prior"], a["energy"], lam))
@@ -104,8 +103,8 @@ def worked_example(qa: GroundedQA, outcomes) -> Example:
     flipped = [o for o in live if score(o, "soft")["hit"] > score(o, "prior")["hit"]]
     o = (flipped or [o for o in live if score(o, "soft")["hit"]] or live)[0]
     problem = grounding_problem(o.question, o.candidates)
-    state = compact_evidence(o.evidence, problem.entities())
-    result = ground(problem, state, n_paths=3, **qa.ground_kwargs)
+    [state] = compact_evidence([o.evidence], [problem.entities()])
+    result = ground(problem, state, qa.config, n_paths=3)
     return state.graph, result, list(o.candidates.entities)
 
 
@@ -114,9 +113,9 @@ def blind_loop(bench, answerer, pcr, predictor, oracle_hits: dict, log) -> dict:
     candidate grounded on its own claim), lambda fitted on blind validation outcomes; per hop
     its Hits@1 per method and the paired difference to the oracle loop (gold chain)."""
     valid = bench.split("valid")
-    probe = BlindQA(answerer, predictor, lambda d: pcr[d], lam=1.0, kappa=KAPPA)
-    lam = fit_blind_lambda(probe.answer_batch([blind(q) for q in valid]), valid)
-    qa = BlindQA(answerer, predictor, lambda d: pcr[d], lam=lam, kappa=KAPPA)
+    probe = BlindQA(answerer, predictor, lambda d: pcr[d], config(1.0))
+    lam = fit_lambda(probe.answer_batch([blind(q) for q in valid]), [q.answers for q in valid])
+    qa = BlindQA(answerer, predictor, lambda d: pcr[d], config(lam))
     out: dict = dict(lam=lam, per_hop={})
     for h in (1, 2, 3):
         test = bench.split("test", h)
@@ -154,9 +153,10 @@ def run_setting(setting: Setting, log, seed: int = 0) -> tuple[dict, Example]:
         f"({fit.epochs_run} epochs, {time.perf_counter() - t0:.0f} s); fitting lambda ..."
     )
     negative = counter_evidence(bench) if setting.negatives else frozenset()
-    qa = GroundedQA(answerer, lambda q: pcr[q.hops], lam=1.0, kappa=KAPPA)
-    lam = fit_lambda(qa.answer_batch(bench.split("valid")))
-    qa = GroundedQA(answerer, lambda q: pcr[q.hops], lam=lam, kappa=KAPPA)
+    valid = bench.split("valid")
+    qa = GroundedQA(answerer, lambda d: pcr[d], config(1.0))
+    lam = fit_lambda(qa.answer_batch(valid), [q.answers for q in valid])
+    qa = GroundedQA(answerer, lambda d: pcr[d], config(lam))
     report: dict = dict(
         dataset=setting.name,
         seed=seed,
@@ -191,7 +191,7 @@ def run_setting(setting: Setting, log, seed: int = 0) -> tuple[dict, Example]:
             example = worked_example(qa, outcomes)
             report["example"] = example[1].to_dict()
         if setting.name == "codex-m":  # the same loop with soft PCR as the retriever
-            qa_soft = GroundedQA(answerer, lambda q: soft[q.hops], lam=lam, kappa=KAPPA)
+            qa_soft = GroundedQA(answerer, lambda d: soft[d], config(lam))
             via_soft = evaluate(qa_soft.answer_batch(test), lam)
             row["soft_pcr_retriever"] = {m: via_soft[m]["hits1"] for m in METHODS}
         report["per_hop"][h] = row
@@ -204,9 +204,7 @@ def run_setting(setting: Setting, log, seed: int = 0) -> tuple[dict, Example]:
     log(f"{setting.name}: blind loop done ({time.perf_counter() - t0:.0f} s)")
     if negative:
         qs = negative_questions(bench, setting.questions_per_hop)
-        qa_neg = GroundedQA(
-            answerer, lambda q: pcr[q.hops], lam=lam, kappa=KAPPA, negative=negative
-        )
+        qa_neg = GroundedQA(answerer, lambda d: pcr[d], config(lam), negative=negative)
         report["counter_evidence"] = contradiction_effect(
             qa.answer_batch(qs), qa_neg.answer_batch(qs), lam
         ) | dict(n_questions=len(qs))

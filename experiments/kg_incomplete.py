@@ -339,7 +339,7 @@ def _log_post(params, p: kp.Problem, c, aware: bool) -> jax.Array:
     :func:`grounding.ground_batch` itself, the settings traced. The coverage-aware fit's
     per-query ``lambda(c_q), kappa(c_q)`` are outside ``ground``'s one setting per call, so
     Eqs. (19) and (7) are applied per query with the library's own functions to the solver's
-    support energies (``tests/test_kg_problem.py`` checks that the two routes agree)."""
+    support energies (``tests/experiments/test_kg_problem.py`` checks that the two routes agree)."""
     if not aware:
         return p.log_posterior(*_schedule(params, jnp.zeros(())))
     lam, kap = _schedule(params, jnp.asarray(c))

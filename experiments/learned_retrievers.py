@@ -37,7 +37,7 @@ and ungated models), transfer (trained on one graph, tested on the other), speed
 
 **Downstream, blind.** :class:`grounding.qa.BlindQA` with each learned retriever (seed 0) as
 its retriever: the system sees the question text and topic only; relation paths come from a
-:class:`grounding.plans.RelationPathPredictor` fitted on the training questions; each
+:class:`grounding.plans.RelationChainPredictor` fitted on the training questions; each
 retriever's top 100 facts are the evidence; one ``lambda`` fitted on blind validation
 outcomes with PCR's evidence. Hits@1 of soft grounding, with paired intervals. The former
 loop, which grounds the question's gold chain, stays as the row "oracle (gold chain)".

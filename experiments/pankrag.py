@@ -23,7 +23,7 @@ experiment (same settings, trained on the evidence only).
   PankRAG's largest plan (3 steps of 20 nodes: 60 nodes; 5 anchors of 20 candidates: 100);
   and the one-loop PCR system on blind questions (:class:`~grounding.qa.BlindQA`, top-3 paths
   meeting in one posterior). One lambda for every blind system, fitted on the blind
-  validation outcomes of the one-loop system (``fit_blind_lambda``, the grounded QA
+  validation outcomes of the one-loop system (``grounding.qa.fit_lambda``, the grounded QA
   experiment's blind fit).
 - **Oracle (gold chain)** systems read the question's gold relation chain: PankRAG (templated
   plan, local retrieval, dependency-aware reranking with graph agreement), without the
@@ -31,7 +31,7 @@ experiment (same settings, trained on the evidence only).
   nodes and 20 candidates, once with the budget of its largest plan, 60 nodes and 100
   candidates), global (community) retrieval only, and the one-loop PCR and soft-PCR systems;
   lambda fitted on validation questions for the one-loop path-constrained system
-  (``fit_lambda``) and used by every oracle system (kappa = 1). Local-only equals PankRAG on
+  (``grounding.qa.fit_lambda``) and used by every oracle system (kappa = 1). Local-only equals PankRAG on
   this benchmark: every templated step is specific.
 
 Hits@1 is the top answer of the grounded posterior. Every system is compared with PankRAG
@@ -84,8 +84,7 @@ from experiments._setup import (
     SETTINGS,
     blind_paths,
     build,
-    fit_blind_lambda,
-    fit_lambda,
+    config,
 )
 from experiments._stats import paired_bootstrap
 from grounding.datasets import load_musique
@@ -99,7 +98,7 @@ from grounding.plans import (
     TemplatePlanner,
     plan_from_decomposition,
 )
-from grounding.qa import BlindQA, GroundedQA, PankRAG, score_probabilities
+from grounding.qa import BlindQA, GroundedQA, PankRAG, fit_lambda, score_probabilities
 from grounding.query import blind
 from grounding.retrieval import Communities
 
@@ -231,7 +230,7 @@ def pankrag_system(bench, answerer, index, communities, lam, **kw) -> PankRAG:
     texts = dict(zip(bench.kg.entities, bench.kg.node_texts))
     planner = kw.pop("planner", TemplatePlanner(bench.relation_labels, texts))
     kw = dict(k_nodes=K_NODES, k_candidates=K_CANDIDATES, beam=BEAM) | kw
-    return PankRAG(planner, answerer, index, communities=communities, lam=lam, kappa=KAPPA, **kw)
+    return PankRAG(planner, answerer, index, config(lam), communities=communities, **kw)
 
 
 def matched_budget(largest_plan: int) -> dict[str, int]:
@@ -247,8 +246,8 @@ def blind_predictor(bench, answerer, pcr, log, per_hop: int | None = None):
     first ``per_hop`` validation questions of each hop count (``None``: all)."""
     paths, predictor = blind_paths(bench, log)
     valid = [q for h in HOPS for q in bench.split("valid", h)[:per_hop]]
-    probe = BlindQA(answerer, predictor, lambda d: pcr[d], lam=1.0, kappa=KAPPA)
-    lam = fit_blind_lambda(probe.answer_batch([blind(q) for q in valid]), valid)
+    probe = BlindQA(answerer, predictor, lambda d: pcr[d], config(1.0))
+    lam = fit_lambda(probe.answer_batch([blind(q) for q in valid]), [q.answers for q in valid])
     return paths, predictor, lam
 
 
@@ -259,17 +258,17 @@ def run_system(name, questions, parts):
     t = time.perf_counter()
     if name in ("pcr", "soft_pcr"):
         retr = pcr if name == "pcr" else soft
-        qa = GroundedQA(answerer, lambda q: retr[q.hops], lam=lam, kappa=KAPPA)
+        qa = GroundedQA(answerer, lambda d: retr[d], config(lam))
         out = [(o.candidates.entities, o.probabilities("soft")) for o in qa.answer_batch(questions)]
         return out, time.perf_counter() - t
     if name == "pcr_blind":
-        qa = BlindQA(answerer, predictor, lambda d: pcr[d], lam=blind_lam, kappa=KAPPA)
+        qa = BlindQA(answerer, predictor, lambda d: pcr[d], config(blind_lam))
         outs = qa.answer_batch([blind(q) for q in questions])
         return [o.answer_probabilities("soft") for o in outs], time.perf_counter() - t
     texts = dict(zip(bench.kg.entities, bench.kg.node_texts))
     predicted = PredictedPathPlanner(predictor, bench.relation_labels, texts)
     predicted_flat = PredictedPathPlanner(predictor, bench.relation_labels, texts, flat=True)
-    largest = max(len(p) for p in predictor.paths)
+    largest = max(len(p) for p in predictor.chains)
     kw = dict(
         no_rerank=dict(rerank=False),
         embedding_agreement=dict(agreement="embedding"),
@@ -417,11 +416,8 @@ def answer_seed(seed: int, full: bool, log) -> dict:
     community_seconds = time.perf_counter() - t
     index = retrievers[0][1].index
     valid = bench.split("valid")
-    lam = fit_lambda(
-        GroundedQA(answerer, lambda q: retrievers[0][q.hops], lam=1.0, kappa=KAPPA).answer_batch(
-            valid
-        )
-    )
+    probe = GroundedQA(answerer, lambda d: retrievers[0][d], config(1.0))
+    lam = fit_lambda(probe.answer_batch(valid), [q.answers for q in valid])
     per_hop = None if full else QUICK_PER_HOP  # quick: a smoke run on fewer questions
     t = time.perf_counter()
     paths, predictor, blind_lam = blind_predictor(bench, answerer, retrievers[0], log, per_hop)
@@ -557,7 +553,7 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
             blind_paths=paths,
             matched_budget=dict(
                 oracle=matched_budget(max(HOPS)),
-                blind=matched_budget(max(len(p) for p in predictor.paths)),
+                blind=matched_budget(max(len(p) for p in predictor.chains)),
             ),
             systems=kg,
         ),

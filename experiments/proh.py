@@ -56,10 +56,10 @@ from experiments._io import (
     write_csv,
     write_json,
 )
-from experiments._setup import ResultOutcome, fit_blind_lambda
 from experiments._stats import paired_bootstrap
-from grounding import ClaimChain, EvidenceState, GroundingProblem, TypedGraph
+from grounding import GroundingConfig, GroundingProblem, TypedGraph, ground_batch
 from grounding.datasets import hypergraph_qa_benchmark
+from grounding.graph import inverse_relation
 from grounding.hypergraph import hop_relations
 from grounding.plans import (
     HypergraphTemplatePlanner,
@@ -67,8 +67,8 @@ from grounding.plans import (
     RoleChainPredictor,
     role_chain_accuracy,
 )
-from grounding.qa import PRoH, score_probabilities
-from grounding.qa.loop import ground_many
+from grounding.qa import PRoH, fit_lambda, score_probabilities
+from grounding.qa.pipeline import claim_chains
 from grounding.query import BlindQuestion, blind
 from grounding.retrieval import (
     PCR,
@@ -122,9 +122,10 @@ def chain_of(roles) -> tuple[str, ...]:
 
 
 def run_proh(index, questions, planner, lam_fit: float, **kw):
-    """PRoH on ``questions`` with the fitted lambda (``kw`` may replace it, e.g. ``lam=0``)."""
-    settings = dict(lam=lam_fit, kappa=KAPPA, eps=0.0, n_plans=K_CHAINS) | kw
-    outs = PRoH(planner, index, **settings).answer_batch(questions)
+    """PRoH on ``questions`` with the fitted lambda (``kw`` may replace it, e.g. ``lam=0``, or
+    set PRoH's own settings); the strict hard rule (``eps = 0``)."""
+    config = GroundingConfig(lam=kw.pop("lam", lam_fit), kappa=KAPPA, eps=0.0)
+    outs = PRoH(planner, index, config, **(dict(n_plans=K_CHAINS) | kw)).answer_batch(questions)
     return [(o.answers, o.probs) for o in outs], outs
 
 
@@ -145,19 +146,13 @@ def run_hypergraphrag(index, questions: Sequence[BlindQuestion], chains, lam: fl
         ents, lp = ents[keep][:20], prior(scores[keep][:20])
         cands, log_prior = [], []
         for roles, w in cs:
-            chain = chain_of(roles)
-            mid = (None,) * (len(chain) - 1)
-            cands += [ClaimChain((q.topic, *mid, kh.entities[e]), chain) for e in ents]
+            cands += claim_chains([(q.topic, kh.entities[e]) for e in ents], chain_of(roles))
             log_prior += (np.log(w) + lp).tolist()
         log_prior = np.asarray(log_prior)
         problems.append(GroundingProblem(q.text, tuple(cands), log_prior - logsumexp(log_prior)))
-        ptr, m = kh.ptr, len(kh.member)
-        fwd = np.concatenate([np.arange(ptr[h], ptr[h + 1]) for h in edges])
-        states.append(
-            EvidenceState(graph=index.graph.subgraph(np.sort(np.concatenate([fwd, fwd + m]))))
-        )
+        states.append(index.evidence(edges))  # the retrieved hyperedges' bipartite graph
         live.append(i)
-    results = dict(zip(live, ground_many(problems, states, lam=lam, kappa=KAPPA)))
+    results = dict(zip(live, _ground(problems, states, lam)))
     answers = [
         results[i].answer_probabilities() if i in results else ((), np.zeros(0))
         for i in range(len(questions))
@@ -167,12 +162,18 @@ def run_hypergraphrag(index, questions: Sequence[BlindQuestion], chains, lam: fl
     return answers, [results.get(i) for i in range(n)], [posed.get(i) for i in range(n)]
 
 
+def _ground(problems, states, lam: float) -> list:
+    """The baselines' groundings: one batch, the systems' settings at ``lam``."""
+    config = GroundingConfig(lam=lam, kappa=KAPPA)
+    return ground_batch(problems, states, config) if problems else []
+
+
 def binary_projection(kh) -> TypedGraph:
     """Main triples (qualifiers dropped) of the statements, both directions."""
     triples = []
     for h in range(kh.n_edges):
         s, r, o, _ = kh.statement(h)
-        triples += [(s, r, o), (o, r + "^-1", s)]
+        triples += [(s, r, o), (o, inverse_relation(r), s)]
     return TypedGraph.from_triples(
         sorted(set(triples)), entities=kh.entities, texts=kh.entity_texts
     )
@@ -197,7 +198,7 @@ def run_binary_pcr(graph, index: TextIndex, questions: Sequence[BlindQuestion], 
                                          anchors=(q.topic,), max_hops=d))  # fmt: skip
         states.append(got.evidence)
         live.append(i)
-    results = dict(zip(live, ground_many(problems, states, lam=lam, kappa=KAPPA)))
+    results = dict(zip(live, _ground(problems, states, lam)))
     return [
         results[i].answer_probabilities() if i in results else ((), np.zeros(0))
         for i in range(len(questions))
@@ -280,23 +281,17 @@ def fit_role_predictor(bench, encode):
     return fitted(beta), beta, valid
 
 
-def fit_lambda(index, bench, planner, predictor) -> float:
-    """One lambda for every system: the grid value maximizing the validation log-mass of the gold
-    answers (:func:`experiments._setup.fit_blind_lambda`) over the final groundings of blind
-    PRoH and blind HyperGraphRAG, probed at lambda = 1 (energies do not depend on lambda)."""
+def shared_lambda(index, bench, planner, predictor) -> float:
+    """One lambda for every system: :func:`grounding.qa.fit_lambda` (Adam on the validation
+    log-mass of the gold answers) over the final groundings of blind PRoH (every solution's)
+    and blind HyperGraphRAG, probed at lambda = 1 (energies do not depend on lambda)."""
     valid = list(bench.split("valid"))
     shown = [blind(q) for q in valid]
     _, outs = run_proh(index, shown, planner, LAMBDA_PROBE)
-    rows, gold = [], []
-    for o, q in zip(outs, valid):
-        for s in o.solutions:
-            rows.append(s.final)  # a StepAnswer: its grounding result is ``result``
-            gold.append(q)
     chains = predictor.predict(shown, K_CHAINS)
     _, results, _ = run_hypergraphrag(index, shown, chains, LAMBDA_PROBE)
-    rows += [ResultOutcome(r) for r in results]
-    gold += valid
-    return fit_blind_lambda(rows, gold)
+    gold = [q.answers for q in valid]
+    return fit_lambda([*outs, *results], [*gold, *gold])
 
 
 def unobserved_fate(outcomes, questions) -> dict:
@@ -330,7 +325,7 @@ def run_seed(seed: int, full: bool, log) -> dict:
     log(f"wd50k seed {seed} role chains (beta={beta}): " + " ".join(
         f"{h}-hop top1={r['top1']:.2f}" for h, r in chain_acc.items()))  # fmt: skip
     planner = RoleChainPlanner(predictor)
-    lam = fit_lambda(index, bench, planner, predictor)
+    lam = shared_lambda(index, bench, planner, predictor)
     log(f"wd50k seed {seed}: lambda fitted on validation = {lam:.3g}")
     binary = binary_projection(bench.evidence)
     answers, outcomes, chains, seconds, _ = run_blind(

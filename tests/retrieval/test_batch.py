@@ -235,7 +235,7 @@ def test_pcr_batch_on_codex_s_equals_the_per_question_path(hops, monkeypatch):
 # ------------------------------------------------------------------ compaction
 @settings(max_examples=60)
 @given(typed_graphs(n_max=10, e_max=24), seeds, st.sampled_from([1, 4, 64]), st.booleans())
-def test_compact_evidence_batch_equals_compact_evidence(g, seed, min_size, texts):
+def test_compact_evidence_equals_the_reference_state_by_state(g, seed, min_size, texts):
     rng = np.random.default_rng(seed)
     if texts:
         g = with_texts(g, rng)
@@ -257,7 +257,7 @@ def test_compact_evidence_batch_equals_compact_evidence(g, seed, min_size, texts
         assert dataclasses.replace(c, negative=frozenset()).negative == frozenset()
 
 
-def test_compact_evidence_batch_errors():
+def test_compact_evidence_errors():
     g = TypedGraph.from_triples([("a", "r", "b")])
     s = EvidenceState(g)
     with pytest.raises(ValueError, match="keep lists"):
