@@ -234,16 +234,16 @@ def test_the_cross_import_check_sees_every_form_of_import():
 def test_experiments_and_benchmarks_do_not_import_each_other():
     """No experiment imports another experiment, and no benchmark imports another benchmark
     script or an experiment: what several share lives in a private helper module
-    (``experiments/_setup.py``, ``_io.py``, ``_stats.py``, ... and ``benchmarks/_common.py``).
+    (``experiments/_setup/``, ``_io.py``, ``_stats.py``, ... and ``benchmarks/_common.py``).
     Only the experiments' runner (``experiments/__main__.py``) imports every experiment."""
     experiments, benchmarks = _scripts("experiments"), _scripts("benchmarks")
     assert {"grounded_qa", "proh"} <= experiments and {"paths", "scaling"} <= benchmarks
     bad = []
     for folder in ("experiments", "benchmarks"):
-        for path in sorted((ROOT / folder).glob("*.py")):
-            if path.name in ("__init__.py", "__main__.py"):
+        for path in sorted((ROOT / folder).rglob("*.py")):  # shared helper packages too
+            if path.relative_to(ROOT / folder).as_posix() in ("__init__.py", "__main__.py"):
                 continue
-            own = f"{folder}.{path.stem}"
+            own = ".".join(path.relative_to(ROOT).with_suffix("").parts)
             for line, target in _cross_imports(path.read_text(), own, experiments, benchmarks):
                 bad.append(f"{path.relative_to(ROOT)}:{line} imports {target}")
     assert not bad, "\n".join(bad)
