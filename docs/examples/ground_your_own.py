@@ -232,7 +232,7 @@ for what, (ep, reply) in cases.items():
     except CandidateModelError as err:  # every endpoint failure arrives as this
         print(f"{what}: {err}")
         errors[what] = str(err)
-    out = GroundedQA(model, PCR(TextIndex(graph)), lam=4.0, kappa=1.0).answer(ask)
+    out = GroundedQA(model, PCR(TextIndex(graph)), config).answer(ask)
     print(f"  in the loop: answer {out.answer}, reason: {out.reason}")
     reasons[what] = out.reason
 # --8<-- [end:failures]
