@@ -39,6 +39,7 @@ from grounding.qa.pipeline import (
     failure,
     ground_or_fail,
     retrieve_or_fail,
+    split_failures,
     unknown_entities,
 )
 from grounding.query import BlindQuestion, Query
@@ -173,8 +174,8 @@ class BlindQA:
         grounded = ground_or_fail(
             [problems[i] for i in live], [states[i] for i in live], self.config, self.realization
         )
-        reasons.update({i: r for i, r in zip(live, grounded) if isinstance(r, str)})
-        results = {i: r for i, r in zip(live, grounded) if not isinstance(r, str)}
+        results, failed = split_failures(live, grounded)
+        reasons.update(failed)
         return [
             BlindOutcome(q, tuple(c), results.get(i), states.get(i), reasons.get(i))
             for i, (q, c) in enumerate(zip(questions, predicted))

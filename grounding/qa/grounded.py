@@ -45,6 +45,7 @@ from grounding.qa.pipeline import (
     failure,
     ground_or_fail,
     retrieve_or_fail,
+    split_failures,
     unknown_entities,
 )
 from grounding.query import Query
@@ -218,8 +219,8 @@ class GroundedQA:
         reasons = {i: c.abstain_reason for i, c in enumerate(cands) if c.abstained}
         asked = [i for i in range(len(questions)) if i not in reasons]
         found = self.evidence_batch([questions[i] for i in asked])
-        states = {i: s for i, s in zip(asked, found) if not isinstance(s, str)}
-        reasons.update({i: s for i, s in zip(asked, found) if isinstance(s, str)})
+        states, failed = split_failures(asked, found)
+        reasons.update(failed)
         problems: dict[int, GroundingProblem] = {}
         for i in states:
             got = _problem(questions[i], cands[i], states[i], self.max_hops)
@@ -231,8 +232,8 @@ class GroundedQA:
         grounded = ground_or_fail(
             [problems[i] for i in live], [states[i] for i in live], self.config, self.realization
         )
-        reasons.update({i: r for i, r in zip(live, grounded) if isinstance(r, str)})
-        results = {i: r for i, r in zip(live, grounded) if not isinstance(r, str)}
+        results, failed = split_failures(live, grounded)
+        reasons.update(failed)
         return [
             QAOutcome(q, c, results.get(i), states.get(i), reasons.get(i))
             for i, (q, c) in enumerate(zip(questions, cands))

@@ -36,6 +36,7 @@ __all__ = [
     "failure",
     "ground_or_fail",
     "retrieve_or_fail",
+    "split_failures",
     "unknown_entities",
 ]
 
@@ -149,6 +150,15 @@ def ground_or_fail(
         except QUESTION_ERRORS as err:
             out.append(failure("grounding", err))
     return out
+
+
+def split_failures(
+    keys: Sequence[K], got: Sequence[T | str]
+) -> tuple[dict[K, T], dict[K, str]]:
+    """A stage's per-question outputs (``got[j]`` of question ``keys[j]``) split into the
+    successes and the reasons (the strings) of the questions that failed."""
+    ok = {k: x for k, x in zip(keys, got) if not isinstance(x, str)}
+    return ok, {k: x for k, x in zip(keys, got) if isinstance(x, str)}
 
 
 def unknown_entities(problem: GroundingProblem, state: EvidenceState) -> str | None:
