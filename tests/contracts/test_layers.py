@@ -364,15 +364,19 @@ def test_mutation_test_modules_do_not_start_jax_at_import():
 
 
 def test_the_qa_batch_walks_down_the_floors_without_climbing_back():
-    """``GroundedQA.answer_batch`` traced call by call (``sys.setprofile``) on a small graph:
+    """``GroundedQA.answer_batch`` and ``BlindQA.answer_batch`` traced call by call
+    (``sys.setprofile``) on a small graph:
     no function of the package calls a function of a unit on a higher floor than its own (a
     callback up the floors would show here), so one batch goes qa -> retrieval -> solver ->
     core in one direction; and it passes through each of those floors."""
     import sys
 
+    import numpy as np
+
     from grounding.datasets import KGQuestion
     from grounding.graph import TypedGraph
-    from grounding.qa import Candidates, GroundedQA
+    from grounding.qa import BlindQA, Candidates, GroundedQA
+    from grounding.query import blind
     from grounding.retrieval import PCR, TextIndex
     from grounding.solver import GroundingConfig
 
@@ -387,9 +391,23 @@ def test_the_qa_batch_walks_down_the_floors_without_climbing_back():
         def propose(self, question, k):
             return Candidates.from_scores(["c", "e", "f"], [0.0, -0.5, -1.0], k=k)
 
+    class Answerer:  # BlindQA's answerer: scores over the entities for a topic and chain
+        entities = graph.entities
+
+        def log_scores(self, topic, chain):
+            return np.log(np.array([1e-9, 1e-9, 0.5, 1e-9, 0.3, 0.2]))
+
+    class Predictor:  # BlindQA's relation-chain predictor
+        def predict(self, questions, k):
+            return [[(("r", "s"), 1.0)] for _ in questions]
+
+    config = GroundingConfig(lam=2.0, kappa=1.0)
     qs = [KGQuestion(f"q{i}", "what does a reach?", "a", ("r", "s"), (), (), "test") for i in "12"]
-    qa = GroundedQA(Model(), pcr, GroundingConfig(lam=2.0, kappa=1.0), k_nodes=4)
+    qa = GroundedQA(Model(), pcr, config, k_nodes=4)
+    blind_qa = BlindQA(Answerer(), Predictor(), pcr, config, k_nodes=4)
+    shown = [blind(q) for q in qs]
     qa.answer_batch(qs)  # compile first: tracing runs inside jax, not the walk measured
+    blind_qa.answer_batch(shown)
     climbs, seen = [], set()
 
     def unit_of(frame) -> str | None:
@@ -409,9 +427,9 @@ def test_the_qa_batch_walks_down_the_floors_without_climbing_back():
 
     sys.setprofile(profile)
     try:
-        outs = qa.answer_batch(qs)
+        outs = qa.answer_batch(qs) + blind_qa.answer_batch(shown)
     finally:
         sys.setprofile(None)
-    assert all(o.result is not None for o in outs)
+    assert len(outs) == 4 and all(o.result is not None for o in outs)
     assert not climbs, "\n".join(climbs[:10])
     assert {"grounding.qa", "grounding.retrieval", "grounding.solver", "grounding.graph"} <= seen
