@@ -19,9 +19,9 @@ top ``n_0 = 2`` chains, each plan weighted by its probability) and grounds each 
 own plan's predicted roles; blind HyperGraphRAG claims the same top-2 chains (20 candidates
 each, prior ``w_j p(a)``); binary PCR explores to the predicted hop count. Oracle rows
 ("oracle (gold chain)") plan with :class:`grounding.plans.HypergraphTemplatePlanner` and ground
-HyperGraphRAG on the gold chain. One lambda for every row: the grid value maximizing the
-validation log-mass of the gold answers over the final groundings of blind PRoH and blind
-HyperGraphRAG (probe at lambda = 1).
+HyperGraphRAG on the gold chain. One lambda for every row: :func:`grounding.qa.fit_lambda`
+(Adam on log lambda) maximizing the validation log-mass of the gold answers over the final
+groundings of blind PRoH and blind HyperGraphRAG (probe at lambda = 1).
 
 Systems: PRoH (DFS), PRoH with BFS, without EWO (plain overlaps), without plan context,
 without target hyperedges, with ``d_max = 1``, with ``lambda = 0``; HyperGraphRAG (the 60
