@@ -2,10 +2,14 @@
 returns for a question, read the same way whatever the system.
 
 An outcome has the ``question`` it answers, its ``answer`` (an entity of the graph, or
-``None`` when the system gives none), ``answer_probabilities(which)`` (the answer entities,
+``None`` when the system gives none: :class:`~grounding.qa.GroundedQA` and
+:class:`~grounding.qa.BlindQA` answer when the decision rule licenses it, Axiom 8;
+:class:`~grounding.qa.PankRAG` and :class:`~grounding.qa.PRoH`, which apply no decision rule to
+their final distribution, give its most probable entity), ``answer_probabilities(which)`` (the answer entities,
 most probable first, and their probabilities under the prior, the soft grounded posterior
 (Eq. (7)) or the hard one (Eq. (6))) and its ``reason`` (why there is no answer, else
-``None``). Scoring, calibration (:func:`grounding.qa.fit_lambda`) and the metrics read
+``None``), and ``groundings()``, the :class:`~grounding.GroundingResult` objects its answer
+comes from. Scoring, calibration (:func:`grounding.qa.fit_lambda`) and the metrics read
 outcomes only through it.
 
 References:
@@ -38,6 +42,8 @@ class Outcome(Protocol):
     def answer(self) -> str | None: ...
 
     def answer_probabilities(self, which: str = "soft") -> tuple[tuple[str, ...], np.ndarray]: ...
+
+    def groundings(self) -> tuple[GroundingResult, ...]: ...
 
 
 def no_answer() -> tuple[tuple[str, ...], np.ndarray]:
