@@ -152,9 +152,7 @@ def ground_or_fail(
     return out
 
 
-def split_failures(
-    keys: Sequence[K], got: Sequence[T | str]
-) -> tuple[dict[K, T], dict[K, str]]:
+def split_failures(keys: Sequence[K], got: Sequence[T | str]) -> tuple[dict[K, T], dict[K, str]]:
     """A stage's per-question outputs (``got[j]`` of question ``keys[j]``) split into the
     successes and the reasons (the strings) of the questions that failed."""
     ok = {k: x for k, x in zip(keys, got) if not isinstance(x, str)}
