@@ -7,6 +7,8 @@
   text, and any OpenAI-compatible LLM;
 - :mod:`~grounding.plans.relation_chains`: relation chains predicted from a blind question's
   text (:class:`RelationChainPredictor`), the blind replacement for a gold relation chain;
+- :mod:`~grounding.plans.template_parser`: the templated benchmark's chains read back off
+  its texts (:class:`TemplateChainParser`), the baseline a blind reader is measured against;
 - :mod:`~grounding.plans.role_chains`: role chains predicted from a blind hypergraph question
   (:class:`RoleChainPredictor`) and the plans built on them (:class:`RoleChainPlanner`).
 """
@@ -24,6 +26,7 @@ from grounding.plans.planners import (
 )
 from grounding.plans.relation_chains import RelationChainPredictor, chain_accuracy
 from grounding.plans.role_chains import RoleChainPlanner, RoleChainPredictor, role_chain_accuracy
+from grounding.plans.template_parser import TemplateChainParser
 
 __all__ = [
     "Plan",
@@ -38,6 +41,7 @@ __all__ = [
     "HeuristicPlanner",
     "LLMPlanner",
     "RelationChainPredictor",
+    "TemplateChainParser",
     "chain_accuracy",
     "RoleChainPredictor",
     "RoleChainPlanner",

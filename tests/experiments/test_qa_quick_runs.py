@@ -54,6 +54,19 @@ def test_grounded_qa(results):
             assert abs(d["diff"] - (row["blind_hits1"][0] - row["oracle_hits1"][0])) < 1e-12
             assert row["oracle_hits1"][0] == rep["per_hop"][h]["soft"]["hits1"]
             assert row["blind_hits1"][0] == rep["blind"]["per_hop"][h]["soft"]["hits1"]
+    # the blind loop against its own prior (paired), and the template parser's baseline row
+    for rep in r["reports"]:
+        for h in ("1", "2", "3"):
+            blind_row, pooled = rep["blind"]["per_hop"][h], r["seeds"][rep["dataset"]][h]
+            for m in ("hard", "soft"):
+                d = blind_row[m]["vs_prior"]
+                assert d["diff"] == pytest.approx(
+                    blind_row[m]["hits1"] - blind_row["prior"]["hits1"]
+                )
+                assert d["ci"][0] <= d["diff"] <= d["ci"][1]
+                assert pooled[f"{m}_minus_prior"]["diff"] == pytest.approx(d["diff"])
+            assert pooled["blind"]["soft"] == blind_row["soft"]["hits1"]
+            assert 0 <= blind_row["parser"]["soft"]["hits1"] <= 1
     # the worked example: one 2-hop question through the loop, with its supporting walks
     ex = r["reports"][0]["example"]
     names = [c["name"] for c in ex["candidates"]]

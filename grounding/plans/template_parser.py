@@ -1,0 +1,94 @@
+r"""A baseline that reads a templated question's relation chain back off its text.
+
+The templated question benchmark (:func:`grounding.datasets.kgqa_benchmark`) writes a
+question of chain :math:`(r_1, \dots, r_T)` from topic :math:`x` as
+``What is`` :math:`\phi_{r_T}(\dots\phi_{r_1}(x))` ``?``, with one noun phrase
+:math:`\phi_r` per relation and direction (:func:`grounding.query.relation_phrase`).
+:class:`TemplateChainParser` inverts that writer: from the outside in, it strips every phrase
+whose fixed words surround the rest of the text, down to the topic's own text. It sees what a
+blind system sees (the text and the topic) plus the relation labels and entity texts the
+benchmark publishes, and nothing gold. On texts written by that one template it recovers the
+chain of every question (several chains when the words are ambiguous), so it is an upper
+bound on reading those texts, reported beside the blind systems as a labelled baseline: a
+blind system below it on such texts is losing to the template, not to the question.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from grounding._checks import check_int
+from grounding.graph import inverse_relation
+from grounding.query import BlindQuestion, relation_phrase
+
+__all__ = ["TemplateChainParser"]
+
+Chain = tuple[str, ...]
+
+_HOLE = "\x00"  # stands for the inner phrase while a relation's phrase is cut in two
+
+
+class TemplateChainParser:
+    """Relation chains read back off templated question texts (module docstring).
+
+    Args:
+        relation_labels: relation name -> the label the texts use (the benchmark's
+            ``relation_labels``; an inverse ``r^-1`` reads ``r``'s label backwards).
+        entity_texts: entity name -> the text the questions name it by (the benchmark's
+            node texts).
+        max_hops: longest chain read.
+
+    Example:
+        >>> parser = TemplateChainParser({"capital": "capital", "treats": "treats"},
+        ...                              {"flu": "flu", "france": "France"})
+        >>> parser.parse("What is the entity that treats flu?", "flu")
+        [('treats^-1',)]
+        >>> parser.parse("What is the capital of France?", "france")
+        [('capital',)]
+    """
+
+    def __init__(
+        self,
+        relation_labels: Mapping[str, str],
+        entity_texts: Mapping[str, str],
+        max_hops: int = 3,
+    ):
+        self.entity_texts = dict(entity_texts)
+        self.max_hops = check_int(max_hops, "max_hops")
+        self._phrases: list[tuple[str, str, str]] = []  # (relation, words before, words after)
+        for r, label in sorted(relation_labels.items()):
+            for name, inverse in ((r, False), (inverse_relation(r), True)):
+                before, after = relation_phrase(label, _HOLE, inverse=inverse).split(_HOLE)
+                self._phrases.append((name, before, after))
+
+    def parse(self, text: str, topic: str) -> list[Chain]:
+        """Every chain of 1..``max_hops`` relations whose template writes ``text`` from
+        ``topic`` (empty when the text is not of the template)."""
+        if not (text.startswith("What is ") and text.endswith("?")):
+            return []
+        inner = self.entity_texts.get(topic, topic)
+        return [c for c in self._read(text[len("What is ") : -1], inner, 0) if c]
+
+    def _read(self, phrase: str, topic_text: str, depth: int) -> list[Chain]:
+        out: list[Chain] = [()] if phrase == topic_text else []
+        if depth == self.max_hops:
+            return out
+        for name, before, after in self._phrases:
+            fits = len(phrase) > len(before) + len(after)
+            if fits and phrase.startswith(before) and phrase.endswith(after):
+                inside = phrase[len(before) : len(phrase) - len(after)]
+                out += [(*c, name) for c in self._read(inside, topic_text, depth + 1)]
+        return out
+
+    def predict(
+        self, questions: Sequence[BlindQuestion], k: int = 3
+    ) -> list[list[tuple[Chain, float]]]:
+        """Per question, up to ``k`` chains the text parses to, each with probability
+        ``1 / (number of parses)`` (the predictor interface of
+        :class:`~grounding.qa.BlindQA`); empty when the text does not parse."""
+        k = check_int(k, "k")
+        out = []
+        for q in questions:
+            chains = sorted(set(self.parse(q.text, q.topic)), key=lambda c: (len(c), c))
+            out.append([(c, 1.0 / len(chains)) for c in chains[:k]])
+        return out
