@@ -81,16 +81,22 @@ def results_of(runs) -> dict:
     return {name: json.loads((d / f"{name}.json").read_text()) for name, (d, _) in runs.items()}
 
 
+#: Tables an experiment writes besides ``<name>.csv``.
+EXTRA_TABLES = {"grounded_qa": ["grounded_qa_blind.csv"]}
+
+
 def check_outputs(runs, name):
     out, paths = runs[name]
-    expected = sorted(f"{name}.{ext}" for ext in ("png", "panels.json", "csv", "json"))
-    assert sorted(p.name for p in paths) == expected
+    expected = [f"{name}.{ext}" for ext in ("png", "panels.json", "csv", "json")]
+    expected += EXTRA_TABLES.get(name, [])
+    assert sorted(p.name for p in paths) == sorted(expected)
     for p in paths:
         assert p.exists() and p.stat().st_size > 0
     assert (out / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    with open(out / f"{name}.csv", newline="") as fh:
-        rows = list(csv.reader(fh))
-    assert len(rows) > 1 and all(len(r) == len(rows[0]) for r in rows)
+    for table in [f"{name}.csv", *EXTRA_TABLES.get(name, [])]:
+        with open(out / table, newline="") as fh:
+            rows = list(csv.reader(fh))
+        assert len(rows) > 1 and all(len(r) == len(rows[0]) for r in rows), table
     json.loads((out / f"{name}.json").read_text())  # valid strict JSON
     assert not [f for f in out.iterdir() if f.name.endswith(".tmp")]  # atomic writes cleaned up
 
