@@ -37,9 +37,8 @@ from grounding.qa.pipeline import (
     RetrieverSpec,
     claim_chains,
     failure,
-    ground_or_fail,
+    ground_questions,
     retrieve_or_fail,
-    split_failures,
     unknown_entities,
 )
 from grounding.query import BlindQuestion, Query
@@ -170,11 +169,9 @@ class BlindQA:
                 reasons[i] = why
             else:
                 states[i] = s
-        live = list(states)
-        grounded = ground_or_fail(
-            [problems[i] for i in live], [states[i] for i in live], self.config, self.realization
+        results, failed = ground_questions(
+            list(states), problems, states, self.config, self.realization
         )
-        results, failed = split_failures(live, grounded)
         reasons.update(failed)
         return [
             BlindOutcome(q, tuple(c), results.get(i), states.get(i), reasons.get(i))

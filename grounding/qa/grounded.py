@@ -43,7 +43,7 @@ from grounding.qa.pipeline import (
     RetrieverSpec,
     claim_chains,
     failure,
-    ground_or_fail,
+    ground_questions,
     retrieve_or_fail,
     split_failures,
     unknown_entities,
@@ -228,11 +228,9 @@ class GroundedQA:
                 reasons[i] = got
             else:
                 problems[i] = got
-        live = list(problems)
-        grounded = ground_or_fail(
-            [problems[i] for i in live], [states[i] for i in live], self.config, self.realization
+        results, failed = ground_questions(
+            list(problems), problems, states, self.config, self.realization
         )
-        results, failed = split_failures(live, grounded)
         reasons.update(failed)
         return [
             QAOutcome(q, c, results.get(i), states.get(i), reasons.get(i))

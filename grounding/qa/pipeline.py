@@ -16,7 +16,7 @@ References:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from grounding.evidence import EvidenceState
@@ -35,6 +35,7 @@ __all__ = [
     "claim_chains",
     "failure",
     "ground_or_fail",
+    "ground_questions",
     "retrieve_or_fail",
     "split_failures",
     "unknown_entities",
@@ -150,6 +151,21 @@ def ground_or_fail(
         except QUESTION_ERRORS as err:
             out.append(failure("grounding", err))
     return out
+
+
+def ground_questions(
+    keys: Sequence[K],
+    problems: Mapping[K, GroundingProblem],
+    states: Mapping[K, EvidenceState],
+    config: GroundingConfig,
+    realization: Realization | None = None,
+) -> tuple[dict[K, GroundingResult], dict[K, str]]:
+    """:func:`ground_or_fail` of the questions ``keys`` (their problems and evidence states by
+    key), split into the results and the reasons of the questions that failed."""
+    got = ground_or_fail(
+        [problems[k] for k in keys], [states[k] for k in keys], config, realization
+    )
+    return split_failures(keys, got)
 
 
 def split_failures(keys: Sequence[K], got: Sequence[T | str]) -> tuple[dict[K, T], dict[K, str]]:
