@@ -63,6 +63,7 @@ from experiments._setup import (
     config,
     counter_evidence,
     evaluate,
+    fitted,
     score,
     settings,
 )
@@ -70,7 +71,7 @@ from experiments._stats import paired_bootstrap
 from grounding import EvidenceStatus, GroundingResult, TypedGraph, gibbs_log_posterior, ground
 from grounding import plot as gplot
 from grounding.plans import TemplateChainParser
-from grounding.qa import BlindQA, GroundedQA, fit_lambda, grounding_problem, risk_coverage
+from grounding.qa import BlindQA, GroundedQA, grounding_problem, risk_coverage
 from grounding.qa.calibration import gold_arrays
 from grounding.query import blind
 from grounding.solver.compact import compact_evidence
@@ -118,16 +119,11 @@ def blind_loop(bench, answerer, pcr, predictor, oracle_hits: dict, log) -> dict:
     its own lambda fitted on validation the same way): what reading the template alone
     recovers."""
     valid = bench.split("valid")
-    probe = BlindQA(answerer, predictor, lambda d: pcr[d], config(1.0))
-    lam = fit_lambda(probe.answer_batch([blind(q) for q in valid]), [q.answers for q in valid])
-    qa = BlindQA(answerer, predictor, lambda d: pcr[d], config(lam))
+    qa, lam = fitted(lambda c: BlindQA(answerer, predictor, lambda d: pcr[d], c), valid)
     texts = dict(zip(bench.kg.entities, bench.kg.node_texts))
     parser = TemplateChainParser(bench.relation_labels, texts)
-    probe = BlindQA(answerer, parser, lambda d: pcr[d], config(1.0))
-    parser_lam = fit_lambda(
-        probe.answer_batch([blind(q) for q in valid]), [q.answers for q in valid]
-    )  # the baseline fits its own lambda on validation, as the blind loop does
-    parsed = BlindQA(answerer, parser, lambda d: pcr[d], config(parser_lam))
+    # the baseline fits its own lambda on validation, as the blind loop does
+    parsed, parser_lam = fitted(lambda c: BlindQA(answerer, parser, lambda d: pcr[d], c), valid)
     out: dict = dict(lam=lam, parser_lam=parser_lam, per_hop={})
     for h in (1, 2, 3):
         test = bench.split("test", h)
@@ -184,9 +180,7 @@ def run_setting(setting: Setting, log, seed: int = 0) -> tuple[dict, Example]:
     )
     negative = counter_evidence(bench) if setting.negatives else frozenset()
     valid = bench.split("valid")
-    qa = GroundedQA(answerer, lambda d: pcr[d], config(1.0))
-    lam = fit_lambda(qa.answer_batch(valid), [q.answers for q in valid])
-    qa = GroundedQA(answerer, lambda d: pcr[d], config(lam))
+    qa, lam = fitted(lambda c: GroundedQA(answerer, lambda d: pcr[d], c), valid)
     report: dict = dict(
         dataset=setting.name,
         seed=seed,

@@ -85,6 +85,7 @@ from experiments._setup import (
     blind_paths,
     build,
     config,
+    fitted,
 )
 from experiments._stats import paired_bootstrap
 from grounding.datasets import load_musique
@@ -98,7 +99,7 @@ from grounding.plans import (
     TemplatePlanner,
     plan_from_decomposition,
 )
-from grounding.qa import BlindQA, GroundedQA, PankRAG, fit_lambda, score_probabilities
+from grounding.qa import BlindQA, GroundedQA, PankRAG, score_probabilities
 from grounding.query import blind
 from grounding.retrieval import Communities
 
@@ -246,8 +247,7 @@ def blind_predictor(bench, answerer, pcr, log, per_hop: int | None = None):
     first ``per_hop`` validation questions of each hop count (``None``: all)."""
     paths, predictor = blind_paths(bench, log)
     valid = [q for h in HOPS for q in bench.split("valid", h)[:per_hop]]
-    probe = BlindQA(answerer, predictor, lambda d: pcr[d], config(1.0))
-    lam = fit_lambda(probe.answer_batch([blind(q) for q in valid]), [q.answers for q in valid])
+    _, lam = fitted(lambda c: BlindQA(answerer, predictor, lambda d: pcr[d], c), valid)
     return paths, predictor, lam
 
 
@@ -416,8 +416,7 @@ def answer_seed(seed: int, full: bool, log) -> dict:
     community_seconds = time.perf_counter() - t
     index = retrievers[0][1].index
     valid = bench.split("valid")
-    probe = GroundedQA(answerer, lambda d: retrievers[0][d], config(1.0))
-    lam = fit_lambda(probe.answer_batch(valid), [q.answers for q in valid])
+    _, lam = fitted(lambda c: GroundedQA(answerer, lambda d: retrievers[0][d], c), valid)
     per_hop = None if full else QUICK_PER_HOP  # quick: a smoke run on fewer questions
     t = time.perf_counter()
     paths, predictor, blind_lam = blind_predictor(bench, answerer, retrievers[0], log, per_hop)

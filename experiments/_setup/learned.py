@@ -14,13 +14,13 @@ from experiments._setup.qa import (
     Setting,
     blind_paths,
     config,
+    fitted,
     score,
 )
 from experiments._stats import paired_bootstrap
 from grounding.qa import (
     BlindQA,
     GroundedQA,
-    fit_lambda,
 )
 from grounding.query import Query, blind
 from grounding.retrieval import (
@@ -309,11 +309,8 @@ def downstream(bench, answerer, pcr, models, test, valid, log) -> dict:
     out: dict = {}
     paths, predictor = blind_paths(bench, log)
     out["blind_paths"] = paths
-    gold = [q.answers for q in valid]
-    probe = BlindQA(answerer, predictor, lambda d: pcr[d], config(1.0))
-    lam_blind = fit_lambda(probe.answer_batch([blind(q) for q in valid]), gold)
-    oracle_probe = GroundedQA(answerer, lambda d: pcr[d], config(1.0))
-    lam_oracle = fit_lambda(oracle_probe.answer_batch(valid), gold)
+    _, lam_blind = fitted(lambda c: BlindQA(answerer, predictor, lambda d: pcr[d], c), valid)
+    _, lam_oracle = fitted(lambda c: GroundedQA(answerer, lambda d: pcr[d], c), valid)
     out["lam_blind"], out["lam_oracle"] = lam_blind, lam_oracle
     retrievers = dict(models, pcr=None)
     hits: dict = {}

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -19,18 +20,23 @@ from grounding.graph import inverse_relation
 from grounding.learn import OneVsAllConfig, train_one_vs_all
 from grounding.plans import RelationChainPredictor, chain_accuracy
 from grounding.qa import (
+    BlindQA,
     KGEAnswerer,
     Outcome,
     expected_calibration_error,
+    fit_lambda,
     risk_coverage,
     score_probabilities,
 )
+from grounding.query import blind
 from grounding.retrieval import (
     PCR,
     HashingEncoder,
     SoftPCR,
     TextIndex,
 )
+
+T = TypeVar("T")
 
 __all__ = [
     "KAPPA",
@@ -47,6 +53,7 @@ __all__ = [
     "evaluate",
     "LABEL_WEIGHTS",
     "blind_paths",
+    "fitted",
 ]
 
 
@@ -262,3 +269,14 @@ def blind_paths(bench, log) -> tuple[dict, RelationChainPredictor]:
         )
     )
     return dict(label_weight=beta, valid_top1=valid, per_hop=acc), fitted(beta)
+
+
+def fitted(make: Callable[[GroundingConfig], T], valid: Sequence) -> tuple[T, float]:
+    """A QA system with its lambda fitted on the validation questions: ``make(config)`` builds
+    it; built at lambda = 1 (the energies do not depend on lambda) it answers them (a
+    :class:`~grounding.qa.BlindQA` sees ``blind(q)`` only), :func:`grounding.qa.fit_lambda`
+    fits lambda on their gold answers, and the system is built again at that lambda."""
+    probe = make(config(1.0))
+    shown = [blind(q) for q in valid] if isinstance(probe, BlindQA) else list(valid)
+    lam = fit_lambda(probe.answer_batch(shown), [q.answers for q in valid])
+    return make(config(lam)), lam
