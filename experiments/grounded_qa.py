@@ -67,7 +67,7 @@ from experiments._setup import (
     score,
     settings,
 )
-from experiments._stats import paired_bootstrap
+from experiments._stats import paired_bootstrap, seed_bootstrap
 from grounding import EvidenceStatus, GroundingResult, TypedGraph, gibbs_log_posterior, ground
 from grounding import plot as gplot
 from grounding.plans import TemplateChainParser
@@ -129,14 +129,19 @@ def blind_loop(bench, answerer, pcr, predictor, oracle_hits: dict, log) -> dict:
         test = bench.split("test", h)
         shown = [blind(q) for q in test]
         outcomes = qa.answer_batch(shown)
-        hits, parser_hits = (
-            {m: np.array([score(o, m, q.answers)["hit"] for o, q in zip(outs, test)])
-             for m in METHODS}
+        scored, parser_scored = (
+            {m: [score(o, m, q.answers) for o, q in zip(outs, test)] for m in METHODS}
             for outs in (outcomes, parsed.answer_batch(shown))
-        )  # fmt: skip
+        )
+        hits, parser_hits = (
+            {m: np.array([sc["hit"] for sc in x[m]]) for m in METHODS}
+            for x in (scored, parser_scored)
+        )
+        conf = {m: np.array([sc["confidence"] for sc in scored[m]]) for m in METHODS}
         row: dict = {
             m: dict(
                 hits1=float(hits[m].mean()),
+                aurc=risk_coverage(conf[m], hits[m])["aurc"],
                 vs_oracle=paired_bootstrap(hits[m], oracle_hits[h][m]),
                 vs_prior=paired_bootstrap(hits[m], hits["prior"]),
                 hit=hits[m].tolist(),  # per question, for the pooled seeds' intervals
@@ -247,29 +252,34 @@ def over_seeds(reports: list[dict], log) -> dict:
         for h in (1, 2, 3):
             oracle = [np.asarray(r["per_hop"][h]["selective"]["soft"]["hit"], float) for r in runs]
             blind_ = [np.asarray(r["blind"]["per_hop"][h]["soft_hit"], float) for r in runs]
-            pooled = paired_bootstrap(np.concatenate(blind_), np.concatenate(oracle))
-            by_method = {  # the blind loop's hits per method, every seed's questions pooled
-                m: np.concatenate([r["blind"]["per_hop"][h][m]["hit"] for r in runs])
+            by_method = {  # the blind loop's hits per method, one array per seed
+                m: [np.asarray(r["blind"]["per_hop"][h][m]["hit"], float) for r in runs]
                 for m in METHODS
             }
             parser = np.concatenate(
                 [r["blind"]["per_hop"][h]["parser"]["soft"]["hit"] for r in runs]
             )
+            # two-level intervals: seeds (benchmark and answerer) and questions resampled
             out[name][h] = dict(
                 seeds=[r["seed"] for r in runs],
                 oracle_hits1=[float(x.mean()) for x in oracle],
                 blind_hits1=[float(x.mean()) for x in blind_],
-                blind_minus_oracle=pooled,
-                blind={m: float(by_method[m].mean()) for m in METHODS},
-                soft_minus_prior=paired_bootstrap(by_method["soft"], by_method["prior"]),
-                hard_minus_prior=paired_bootstrap(by_method["hard"], by_method["prior"]),
+                blind_minus_oracle=seed_bootstrap(blind_, oracle),
+                blind={m: float(np.concatenate(by_method[m]).mean()) for m in METHODS},
+                blind_aurc={
+                    m: float(np.mean([r["blind"]["per_hop"][h][m]["aurc"] for r in runs]))
+                    for m in METHODS
+                },
+                soft_minus_prior=seed_bootstrap(by_method["soft"], by_method["prior"]),
+                hard_minus_prior=seed_bootstrap(by_method["hard"], by_method["prior"]),
                 parser_soft=float(parser.mean()),
             )
             for key in ("soft_minus_prior", "hard_minus_prior", "blind_minus_oracle"):
                 c = out[name][h][key]
                 log(
                     f"{name} {h}-hop over seeds {out[name][h]['seeds']}: blind {key} "
-                    f"{c['diff']:+.3f} (95 % {c['ci'][0]:+.3f} to {c['ci'][1]:+.3f}, n={c['n']})"
+                    f"{c['diff']:+.3f} (95 % {c['ci'][0]:+.3f} to {c['ci'][1]:+.3f}, n={c['n']}, "
+                    f"{c.get('seeds', 1)} seeds)"
                 )
     return out
 
@@ -419,7 +429,16 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
         )
     )
     blind_rows = [
-        (r["dataset"], r["seed"], h, system, m, part[m]["hits1"], *_interval(part[m], key))
+        (
+            r["dataset"],
+            r["seed"],
+            h,
+            system,
+            m,
+            part[m]["hits1"],
+            part[m].get("aurc", ""),
+            *_interval(part[m], key),
+        )
         for r in reports
         for h in (1, 2, 3)
         for system, part, key in (
@@ -438,12 +457,29 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
                 "system",
                 "method",
                 "hits1",
+                "aurc",
                 "minus_prior",
                 "minus_prior_low",
                 "minus_prior_high",
             ),
             blind_rows,
         )  # fmt: skip
+    )
+    path_rows = [
+        (r["dataset"], r["seed"], h, kind, acc["top1"], acc["topk"], acc["ceiling"], acc["n"])
+        for r in reports + other_seeds
+        for kind, part in (
+            ("composed", r["blind_paths"]),
+            ("training chains", r["blind_paths"]["training_chains"]),
+        )
+        for h, acc in part["per_hop"].items()
+    ]
+    paths.append(
+        write_csv(
+            args.out / "grounded_qa_paths.csv",
+            ("dataset", "seed", "hops", "predictor", "top1", "top3", "ceiling", "n"),
+            path_rows,
+        )
     )
     paths += save_figure(
         figure(reports, example), args.out / "grounded_qa.png", quick=not args.full
@@ -456,6 +492,8 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
         f"hard_hits1={two['hard']['hits1']:.4f} aurc={two['soft']['aurc']:.4f} "
         f"oracle_hits1={two['soft']['hits1']:.4f} blind_hits1={blind_two['soft']['hits1']:.4f} "
         f"path_acc={paths_two['top1']:.4f} path_ceiling={paths_two['ceiling']:.4f} "
+        f"path_acc_training_chains="
+        f"{reports[0]['blind_paths']['training_chains']['per_hop'][2]['top1']:.4f} "
         f"blind_prior_hits1={blind_two['prior']['hits1']:.4f} "
         f"blind_soft_hits1={blind_two['soft']['hits1']:.4f} "
         f"blind_hard_hits1={blind_two['hard']['hits1']:.4f} "

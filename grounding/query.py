@@ -8,7 +8,18 @@ from __future__ import annotations
 
 import dataclasses
 
-__all__ = ["Query", "BlindQuestion", "blind", "relation_phrase"]
+__all__ = [
+    "Query",
+    "BlindQuestion",
+    "blind",
+    "relation_phrase",
+    "question_text",
+    "FRAMES",
+    "TRAIN_PHRASINGS",
+    "TEST_PHRASINGS",
+    "TRAIN_FRAMES",
+    "TEST_FRAMES",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,7 +109,36 @@ _PREPOSITIONS = frozenset(
 _PLURAL_NOUNS = frozenset({"symptoms", "headquarters", "series", "species", "lyrics"})
 
 
-def relation_phrase(label: str, subject: str, *, inverse: bool = False) -> str:
+#: Phrasings of one relation step, by the label's form and direction: ``{L}`` the label,
+#: ``{X}`` the inner phrase. Phrasing 0 of each list is the original template; they vary the
+#: frame's words and order (possessive, relative clause, "has ... as its ...").
+_NOUN = (
+    ("the {L} of {X}", "the entity whose {L} is {X}"),
+    ("{X}'s {L}", "something with {X} as its {L}"),
+    ("the entity that is the {L} of {X}", "the one that has {X} as its {L}"),
+    ("whatever {X} has as its {L}", "whatever has {L} {X}"),
+    ("the one serving as {L} for {X}", "the thing for which {X} serves as {L}"),
+    ("what counts as the {L} of {X}", "that which has the {L} {X}"),
+)
+_VERB = (
+    ("the entity that {X} {L}", "the entity that {L} {X}"),
+    ("what {X} {L}", "whatever {L} {X}"),
+    ("the thing {X} {L}", "the one which {L} {X}"),
+    ("whichever entity {X} {L}", "something that {L} {X}"),
+    ("the one such that {X} {L} it", "the one such that it {L} {X}"),
+    ("the object when {X} {L} something", "the subject when something {L} {X}"),
+)
+#: Phrasings a model may see in training (and validation) questions; the test questions of
+#: a held-out-phrasing benchmark use :data:`TEST_PHRASINGS` only (disjoint).
+TRAIN_PHRASINGS = (0, 1, 2, 3)
+TEST_PHRASINGS = (4, 5)
+#: Question frames around the outermost phrase ``{P}``, split the same way.
+FRAMES = ("What is {P}?", "Which entity is {P}?", "Name {P}.", "Tell me {P}.", "Identify {P}.")
+TRAIN_FRAMES = (0, 1, 2)
+TEST_FRAMES = (3, 4)
+
+
+def relation_phrase(label: str, subject: str, *, inverse: bool = False, phrasing: int = 0) -> str:
     """A noun phrase for the entity that relation ``label`` reaches from ``subject`` (with
     ``inverse``: the entity from which it reaches ``subject``), read from the label's form:
 
@@ -108,12 +148,21 @@ def relation_phrase(label: str, subject: str, *, inverse: bool = False) -> str:
     - a participle or a relational noun (``"founded by"``, ``"part of"``): *the entity that X
       is founded by* / *the entity that is founded by X*.
 
+    ``phrasing`` picks one of six wordings of each form and direction (0 is the one above;
+    1-5 vary the frame's words and order, e.g. *X's capital*, *whatever treats X*): questions
+    written with :data:`TRAIN_PHRASINGS` and tested on :data:`TEST_PHRASINGS` ask a system to
+    read wordings it never saw.
+
     Example:
         >>> relation_phrase("member of", "Q719623 (human)")
         'the entity that Q719623 (human) is member of'
         >>> relation_phrase("capital", "France"), relation_phrase("treats", "flu", inverse=True)
         ('the capital of France', 'the entity that treats flu')
+        >>> relation_phrase("capital", "France", phrasing=1)
+        "France's capital"
     """
+    if phrasing not in range(len(_NOUN)):
+        raise ValueError(f"phrasing must be in 0..{len(_NOUN) - 1}, got {phrasing!r}")
     words = label.split()
     if label == "isa":
         words, label = ["is", "a", "kind", "of"], "is a kind of"
@@ -129,10 +178,21 @@ def relation_phrase(label: str, subject: str, *, inverse: bool = False) -> str:
         first.endswith("ed") or len(words) > 1 and words[-1] in _PREPOSITIONS
     )
     if verb or relational:
-        be = "" if verb else "is "
-        return (
-            f"the entity that {be}{label} {subject}"
-            if inverse
-            else f"the entity that {subject} {be}{label}"
-        )
-    return f"the entity whose {label} is {subject}" if inverse else f"the {label} of {subject}"
+        label = label if verb else f"is {label}"
+        template = _VERB[phrasing][inverse]
+    else:
+        template = _NOUN[phrasing][inverse]
+    return template.replace("{L}", label).replace("{X}", subject)
+
+
+def question_text(phrase: str, frame: int = 0) -> str:
+    """A question around the noun phrase of its answer: frame 0 is *What is <phrase>?*; the
+    others (:data:`FRAMES`) change the opening and the mark.
+
+    Example:
+        >>> question_text("the capital of France"), question_text("France's capital", 3)
+        ('What is the capital of France?', "Tell me France's capital.")
+    """
+    if frame not in range(len(FRAMES)):
+        raise ValueError(f"frame must be in 0..{len(FRAMES) - 1}, got {frame!r}")
+    return FRAMES[frame].replace("{P}", phrase)

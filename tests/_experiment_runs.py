@@ -82,7 +82,7 @@ def results_of(runs) -> dict:
 
 
 #: Tables an experiment writes besides ``<name>.csv``.
-EXTRA_TABLES = {"grounded_qa": ["grounded_qa_blind.csv"]}
+EXTRA_TABLES = {"grounded_qa": ["grounded_qa_blind.csv", "grounded_qa_paths.csv"]}
 
 
 def check_outputs(runs, name):

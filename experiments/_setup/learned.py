@@ -303,9 +303,19 @@ def oversmoothing(models: dict, prepared) -> dict:
     return out
 
 
+def column_hits(outcomes, questions) -> tuple[np.ndarray, np.ndarray]:
+    """The one scorer of every column of the downstream table: per question, whether the top
+    of the soft posterior is a gold answer (an outcome with no result scores 0), and whether
+    the paper's decision rule answered (its coverage, reported beside)."""
+    hit = [score(o, "soft", q.answers)["hit"] for o, q in zip(outcomes, questions)]
+    answered = [getattr(o, "answer", None) is not None for o in outcomes]
+    return np.asarray(hit, float), np.asarray(answered, float)
+
+
 def downstream(bench, answerer, pcr, models, test, valid, log) -> dict:
     """Blind (BlindQA with predicted paths) and oracle (gold chain) soft-grounding Hits@1 per
-    retriever on the test questions, with paired intervals."""
+    retriever on the test questions, both columns scored by :func:`column_hits` (the top of
+    the soft posterior), the decision rule's coverage beside them, with paired intervals."""
     out: dict = {}
     paths, predictor = blind_paths(bench, log)
     out["blind_paths"] = paths
@@ -315,19 +325,17 @@ def downstream(bench, answerer, pcr, models, test, valid, log) -> dict:
     retrievers = dict(models, pcr=None)
     hits: dict = {}
     for name, model in retrievers.items():
-        r_blind = (lambda d: pcr[d]) if model is None else model
-        r_oracle = (lambda d: pcr[d]) if model is None else model
-        qa = BlindQA(answerer, predictor, r_blind, config(lam_blind), k_nodes=100)
-        b = [score(o, "soft", q.answers)["hit"]
-             for o, q in zip(qa.answer_batch([blind(q) for q in test]), test)]  # fmt: skip
-        oqa = GroundedQA(answerer, r_oracle, config(lam_oracle), k_nodes=100)
-        outs = oqa.answer_batch(test)
-        o = [x.answer is not None and x.answer in q.answers for x, q in zip(outs, test)]
-        hits[name] = dict(blind=np.asarray(b, float), oracle=np.asarray(o, float))
+        retriever = (lambda d: pcr[d]) if model is None else model
+        systems = {
+            "blind": BlindQA(answerer, predictor, retriever, config(lam_blind), k_nodes=100),
+            "oracle": GroundedQA(answerer, retriever, config(lam_oracle), k_nodes=100),
+        }
+        shown = {"blind": [blind(q) for q in test], "oracle": list(test)}
+        scored = {c: column_hits(qa.answer_batch(shown[c]), test) for c, qa in systems.items()}
+        hits[name] = {c: h for c, (h, _) in scored.items()}
         out[name] = dict(
-            blind_hits1=float(np.mean(b)),
-            oracle_hits1=float(np.mean(o)),
-            oracle_abstained=float(np.mean([x.answer is None for x in outs])),
+            **{f"{c}_hits1": float(h.mean()) for c, (h, _) in scored.items()},
+            **{f"{c}_coverage": float(a.mean()) for c, (_, a) in scored.items()},
             blind_vs_oracle=interval(hits[name]["blind"], hits[name]["oracle"]),
         )
     if "gated" in hits and "subgraphrag" in hits:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import zlib
 from collections.abc import Sequence
 
 import jax.numpy as jnp
@@ -43,7 +44,15 @@ from grounding._checks import check_int
 from grounding.datasets.kg import KGSplits, load_kg
 from grounding.datasets.pathrag6 import RetrievalBenchmark
 from grounding.graph import INVERSE_SUFFIX, TypedGraph, inverse_relation
-from grounding.query import Query, relation_phrase
+from grounding.query import (
+    TEST_FRAMES,
+    TEST_PHRASINGS,
+    TRAIN_FRAMES,
+    TRAIN_PHRASINGS,
+    Query,
+    question_text,
+    relation_phrase,
+)
 
 __all__ = [
     "kg_retrieval_benchmark",
@@ -104,6 +113,8 @@ class KGQABenchmark:
             ``r`` and ``r^-1``), node texts from the dataset, every edge reliability 1.
         questions: all questions, every split.
         relation_labels: label of every relation of ``graph`` (inverses included).
+        wording: how the texts are worded (:data:`WORDINGS`).
+        seed: the seed the benchmark was drawn with (wordings of new questions use it).
     """
 
     name: str
@@ -111,6 +122,8 @@ class KGQABenchmark:
     graph: TypedGraph
     questions: tuple[KGQuestion, ...]
     relation_labels: dict[str, str]
+    wording: str = "single"
+    seed: int = 0
 
     def split(self, name: str, hops: int | None = None) -> tuple[KGQuestion, ...]:
         """The questions of split ``name`` (optionally only those of ``hops`` hops)."""
@@ -144,7 +157,15 @@ class KGQABenchmark:
         ents = self.kg.entities
         return KGQuestion(
             id=id,
-            text=_text(self.kg.node_texts[t], tuple(chain), self.relation_labels),
+            text=_text(
+                self.kg.node_texts[t],
+                tuple(chain),
+                self.relation_labels,
+                self.wording,
+                split,
+                id,
+                self.seed,
+            ),
             topic=topic,
             chain=tuple(chain),
             answers=tuple(ents[a] for a in answers),
@@ -205,12 +226,36 @@ def chain_answers(
     return frontier[frontier != topic]
 
 
-def _text(topic_text: str, chain: Sequence[str], labels: dict[str, str]) -> str:
+#: How question texts are worded: ``"single"``, one template everywhere (phrasing 0,
+#: *What is ...?*); ``"held-out"``, every hop and the frame drawn from the training wordings
+#: for train and valid questions and from the disjoint test wordings for test questions.
+WORDINGS = ("held-out", "single")
+
+
+def _text(
+    topic_text: str,
+    chain: Sequence[str],
+    labels: dict[str, str],
+    wording: str = "single",
+    split: str = "test",
+    key: str = "",
+    seed: int = 0,
+) -> str:
+    """The question's text; its wording is drawn from ``(seed, key)`` alone, so a question's
+    chain and split never depend on the wording."""
+    if wording == "single":
+        phrasings, frames = (0,), (0,)
+    elif split == "test":
+        phrasings, frames = TEST_PHRASINGS, TEST_FRAMES
+    else:
+        phrasings, frames = TRAIN_PHRASINGS, TRAIN_FRAMES
+    rng = np.random.default_rng([seed, zlib.crc32(key.encode())])
     x = topic_text
     for r in chain:
         inverse = r.endswith(INVERSE_SUFFIX)
-        x = relation_phrase(labels[inverse_relation(r) if inverse else r], x, inverse=inverse)
-    return f"What is {x}?"
+        label = labels[inverse_relation(r) if inverse else r]
+        x = relation_phrase(label, x, inverse=inverse, phrasing=int(rng.choice(phrasings)))
+    return question_text(x, int(rng.choice(frames)))
 
 
 def kgqa_benchmark(
@@ -223,6 +268,7 @@ def kgqa_benchmark(
     max_per_template: int = 50,
     split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1),
     seed: int = 0,
+    wording: str = "held-out",
 ) -> KGQABenchmark:
     """Build the templated multi-hop QA benchmark on a shipped knowledge graph.
 
@@ -236,9 +282,16 @@ def kgqa_benchmark(
         max_per_template: at most this many questions per relation chain (template variety).
         split_fractions: train / valid / test shares of the questions of each hop count.
         seed: the random seed.
+        wording: ``"held-out"`` (the default): each hop of a train or valid question is
+            worded by one of :data:`~grounding.query.TRAIN_PHRASINGS` and its frame by one of
+            :data:`~grounding.query.TRAIN_FRAMES`, each of a test question by the disjoint
+            test wordings, so reading a test question asks for wordings never seen in
+            training; ``"single"``: one template for every question (*What is the capital of
+            X?*). The questions, chains, answers and splits are the same either way.
 
     Raises:
-        ValueError: for a hop count outside 1..3, non-positive sizes or bad fractions.
+        ValueError: for a hop count outside 1..3, non-positive sizes, bad fractions or an
+            unknown wording.
 
     Example:
         >>> b = kgqa_benchmark("nations", questions_per_hop=20, hops=(1, 2), max_answers=5)
@@ -248,6 +301,8 @@ def kgqa_benchmark(
     """
     if not hops or any(h not in (1, 2, 3) for h in hops):
         raise ValueError(f"hops must be a non-empty subset of 1..3, got {hops!r}")
+    if wording not in WORDINGS:
+        raise ValueError(f"wording must be one of {WORDINGS}, got {wording!r}")
     for arg, v in (
         ("questions_per_hop", questions_per_hop),
         ("max_answers", max_answers),
@@ -299,10 +354,13 @@ def kgqa_benchmark(
         for i, (topic, chain, answers) in enumerate(found):
             obs = chain_answers(observed, topic, chain)
             names = tuple(rel_names[r] for r in chain)
+            qid = f"{kg.name}:{h}hop:{i}"
             out.append(
                 KGQuestion(
-                    id=f"{kg.name}:{h}hop:{i}",
-                    text=_text(kg.node_texts[topic], names, labels),
+                    id=qid,
+                    text=_text(
+                        kg.node_texts[topic], names, labels, wording, split_of[i], qid, seed
+                    ),
                     topic=kg.entities[topic],
                     chain=names,
                     answers=tuple(kg.entities[a] for a in answers),
@@ -316,6 +374,8 @@ def kgqa_benchmark(
         _evidence_graph(kg, rel_names),
         tuple(out),
         {**labels, **{inverse_relation(r): f"inverse of {labels[r]}" for r in kg.relations}},
+        wording,
+        seed,
     )
 
 

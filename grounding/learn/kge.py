@@ -277,7 +277,10 @@ class TrainResult:
 def evaluate_link_prediction(
     model: KGEModel, kg: KGSplits, split: str = "test", batch_size: int = 256
 ) -> dict[str, float]:
-    """Filtered MRR / Hits@1,3,10 of ``split``, both directions, realistic ties.
+    """Filtered MRR / Hits@1,3,10 of ``split``, both directions, realistic ties. The filter
+    holds the splits up to ``split``: train and valid for ``"valid"`` (so the test triples
+    reach no choice made on validation, model selection included), every split for
+    ``"test"`` (LibKGE's ``filter_splits``).
 
     References:
         Bordes, Usunier, García-Durán, Weston & Yakhnenko, "Translating Embeddings for Modeling
@@ -287,8 +290,9 @@ def evaluate_link_prediction(
     def scorer(side, anchor, r):
         return np.asarray(model.candidate_energies(side, jnp.asarray(anchor), jnp.asarray(r)))
 
+    known = kg.all_triples() if split == "test" else np.concatenate([kg.train, kg.valid])
     ranks = filtered_ranks(
-        scorer, kg.split(split), kg.all_triples(), kg.n_entities, kg.n_relations, batch_size
+        scorer, kg.split(split), known, kg.n_entities, kg.n_relations, batch_size
     )
     return rank_metrics(ranks)
 

@@ -7,12 +7,16 @@
   text, and any OpenAI-compatible LLM;
 - :mod:`~grounding.plans.relation_chains`: relation chains predicted from a blind question's
   text (:class:`RelationChainPredictor`), the blind replacement for a gold relation chain;
+- :mod:`~grounding.plans.composed_chains`: chains composed relation by relation by a beam
+  over the graph (:class:`ComposedChainPredictor`), which can propose chains no training
+  question used;
 - :mod:`~grounding.plans.template_parser`: the templated benchmark's chains read back off
   its texts (:class:`TemplateChainParser`), the baseline a blind reader is measured against;
 - :mod:`~grounding.plans.role_chains`: role chains predicted from a blind hypergraph question
   (:class:`RoleChainPredictor`) and the plans built on them (:class:`RoleChainPlanner`).
 """
 
+from grounding.plans.composed_chains import ComposedChainPredictor
 from grounding.plans.dag import Plan, SubQuestion, plan_from_decomposition
 from grounding.plans.planners import (
     FlatPlanner,
@@ -41,6 +45,7 @@ __all__ = [
     "HeuristicPlanner",
     "LLMPlanner",
     "RelationChainPredictor",
+    "ComposedChainPredictor",
     "TemplateChainParser",
     "chain_accuracy",
     "RoleChainPredictor",

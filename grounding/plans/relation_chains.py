@@ -156,15 +156,17 @@ class RelationChainPredictor:
 
 
 def chain_accuracy(
-    predictor: RelationChainPredictor, questions: Sequence[Any], k: int = 3
+    predictor: Any, questions: Sequence[Any], k: int = 3, seen: Sequence[Chain] | None = None
 ) -> dict[int, dict[str, float]]:
     """Per hop count: top-1 and top-``k`` accuracy of the predicted chains against the gold
-    chains (the scorer's side: the predictor sees :func:`~grounding.query.blind` questions),
-    and the share of questions whose gold chain is among the training chains (the ceiling)."""
+    chains (the scorer's side: the predictor, any object with ``predict(blind questions, k)``,
+    sees :func:`~grounding.query.blind` questions), and the share of questions whose gold
+    chain is among ``seen`` (default: the predictor's ``chains``, the training chains of a
+    :class:`RelationChainPredictor`): the ceiling of a predictor over training chains."""
     from grounding.query import blind
 
     preds = predictor.predict([blind(q) for q in questions], k)
-    known = set(predictor.chains)
+    known = set(predictor.chains if seen is None else map(tuple, seen))
     out: dict[int, dict[str, float]] = {}
     for h in sorted({len(q.chain) for q in questions}):
         rows = [(q, p) for q, p in zip(questions, preds) if len(q.chain) == h]

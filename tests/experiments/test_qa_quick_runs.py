@@ -66,10 +66,17 @@ def test_grounded_qa(results):
                 assert d["ci"][0] <= d["diff"] <= d["ci"][1]
                 assert pooled[f"{m}_minus_prior"]["diff"] == pytest.approx(d["diff"])
             assert pooled["blind"]["soft"] == blind_row["soft"]["hits1"]
-            # the template parser reads the gold chain off every templated text, so its blind
-            # loop is the oracle loop: what "blind - oracle" measures is the chain predictor
+            # the template parser knows the training wordings only: it reads no test question
+            # (worded in held-out ways), so its loop answers none; on single-template texts
+            # it equals the oracle (tests/plans/test_template_parser.py)
             for m in ("prior", "hard", "soft"):
-                assert blind_row["parser"][m]["hit"] == rep["per_hop"][h]["selective"][m]["hit"]
+                assert not any(blind_row["parser"][m]["hit"])
+            # the composed predictor proposes chains no training question used
+            paths = rep["blind_paths"]
+            assert paths["training_chains"]["per_hop"]["3"]["ceiling"] < 1
+            assert (
+                paths["per_hop"]["3"]["topk"] > paths["training_chains"]["per_hop"]["3"]["ceiling"]
+            )
     # the worked example: one 2-hop question through the loop, with its supporting walks
     ex = r["reports"][0]["example"]
     names = [c["name"] for c in ex["candidates"]]

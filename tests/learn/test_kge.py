@@ -231,3 +231,26 @@ def test_kge_bad_input(tmp_path):
     with pytest.raises(ValueError, match="not a grounding KGE checkpoint"):
         load_checkpoint(bad)
     assert isinstance(init_model("transe", 3, 1, 2), KGEModel)
+
+
+def test_model_selection_never_reads_the_test_triples():
+    """Validation is filtered by train + valid only: changing the test split (the facts the
+    QA test questions ask about) leaves every validation score, hence the chosen epoch and
+    model, unchanged; changing the validation split does change them."""
+    kg = load_kg("nations")
+    rng = np.random.default_rng(0)
+    scrambled = kg.test.copy()
+    scrambled[:, 2] = rng.permutation(scrambled[:, 2])
+    other = dataclasses.replace(kg, test=scrambled)
+    a, b = (train(k, "transe", CFG, progress=False) for k in (kg, other))
+    assert a.history == b.history and a.best_epoch == b.best_epoch
+    # the filter of a test evaluation does hold every split
+    model = a.model
+    assert evaluate_link_prediction(model, kg, "test") != evaluate_link_prediction(
+        model, other, "test"
+    )
+    # and the check can fail: the validation filter does change validation scores
+    fewer = dataclasses.replace(kg, valid=kg.valid[: len(kg.valid) // 2])
+    assert evaluate_link_prediction(model, fewer, "valid") != evaluate_link_prediction(
+        model, kg, "valid"
+    )
