@@ -268,7 +268,7 @@ def run_system(name, questions, parts):
     texts = dict(zip(bench.kg.entities, bench.kg.node_texts))
     predicted = PredictedPathPlanner(predictor, bench.relation_labels, texts)
     predicted_flat = PredictedPathPlanner(predictor, bench.relation_labels, texts, flat=True)
-    largest = max(len(p) for p in predictor.chains)
+    largest = predictor.max_hops  # the longest chain the predictor proposes
     kw = dict(
         no_rerank=dict(rerank=False),
         embedding_agreement=dict(agreement="embedding"),
@@ -552,7 +552,7 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
             blind_paths=paths,
             matched_budget=dict(
                 oracle=matched_budget(max(HOPS)),
-                blind=matched_budget(max(len(p) for p in predictor.chains)),
+                blind=matched_budget(predictor.max_hops),
             ),
             systems=kg,
         ),

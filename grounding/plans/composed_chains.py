@@ -18,9 +18,9 @@ a beam search over the graph:
   order, read outwards from the topic's mention (nested wordings put the first hop nearest the
   topic);
 - the beam only takes relations that leave the current frontier in the evidence graph (the
-  topic first), never stepping straight back along the edge just taken; where the evidence
-  reaches no entity (the incomplete case), any relation that follows the previous one
-  somewhere in the graph (a tail of one, a head of the other) may extend the chain.
+  topic first), never stepping straight back along the edge just taken; where no edge of the
+  evidence leaves the frontier (the incomplete case), any relation that follows the previous
+  one somewhere in the graph (a tail of one, a head of the other) may extend the chain.
 
 Its predictions carry the softmax of :math:`s / T_{\mathrm{soft}}` over the top ``k`` chains,
 the interface of :class:`~grounding.qa.BlindQA`'s predictor.
@@ -202,13 +202,10 @@ class ComposedChainPredictor:
         for _ in range(self.max_hops):
             grown = []
             for chain, frontier, total in states:
-                if frontier is not None and len(frontier):
-                    edges = g.edges_from(frontier)
-                    options = np.unique(rel[edges])
-                elif chain:
+                edges = g.edges_from(frontier) if frontier is not None else np.zeros(0, int)
+                options = np.unique(rel[edges])
+                if not len(options) and chain:  # the evidence stops: the schema goes on
                     edges, options = None, np.flatnonzero(self._follows[chain[-1]])
-                else:
-                    continue
                 for r in options:
                     r = int(r)
                     if chain and back.get(chain[-1]) == r:

@@ -194,7 +194,7 @@ class PredictedPathPlanner:
     ):
         if not callable(getattr(predictor, "predict", None)):
             raise TypeError(
-                f"predictor must be a fitted RelationChainPredictor, got {predictor!r:.100}"
+                f"predictor must be a fitted chain predictor, got {predictor!r:.100}"
             )
         if not isinstance(flat, bool):
             raise TypeError(f"flat must be a bool, got {flat!r:.100}")

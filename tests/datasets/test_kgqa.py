@@ -9,7 +9,14 @@ import pytest
 from _brute import follow
 
 from grounding.datasets import kgqa_benchmark, load_kg
-from grounding.query import relation_phrase
+from grounding.datasets.kgqa import WORDINGS
+from grounding.query import (
+    FRAMES,
+    TEST_FRAMES,
+    TRAIN_FRAMES,
+    question_text,
+    relation_phrase,
+)
 
 
 @pytest.fixture(scope="module")
@@ -111,3 +118,47 @@ def test_codex_loader_texts_and_negatives():
     assert kg.graph().node_texts == kg.node_texts
     with pytest.raises(TypeError):
         load_kg(None)
+
+
+@pytest.mark.parametrize("label", ["capital", "member of", "treats", "isa", "symptoms"])
+@pytest.mark.parametrize("inverse", [False, True])
+def test_every_wording_names_the_relation_and_the_inner_phrase(label, inverse):
+    phrases = [relation_phrase(label, "X", inverse=inverse, phrasing=i) for i in range(6)]
+    words = "is a kind of" if label == "isa" else label
+    assert all(words in p and "X" in p for p in phrases), phrases
+    assert len(set(phrases)) == 6  # six distinct wordings, not one prefix per relation
+    for bad in (-1, 6, 1.5):
+        with pytest.raises(ValueError, match="phrasing"):
+            relation_phrase(label, "X", inverse=inverse, phrasing=bad)
+    with pytest.raises(ValueError, match="frame"):
+        question_text("the capital of X", len(FRAMES))
+
+
+@pytest.mark.parametrize("name", ["codex-m", "umls"])
+def test_held_out_wordings_change_the_texts_only(name):
+    held, single = (kgqa_benchmark(name, questions_per_hop=60, wording=w) for w in WORDINGS)
+    assert held.wording == "held-out" and single.wording == "single"
+    for a, b in zip(held.questions, single.questions, strict=True):
+        assert (a.id, a.topic, a.chain, a.answers, a.observed, a.split) == (
+            b.id, b.topic, b.chain, b.answers, b.observed, b.split
+        )  # fmt: skip
+        assert b.text.startswith("What is ") and b.text.endswith("?")
+        frames = TEST_FRAMES if a.split == "test" else TRAIN_FRAMES
+        opening = [FRAMES[i].split("{P}")[0] for i in frames]
+        assert any(a.text.startswith(o) for o in opening), (a.split, a.text)
+    # several wordings of the same chain in training; test wordings never seen there
+    train_frames = {t.split()[0] for t in (q.text for q in held.split("train"))}
+    test_frames = {t.split()[0] for t in (q.text for q in held.split("test"))}
+    assert len(train_frames) == 3 and len(test_frames) == 2 and not train_frames & test_frames
+    with pytest.raises(ValueError, match="wording"):
+        kgqa_benchmark("nations", questions_per_hop=10, wording="other")
+
+
+def test_a_new_question_is_worded_like_its_split():
+    bench = kgqa_benchmark("nations", questions_per_hop=30)
+    q = bench.questions[0]
+    test_q = bench.make_question(q.topic, q.chain, "n:new", "test")
+    train_q = bench.make_question(q.topic, q.chain, "n:new", "train")
+    assert test_q.text.split()[0] in ("Tell", "Identify")
+    assert train_q.text.split()[0] in ("What", "Which", "Name")
+    assert test_q == bench.make_question(q.topic, q.chain, "n:new", "test")  # deterministic
