@@ -57,3 +57,46 @@ def seed_bootstrap(
         seeds=len(d),
         resolved=bool(lo > 0 or hi < 0),
     )
+
+
+VERDICTS = ("holds", "fails", "not resolved", "not tested")
+
+
+def verdict(
+    ci: Sequence[float],
+    paper: float | None,
+    *,
+    direction_only: bool = False,
+    level: bool = False,
+    tested: bool = True,
+) -> str:
+    """The one reading of a paper's claim against our 95 % interval (docs/results.md, "How
+    verdicts are read"):
+
+    - *not tested* when what ran is not the paper's mechanism (``tested=False``);
+    - a difference with a size: *fails* when the interval excludes the paper's value, *holds*
+      when it contains it and excludes 0 on its side, *not resolved* otherwise;
+    - ``direction_only`` (the paper states a sign, no size): *holds* / *fails* when the
+      interval excludes 0 on the paper's / the other side, *not resolved* when it holds 0;
+    - ``level`` (a score, not a difference): *holds* when the interval contains the paper's
+      value, *fails* otherwise.
+
+    ``paper=None`` (a comparison no paper makes) has no verdict: ``""``.
+    """
+    lo, hi = float(ci[0]), float(ci[1])
+    if not lo <= hi:
+        raise ValueError(f"an interval needs low <= high, got {ci!r}")
+    if not tested:
+        return "not tested"
+    if paper is None:
+        return ""
+    if level:
+        return "holds" if lo <= paper <= hi else "fails"
+    off_zero = lo > 0 or hi < 0
+    if direction_only:
+        if not off_zero:
+            return "not resolved"
+        return "holds" if (lo > 0) == (paper > 0) else "fails"
+    if not lo <= paper <= hi:
+        return "fails"
+    return "holds" if off_zero else "not resolved"

@@ -64,6 +64,7 @@ from experiments._setup import (
     counter_evidence,
     evaluate,
     fitted,
+    mean_budget,
     score,
     settings,
 )
@@ -158,6 +159,7 @@ def blind_loop(bench, answerer, pcr, predictor, oracle_hits: dict, log) -> dict:
             for m in METHODS
         }
         row["no_answer"] = float(np.mean([o.result is None for o in outcomes]))
+        row["budget"] = mean_budget(outcomes)
         out["per_hop"][h] = row
         log(
             f"{bench.name} {h}-hop blind: "
@@ -204,6 +206,7 @@ def run_setting(setting: Setting, log, seed: int = 0) -> tuple[dict, Example]:
         outcomes = qa.answer_batch(test)
         seconds = time.perf_counter() - t
         row = evaluate(outcomes, lam) | dict(questions_per_second=len(test) / seconds)
+        row["budget"] = mean_budget(outcomes)
         row["lambda_sweep"] = lambda_sweep(outcomes)
         scores = {m: [score(o, m) for o in outcomes] for m in METHODS}
         oracle_hits[h] = {m: np.array([sc["hit"] for sc in scores[m]]) for m in METHODS}

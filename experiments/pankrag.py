@@ -80,12 +80,14 @@ from experiments._io import (
     write_json,
 )
 from experiments._setup import (
+    BUDGET,
     KAPPA,
     SETTINGS,
     blind_paths,
     build,
     config,
     fitted,
+    mean_budget,
 )
 from experiments._stats import paired_bootstrap
 from grounding.datasets import load_musique
@@ -252,19 +254,22 @@ def blind_predictor(bench, answerer, pcr, log, per_hop: int | None = None):
 
 
 def run_system(name, questions, parts):
-    """``[(names, probs)]`` per question, and seconds. Blind systems get ``blind(q)`` only."""
+    """``[(names, probs)]`` per question, seconds, and the mean budget per question (answerer
+    calls, grounding passes, evidence edges). Blind systems get ``blind(q)`` only."""
     bench, answerer, (pcr, soft), index, communities, lam = parts["oracle"]
     predictor, blind_lam = parts["predictor"], parts["blind_lam"]
     t = time.perf_counter()
     if name in ("pcr", "soft_pcr"):
         retr = pcr if name == "pcr" else soft
         qa = GroundedQA(answerer, lambda d: retr[d], config(lam))
-        out = [(o.candidates.entities, o.probabilities("soft")) for o in qa.answer_batch(questions)]
-        return out, time.perf_counter() - t
+        outs = qa.answer_batch(questions)
+        out = [(o.candidates.entities, o.probabilities("soft")) for o in outs]
+        return out, time.perf_counter() - t, mean_budget(outs)
     if name == "pcr_blind":
         qa = BlindQA(answerer, predictor, lambda d: pcr[d], config(blind_lam))
         outs = qa.answer_batch([blind(q) for q in questions])
-        return [o.answer_probabilities("soft") for o in outs], time.perf_counter() - t
+        answers = [o.answer_probabilities("soft") for o in outs]
+        return answers, time.perf_counter() - t, mean_budget(outs)
     texts = dict(zip(bench.kg.entities, bench.kg.node_texts))
     predicted = PredictedPathPlanner(predictor, bench.relation_labels, texts)
     predicted_flat = PredictedPathPlanner(predictor, bench.relation_labels, texts, flat=True)
@@ -285,7 +290,8 @@ def run_system(name, questions, parts):
         lam, questions = blind_lam, [blind(q) for q in questions]
     system = pankrag_system(bench, answerer, index, communities, lam, **kw)
     outs = system.answer_batch(questions)
-    return [(o.final.answers, o.final.probs) for o in outs], time.perf_counter() - t
+    answers = [(o.final.answers, o.final.probs) for o in outs]
+    return answers, time.perf_counter() - t, mean_budget(outs)
 
 
 def scores(answers, questions) -> dict[str, float]:
@@ -433,12 +439,13 @@ def answer_seed(seed: int, full: bool, log) -> dict:
     kg: dict = {}
     per_question = {}
     for s in SYSTEMS:
-        answers, seconds = run_system(s, test, parts)
+        answers, seconds, cost = run_system(s, test, parts)
         per_question[s] = hits(answers, test)
         kg[s] = {str(h): scores(*zip(*[(a, q) for a, q in zip(answers, test) if q.hops == h]))
                  for h in HOPS}  # fmt: skip
         kg[s]["all"] = scores(answers, test)
         kg[s]["ms_per_question"] = 1000 * seconds / len(test)
+        kg[s]["budget"] = cost  # per question, beside every accuracy that compares systems
         kg[s]["kind"] = "blind" if s in BLIND else "oracle (gold chain)"
         log(
             f"codex-m seed {seed} {s}: "
@@ -486,7 +493,7 @@ def speed_and_propagation(run: dict) -> dict:
     error-propagation probe on the run's 2- and 3-hop test questions."""
     parts, test, kg = run["parts"], run["test"], run["kg"]
     parts["oracle"][1].cache_clear()  # the answerer's memoized proposals
-    _, seconds = run_system("pankrag", test, parts)
+    _, seconds, _ = run_system("pankrag", test, parts)
     speed = dict(
         ms_per_question_first_run=kg["pankrag"]["ms_per_question"],
         ms_per_question_compiled=1000 * seconds / len(test),
@@ -569,6 +576,8 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
             for m in ("hop_accuracy", "exact_dag", "edge_precision", "edge_recall", "edge_f1")]  # fmt: skip
     rows += [(f"codex-m {kg[s]['kind']}", s, h, m, kg[s][h][m]) for s in SYSTEMS
              for h in (*map(str, HOPS), "all") for m in ("hit", "f1", "abstained")]  # fmt: skip
+    rows += [(f"codex-m {kg[s]['kind']} budget per question", s, "all", m, kg[s]["budget"][m])
+             for s in SYSTEMS for m in BUDGET]  # fmt: skip
     paths_out.append(
         write_csv(args.out / "pankrag.csv", ("table", "system", "hops", "metric", "value"), rows)
     )

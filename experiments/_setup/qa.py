@@ -44,6 +44,9 @@ __all__ = [
     "METHODS",
     "Setting",
     "SETTINGS",
+    "BUDGET",
+    "budget",
+    "mean_budget",
     "settings",
     "build",
     "counter_evidence",
@@ -160,6 +163,39 @@ def score(outcome: Outcome, method: str, gold: Sequence[str] | None = None) -> d
     if not answers:
         return score_probabilities((), np.zeros(0), gold, abstained=True)
     return score_probabilities(answers, probs, gold)
+
+
+def budget(outcome) -> dict[str, float]:
+    """What one question cost a system: calls to the answerer (PankRAG: one per anchor of
+    every step it ran; BlindQA: one per predicted chain; the one-step loop: one), grounding
+    passes (one per grounded step or question) and evidence edges (of every state grounded
+    against)."""
+    steps = getattr(outcome, "steps", None)
+    if steps is not None:
+        ran = list(steps.values())
+        return dict(
+            answerer_calls=float(sum(len(s.anchors) for s in ran)),
+            grounding_passes=float(sum(s.result is not None for s in ran)),
+            evidence_edges=float(
+                sum(s.retrieval.evidence.graph.n_edges for s in ran if s.retrieval is not None)
+            ),
+        )
+    chains = getattr(outcome, "chains", None)
+    evidence = getattr(outcome, "evidence", None)
+    return dict(
+        answerer_calls=float(len(chains) if chains is not None else 1),
+        grounding_passes=float(outcome.result is not None),
+        evidence_edges=float(evidence.graph.n_edges if evidence is not None else 0),
+    )
+
+
+def mean_budget(outcomes) -> dict[str, float]:
+    """:func:`budget` averaged over questions."""
+    rows = [budget(o) for o in outcomes]
+    return {k: float(np.mean([r[k] for r in rows])) if rows else 0.0 for k in BUDGET}
+
+
+BUDGET = ("answerer_calls", "grounding_passes", "evidence_edges")
 
 
 def unobserved_fate(outcomes) -> dict[str, float]:

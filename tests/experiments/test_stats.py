@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from experiments._stats import paired_bootstrap, wilson
+from experiments._stats import paired_bootstrap, seed_bootstrap, verdict, wilson
 
 
 def test_wilson_matches_the_textbook_value():
@@ -65,3 +65,47 @@ def test_paired_bootstrap_is_a_95_percent_interval():
     r = paired_bootstrap(d, np.zeros_like(d), n=4000)
     se = d.std() / np.sqrt(len(d))
     assert r["ci"][1] - r["ci"][0] == pytest.approx(2 * 1.96 * se, rel=0.06)
+
+
+@pytest.mark.parametrize(
+    "ci, paper, kw, expected",
+    [
+        ((1.0, 5.0), 3.0, {}, "holds"),  # off 0 on the paper's side, holds its value
+        ((1.0, 5.0), 8.6, {}, "fails"),  # a smaller effect than the paper's, resolved
+        ((-2.9, 6.0), -8.6, {}, "fails"),  # PRoH's target hyperedges read as numbers
+        ((-5.2, 1.7), -5.3, {}, "fails"),  # by 0.1 point
+        ((-6.0, 1.7), -5.3, {}, "not resolved"),  # holds both 0 and the paper's value
+        ((-4.0, -1.0), 3.0, {}, "fails"),  # the other side of 0
+        ((0.5, 2.0), 1.0, dict(direction_only=True), "holds"),
+        ((-2.0, -0.5), 1.0, dict(direction_only=True), "fails"),
+        ((-1.0, 2.0), 1.0, dict(direction_only=True), "not resolved"),
+        ((0.6, 0.8), 0.7, dict(level=True), "holds"),
+        ((0.6, 0.8), 0.9, dict(level=True), "fails"),
+        ((1.0, 5.0), 3.0, dict(tested=False), "not tested"),
+        ((1.0, 5.0), None, {}, ""),  # no paper claim, no verdict
+    ],
+)
+def test_one_verdict_rule(ci, paper, kw, expected):
+    assert verdict(ci, paper, **kw) == expected
+
+
+def test_verdict_refuses_a_reversed_interval():
+    with pytest.raises(ValueError, match="low <= high"):
+        verdict((2.0, 1.0), 1.0)
+
+
+def test_the_seed_bootstrap_carries_the_variance_between_seeds():
+    rng = np.random.default_rng(0)
+    # three seeds whose differences disagree (+0.3, 0, -0.3) against three that agree
+    disagree = [rng.binomial(1, p, 200).astype(float) for p in (0.8, 0.5, 0.2)]
+    agree = [rng.binomial(1, 0.5, 200).astype(float) for _ in range(3)]
+    base = [np.full(200, 0.5) for _ in range(3)]
+    wide, narrow = seed_bootstrap(disagree, base), seed_bootstrap(agree, base)
+    pooled = paired_bootstrap(np.concatenate(disagree), np.concatenate(base))
+    assert wide["seeds"] == 3 and wide["n"] == 600
+    assert wide["diff"] == pytest.approx(pooled["diff"])
+    # the question-level interval ignores the spread between seeds; the two-level one does not
+    assert wide["ci"][1] - wide["ci"][0] > 2 * (pooled["ci"][1] - pooled["ci"][0])
+    assert narrow["ci"][1] - narrow["ci"][0] < wide["ci"][1] - wide["ci"][0]
+    one = seed_bootstrap(disagree[:1], base[:1])
+    assert one["seeds"] == 1 and one["ci"] == paired_bootstrap(disagree[0], base[0])["ci"]
