@@ -90,7 +90,7 @@ from experiments._setup import (
     mean_budget,
 )
 from experiments._stats import paired_bootstrap
-from grounding.datasets import load_musique
+from grounding.datasets import load_fanoutqa, load_musique
 from grounding.llm import Endpoint
 from grounding.plans import (
     FlatPlanner,
@@ -155,22 +155,41 @@ def _edges(plan: Plan) -> set[tuple[int, int]]:
     return {(ix[a], ix[b]) for a, b in plan.edges()}
 
 
+def _gold_edges(q) -> set[tuple[int, int]]:
+    """The gold dependency edges (by position): FanOutQA names them (``depends_on``), MuSiQue
+    writes them as ``#k`` references."""
+    if hasattr(q, "depends_on"):
+        return {(j, k) for k, deps in enumerate(q.depends_on) for j in deps}
+    return _edges(plan_from_decomposition(q.text, q.decomposition, strict=False))
+
+
+def _fans_out(edges: set[tuple[int, int]]) -> bool:
+    """Some step has two or more dependants (a fan-out of parallel steps)."""
+    heads = [a for a, _ in edges]
+    return any(heads.count(a) >= 2 for a in set(heads))
+
+
 def planning_rows(planner, questions) -> np.ndarray:
-    """``[n, 6]`` per question: gold hops, hop count right, exact DAG, and the dependency
-    edges found (true positives), wrongly added and missed."""
+    """``[n, 8]`` per question: gold hops, hop count right, exact DAG, the dependency edges
+    found (true positives), wrongly added and missed, and whether the gold graph and the plan
+    fan out."""
     out = []
     for q in questions:
-        gold = plan_from_decomposition(q.text, q.decomposition, strict=False)
+        g = _gold_edges(q)
         got = planner.plan(q.text)
-        g, e = _edges(gold), _edges(got)
+        e = _edges(got)
         right = len(got.steps) == q.hops
-        out.append((q.hops, right, right and g == e, len(g & e), len(e - g), len(g - e)))
+        out.append(
+            (q.hops, right, right and g == e, len(g & e), len(e - g), len(g - e),
+             _fans_out(g), _fans_out(e))
+        )  # fmt: skip
     return np.array(out, np.int64)
 
 
 def _summary(rows: np.ndarray) -> dict[str, float]:
     tp, fp, fn = rows[:, 3].sum(), rows[:, 4].sum(), rows[:, 5].sum()
     p, r = tp / max(tp + fp, 1), tp / max(tp + fn, 1)
+    gold_fans = rows[:, 6] == 1
     return dict(
         n=len(rows),
         hop_accuracy=float(rows[:, 1].mean()),
@@ -178,6 +197,9 @@ def _summary(rows: np.ndarray) -> dict[str, float]:
         edge_precision=float(p),
         edge_recall=float(r),
         edge_f1=float(2 * p * r / (p + r)) if p + r else 0.0,
+        gold_fan_out=float(gold_fans.mean()),
+        # of the questions whose gold graph fans out, the share whose plan fans out too
+        fan_out_recall=float(rows[gold_fans, 7].mean()) if gold_fans.any() else None,
     )
 
 
@@ -517,6 +539,9 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
             n: {key: _summary(r[m]) for key, m in _groups(r).items()}
             for n, r in planned[part].items()
         }
+    # FanOutQA's dev set: human-written fan-out graphs, the shape MuSiQue's chains lack
+    fanout = {n: planning_rows(p, load_fanoutqa()) for n, p in planners().items()}
+    planning["fanoutqa"] = {n: {"all": _summary(r)} for n, r in fanout.items()}
     # the heuristic against the constant baseline on the test split, with intervals
     heuristic_vs_chain = planning_difference(
         planned["test"]["heuristic"], planned["test"]["two-step chain"]
@@ -571,9 +596,11 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
         ),  # fmt: skip
     )
     paths_out = [write_json(args.out / "pankrag.json", report)]
-    rows = [("planning", f"{n} ({part})", k, m, planning[part][n][k][m])
+    metrics = ("hop_accuracy", "exact_dag", "edge_precision", "edge_recall", "edge_f1",
+               "gold_fan_out", "fan_out_recall")  # fmt: skip
+    rows = [("planning", f"{n} ({part})", k, m, "" if v is None else v)
             for part in planning for n in planning[part] for k in planning[part][n]
-            for m in ("hop_accuracy", "exact_dag", "edge_precision", "edge_recall", "edge_f1")]  # fmt: skip
+            for m in metrics for v in [planning[part][n][k][m]]]  # fmt: skip
     rows += [(f"codex-m {kg[s]['kind']}", s, h, m, kg[s][h][m]) for s in SYSTEMS
              for h in (*map(str, HOPS), "all") for m in ("hit", "f1", "abstained")]  # fmt: skip
     rows += [(f"codex-m {kg[s]['kind']} budget per question", s, "all", m, kg[s]["budget"][m])

@@ -2,8 +2,9 @@
 :mod:`grounding.graph`, :mod:`grounding.evidence`, :mod:`grounding.query`): the Lou Seal
 running example's data, real benchmark knowledge graphs, a TSV loader, and retrieval
 benchmarks (PathRAG-6, anchored retrieval on knowledge graphs), and
-MuSiQue's gold question decompositions (planning)."""
+MuSiQue's and FanOutQA's gold question decompositions (planning)."""
 
+from grounding.datasets import fanoutqa as _fanoutqa
 from grounding.datasets import kg as _kg
 from grounding.datasets import kgqa as _kgqa
 from grounding.datasets import lou_seal as _lou_seal
@@ -11,7 +12,8 @@ from grounding.datasets import musique as _musique
 from grounding.datasets import pathrag6 as _pathrag6
 from grounding.datasets import tsv as _tsv
 from grounding.datasets import wd50k as _wd50k
-from grounding.datasets.kg import *  # noqa: F403  (names listed once, in each module's __all__)
+from grounding.datasets.fanoutqa import *  # noqa: F403  (names listed once, in each module's __all__)
+from grounding.datasets.kg import *  # noqa: F403
 from grounding.datasets.kgqa import *  # noqa: F403
 from grounding.datasets.lou_seal import *  # noqa: F403
 from grounding.datasets.musique import *  # noqa: F403
@@ -26,5 +28,6 @@ __all__ = [
     *_pathrag6.__all__,
     *_kgqa.__all__,
     *_musique.__all__,
+    *_fanoutqa.__all__,
     *_wd50k.__all__,
 ]

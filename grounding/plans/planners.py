@@ -193,9 +193,7 @@ class PredictedPathPlanner:
         flat: bool = False,
     ):
         if not callable(getattr(predictor, "predict", None)):
-            raise TypeError(
-                f"predictor must be a fitted chain predictor, got {predictor!r:.100}"
-            )
+            raise TypeError(f"predictor must be a fitted chain predictor, got {predictor!r:.100}")
         if not isinstance(flat, bool):
             raise TypeError(f"flat must be a bool, got {flat!r:.100}")
         self.predictor, self.flat = predictor, flat

@@ -105,6 +105,12 @@ def test_pankrag(results):
         assert chain["all"]["n"] == n
         heur = r["planning"][part]["heuristic"]["all"]
         assert 0 < heur["exact_dag"] <= heur["hop_accuracy"] <= 1 and 0 < heur["edge_f1"] <= 1
+    # FanOutQA: 278 of the 310 human graphs fan out; a chain never does
+    fan = r["planning"]["fanoutqa"]
+    assert fan["two-step chain"]["all"]["n"] == 310
+    assert fan["two-step chain"]["all"]["gold_fan_out"] == pytest.approx(278 / 310)
+    assert fan["two-step chain"]["all"]["fan_out_recall"] == 0.0
+    assert 0 <= fan["heuristic"]["all"]["fan_out_recall"] <= 1
     two_hop = sum(r["planning"][p]["two-step chain"]["2"]["n"] for p in ("dev", "test"))
     assert two_hop == 2180  # the split partitions the 3,000 questions
     kg = r["kg"]
