@@ -74,6 +74,14 @@ def parser(description: str, prog: str) -> argparse.ArgumentParser:
         help="seeds 0..N-1: benchmark seeds where questions are sampled (learned_retrievers: "
         "training seeds; default: 1 quick, 3 full)",
     )
+    ap.add_argument(
+        "--per-hop",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="quick mode: at most N test (and validation) questions per hop count where an "
+        "experiment takes a subset (pankrag: 15 by default)",
+    )
     ap.set_defaults(full=False)
     return ap
 

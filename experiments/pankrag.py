@@ -435,7 +435,7 @@ def figure(planning: dict, kg: dict, propagation: dict):
 
 
 @float64
-def answer_seed(seed: int, full: bool, log) -> dict:
+def answer_seed(seed: int, full: bool, log, per_hop: int | None = None) -> dict:
     """Every CoDEx-M system, oracle and blind, on the benchmark and answerer of ``seed``: per
     system its Hits@1 table and per-question hits, and the comparisons with PankRAG."""
     bench, answerer, retrievers, _ = build(SETTINGS[full]["codex-m"], seed)
@@ -445,7 +445,8 @@ def answer_seed(seed: int, full: bool, log) -> dict:
     index = retrievers[0][1].index
     valid = bench.split("valid")
     _, lam = fitted(lambda c: GroundedQA(answerer, lambda d: retrievers[0][d], c), valid)
-    per_hop = None if full else QUICK_PER_HOP  # quick: a smoke run on fewer questions
+    # quick: a smoke run on fewer questions (--per-hop N: N per hop count)
+    per_hop = None if full else (per_hop or QUICK_PER_HOP)
     t = time.perf_counter()
     paths, predictor, blind_lam = blind_predictor(bench, answerer, retrievers[0], log, per_hop)
     blind_fit_seconds = time.perf_counter() - t
@@ -554,7 +555,7 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
             )
     runs, probes = [], {}
     for seed in seeds(args):
-        runs.append(answer_seed(seed, args.full, log))
+        runs.append(answer_seed(seed, args.full, log, args.per_hop))
         if seed == 0:  # with seed 0's programs still compiled
             probes = speed_and_propagation(runs[0])
         jax.clear_caches()  # each seed compiles its own programs (see docs/limits.md)

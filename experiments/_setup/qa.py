@@ -82,6 +82,7 @@ class Setting:
     epochs: int
     negatives: bool = False
     dim: int = 256  # the answerer's (TransE) embedding dimension
+    wording: str = "held-out"  # the benchmark's question texts (kgqa_benchmark's wording)
 
 
 #: The benchmark and answerer of each dataset, per mode (``True``: ``--full``); PankRAG and the
@@ -113,6 +114,23 @@ def build(setting: Setting, seed: int = 0):
 
 @functools.lru_cache(maxsize=4)
 def _build(setting: Setting, seed: int):
+    bench = kgqa_benchmark(
+        setting.name,
+        questions_per_hop=setting.questions_per_hop,
+        seed=seed,
+        wording=setting.wording,
+    )
+    answerer, fit = _answerer(dataclasses.replace(setting, wording="held-out"), seed)
+    index = TextIndex(bench.graph)
+    pcr = {h: PCR(index, max_hops=h) for h in (1, 2, 3)}
+    soft = {h: SoftPCR(index, max_hops=h) for h in (1, 2, 3)}  # the PCR paper's constants
+    return bench, answerer, (pcr, soft), fit
+
+
+@functools.lru_cache(maxsize=4)
+def _answerer(setting: Setting, seed: int):
+    """The trained answerer of a setting (the wording of the texts does not reach it: it
+    trains on the evidence and fits its temperature on the validation questions' answers)."""
     bench = kgqa_benchmark(setting.name, questions_per_hop=setting.questions_per_hop, seed=seed)
     shared = 4096 if setting.name == "codex-m" else 0  # CoDEx-M: batch negatives (speed)
     cfg = OneVsAllConfig(
@@ -133,10 +151,7 @@ def _build(setting: Setting, seed: int):
     answerer = KGEAnswerer(model, bench.kg.entities, bench.kg.relations)
     valid = bench.split("valid")
     answerer.fit_temperature(valid, [q.answers for q in valid])
-    index = TextIndex(bench.graph)
-    pcr = {h: PCR(index, max_hops=h) for h in (1, 2, 3)}
-    soft = {h: SoftPCR(index, max_hops=h) for h in (1, 2, 3)}  # the PCR paper's constants
-    return bench, answerer, (pcr, soft), fit
+    return answerer, fit
 
 
 def counter_evidence(bench) -> frozenset:
