@@ -15,22 +15,37 @@ one 2-hop test question through the loop (posterior bars with evidence statuses,
 supporting walks of the grounded answer with their ``nu*`` weights, the decision and the
 certificate, under ``example`` in the JSON).
 
-Blind relation paths (``blind_paths`` in the JSON): a relation-path predictor fitted on the
-training questions sees each test question's text and topic only; its top-1/top-3 path
-accuracy per hop with Wilson intervals, and the share of test chains seen in training (its
-ceiling). The blind loop (:class:`grounding.qa.BlindQA`): the top 3 predicted paths become
+Question texts: each hop worded by one of six wordings and the question by one of five frames,
+the test questions' wordings disjoint from those of the training and validation questions
+(:func:`grounding.datasets.kgqa_benchmark`'s ``wording="held-out"``), so a system must read
+wordings it never saw.
+
+Blind relation paths (``blind_paths`` in the JSON, ``grounded_qa_paths.csv``): two predictors
+fitted on the training questions see each test question's text and topic only, each with its
+label weight chosen on validation: chains composed relation by relation over the graph
+(:class:`grounding.plans.ComposedChainPredictor`, the blind systems' predictor) and the
+training chains ranked (:class:`grounding.plans.RelationChainPredictor`, whose ceiling is the
+share of test chains seen in training); top-1/top-3 path accuracy per hop with Wilson
+intervals. The blind loop (:class:`grounding.qa.BlindQA`): the top 3 predicted paths become
 claims, each candidate grounded on its own claim, lambda fitted on blind validation outcomes by
-the same gradient fit; per hop its Hits@1 beside the oracle loop's (gold chain), with the
-paired bootstrap 95 % interval of the difference.
+the same gradient fit; per hop its prior, hard and soft Hits@1 and AURC, hard and soft against
+the blind prior and against the oracle loop (gold chain), paired; beside it, labelled as a
+baseline, the loop whose chains the template parser of the training wordings reads off the
+texts (:class:`grounding.plans.TemplateChainParser`). Every row carries its budget per question
+(answerer calls, grounding passes, evidence edges).
 
 Seeds: ``--seeds N`` repeats every dataset on the benchmark and answerer of seeds 0..N-1
 (default one quick, three full); the tables and figure are seed 0's, and ``seeds`` in the JSON
-holds each seed's blind and oracle Hits@1 and the interval of blind - oracle over the pooled
-test questions of all seeds.
+holds, over the pooled test questions of all seeds, the blind prior / hard / soft Hits@1 and
+the intervals of soft - prior, hard - prior and blind - oracle, each a two-level bootstrap
+(seeds, then questions within each seed, resampled: training variance included).
 
-Final line: ``grounded_hits1=<x> prior_hits1=<y> hard_hits1=<z> aurc=<w> path_acc=<p>
-path_ceiling=<c>`` (CoDEx-M, 2 hops; soft grounding with the gold chain; the blind path
-predictor's top-1 accuracy and ceiling).
+Final line: ``grounded_hits1=<x> prior_hits1=<y> hard_hits1=<z> aurc=<w> oracle_hits1=<o>
+blind_hits1=<b> path_acc=<p> path_ceiling=<c> path_acc_training_chains=<t>
+blind_prior_hits1=<bp> blind_soft_hits1=<bs> blind_hard_hits1=<bh> parser_hits1=<ph>``
+(CoDEx-M, 2 hops, seed 0; soft grounding with the gold chain; the composed path predictor's
+top-1 accuracy, the training-chain ceiling and that predictor's top-1; the blind loop's
+prior, soft and hard Hits@1; the template parser's loop, soft).
 """
 
 from __future__ import annotations
