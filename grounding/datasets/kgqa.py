@@ -22,9 +22,12 @@ the real graphs that ship with the package (CoDEx-M, CoDEx-S, UMLS):
 - its **observed** answers are those the same chain reaches in the evidence :math:`R` (the
   train split): an answer that is true but not observed is the situation of Prop. 3, which
   hard grounding deletes and soft grounding keeps;
-- its text is generated from the relation labels (``"What is the country of citizenship of
-  the entity whose ... is Q42 (human)?"``); CoDEx ships no entity labels, so an entity is
-  named by its id and type labels.
+- its text is generated from the relation labels, each hop by one of six wordings and the
+  question by one of five frames (``"Name Q42 (human)'s country of citizenship."``,
+  ``"What is the entity whose ... is Q42 (human)?"``); by default the test questions' wordings
+  are disjoint from those of the training and validation questions (``wording``), so
+  reading them asks for generalisation. CoDEx ships no entity labels, so an entity is named by
+  its id and type labels; UMLS entities by their concept names.
 
 Questions are split train / valid / test at random (seeded) so that learned retrievers can
 train on them. Everything is deterministic given ``seed``.
