@@ -110,6 +110,9 @@ class ComposedChainPredictor:
         self.max_hops = check_int(max_hops, "max_hops")
         self.max_frontier = check_int(max_frontier, "max_frontier")
         self.relations = tuple(graph.relations)
+        index = {r: i for i, r in enumerate(self.relations)}
+        # relation -> its inverse's index: the step straight back along the edge just taken
+        self._back = {i: index.get(inverse_relation(r), -1) for i, r in enumerate(self.relations)}
         self._fitted = False
 
     def label(self, relation: str) -> str:
@@ -192,8 +195,6 @@ class ComposedChainPredictor:
         g = self.graph
         if not g.has_entity(q.topic):
             return []
-        back = {i: self.relations.index(inverse_relation(r)) for i, r in enumerate(self.relations)
-                if inverse_relation(r) in self.relations}  # fmt: skip
         rel, tail = np.asarray(g.relation), np.asarray(g.tail)
         states: list[tuple[tuple[int, ...], np.ndarray | None, float]] = [
             ((), np.array([g.entity_index(q.topic)]), 0.0)
@@ -208,7 +209,7 @@ class ComposedChainPredictor:
                     edges, options = None, np.flatnonzero(self._follows[chain[-1]])
                 for r in options:
                     r = int(r)
-                    if chain and back.get(chain[-1]) == r:
+                    if chain and self._back[chain[-1]] == r:
                         continue
                     nxt = None
                     if edges is not None:
