@@ -93,7 +93,7 @@ from experiments._setup import (
     fitted,
     mean_budget,
 )
-from experiments._stats import paired_bootstrap
+from experiments._stats import paired_bootstrap, seed_bootstrap
 from grounding.datasets import load_fanoutqa, load_musique
 from grounding.llm import Endpoint
 from grounding.plans import (
@@ -502,15 +502,22 @@ def answer_seed(seed: int, full: bool, log, per_hop: int | None = None) -> dict:
 
 def over_seeds(runs: list[dict]) -> dict:
     """Each system's Hits@1 per seed, and its comparison with PankRAG of the same kind over the
-    pooled test questions of every seed (paired bootstrap 95 % interval, sign test)."""
+    pooled test questions of every seed: the sign test on the pooled questions, and the 95 %
+    interval of a two-level bootstrap (seeds, then questions within each seed: each seed
+    trains its own answerer, so the interval carries training variance)."""
     out: dict = {"seeds": [r["seed"] for r in runs], "systems": {}}
-    pooled = {s: np.concatenate([r["per_question"][s] for r in runs]) for s in SYSTEMS}
+    per_seed = {s: [r["per_question"][s] for r in runs] for s in SYSTEMS}
+
+    def against(ref: str, s: str) -> dict:
+        a, b = np.concatenate(per_seed[ref]), np.concatenate(per_seed[s])
+        return paired(a, b) | seed_bootstrap(per_seed[ref], per_seed[s])
+
     for s in SYSTEMS:
         row: dict = {"hits1": [float(np.mean(r["per_question"][s])) for r in runs]}
         if s != "pankrag":
-            row["against_pankrag"] = paired(pooled["pankrag"], pooled[s])
+            row["against_pankrag"] = against("pankrag", s)
         if s in BLIND[1:]:
-            row["against_pankrag_blind"] = paired(pooled["pankrag_blind"], pooled[s])
+            row["against_pankrag_blind"] = against("pankrag_blind", s)
         out["systems"][s] = row
     return out
 

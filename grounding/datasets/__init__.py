@@ -6,6 +6,7 @@ MuSiQue's and FanOutQA's gold question decompositions (planning)."""
 
 from grounding.datasets import fanoutqa as _fanoutqa
 from grounding.datasets import kg as _kg
+from grounding.datasets import kg_retrieval as _kg_retrieval
 from grounding.datasets import kgqa as _kgqa
 from grounding.datasets import lou_seal as _lou_seal
 from grounding.datasets import musique as _musique
@@ -14,6 +15,7 @@ from grounding.datasets import tsv as _tsv
 from grounding.datasets import wd50k as _wd50k
 from grounding.datasets.fanoutqa import *  # noqa: F403  (names listed once, in each module's __all__)
 from grounding.datasets.kg import *  # noqa: F403
+from grounding.datasets.kg_retrieval import *  # noqa: F403
 from grounding.datasets.kgqa import *  # noqa: F403
 from grounding.datasets.lou_seal import *  # noqa: F403
 from grounding.datasets.musique import *  # noqa: F403
@@ -26,6 +28,7 @@ __all__ = [
     *_kg.__all__,
     *_lou_seal.__all__,
     *_pathrag6.__all__,
+    *_kg_retrieval.__all__,
     *_kgqa.__all__,
     *_musique.__all__,
     *_fanoutqa.__all__,

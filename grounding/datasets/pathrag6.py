@@ -8,7 +8,7 @@ queries with known relevant nodes, and a label saying where they come from):
 - :func:`~experiments._pathrag6_reconstruction.generate_pathrag6`: a seeded
   **reconstruction** of the protocol (six domains, 30 nodes, 60 directed edges, anchored
   queries), for scale and sweeps; always labeled as such.
-- :func:`~grounding.datasets.kgqa.kg_retrieval_benchmark`: anchored retrieval on a real
+- :func:`~grounding.datasets.kg_retrieval.kg_retrieval_benchmark`: anchored retrieval on a real
   knowledge graph (UMLS, Nations, Kinships): the training graph is the evidence, held-out
   answers are the relevant nodes.
 

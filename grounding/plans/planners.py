@@ -216,8 +216,8 @@ class PredictedPathPlanner:
         (top,) = self.predictor.predict([question], k=1)
         if not top:
             raise PlanError(
-                f"no relation path is predicted from the topic {question.topic!r} (no path "
-                "seen in training leaves it in the graph)"
+                f"no relation path is predicted from the topic {question.topic!r} (no relation "
+                "the predictor proposes leaves it in the graph)"
             )
         return tuple(top[0][0])
 
