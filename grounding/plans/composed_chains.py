@@ -147,14 +147,15 @@ class ComposedChainPredictor:
         return self
 
     def _schema(self) -> np.ndarray:
-        """``[R, R]``: relation ``j`` leaves some entity that relation ``i`` enters."""
+        """``[R, R]``: relation ``j`` leaves some entity that relation ``i`` enters (read off the
+        graph's edge lists, without a dense entity-by-relation table)."""
         g, n_rel = self.graph, len(self.relations)
-        rel, head, tail = (np.asarray(a) for a in (g.relation, g.head, g.tail))
-        enters = np.zeros((n_rel, g.n_nodes), bool)
-        leaves = np.zeros((g.n_nodes, n_rel), bool)
-        enters[rel, tail] = True
-        leaves[head, rel] = True
-        return (enters.astype(np.float32) @ leaves.astype(np.float32)) > 0
+        rel, tail = np.asarray(g.relation), np.asarray(g.tail)
+        follows = np.zeros((n_rel, n_rel), bool)
+        for i in range(n_rel):
+            entered = np.unique(tail[rel == i])
+            follows[i, np.unique(rel[g.edges_from(entered)])] = True
+        return follows
 
     def predict(
         self, questions: Sequence[BlindQuestion], k: int = 3
