@@ -312,9 +312,10 @@ def unobserved_fate(outcomes, questions) -> dict:
     return dict(candidates=n, hard_deletes=hard_del / max(n, 1), soft_keeps=soft_keep / max(n, 1))
 
 
-def run_seed(seed: int, full: bool, log) -> dict:
+def run_seed(seed: int, full: bool, log, per_hop: int | None = None) -> dict:
     """Every system blind and the oracle rows on one benchmark seed: per-question scores."""
-    bench = hypergraph_qa_benchmark(questions_per_hop=300 if full else QUICK_PER_HOP, seed=seed)
+    n = 300 if full else (per_hop or QUICK_PER_HOP)  # --per-hop N: N questions drawn per hop
+    bench = hypergraph_qa_benchmark(questions_per_hop=n, seed=seed)
     t = time.perf_counter()
     index = HypergraphIndex(bench.evidence)
     index_seconds = time.perf_counter() - t
@@ -428,7 +429,7 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
     def log(s: str) -> None:
         print(s, file=sys.stderr, flush=True)
 
-    runs = [run_seed(seed, args.full, log) for seed in seeds(args)]
+    runs = [run_seed(seed, args.full, log, args.per_hop) for seed in seeds(args)]
     hops = np.concatenate([r["hops"] for r in runs])
     blind_q, oracle_q = pooled(runs, "blind"), pooled(runs, "oracle")
     table = {s: by_hops(blind_q[s], hops) for s in SYSTEMS}
