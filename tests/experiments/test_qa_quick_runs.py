@@ -71,12 +71,14 @@ def test_grounded_qa(results):
             # it equals the oracle (tests/plans/test_template_parser.py)
             for m in ("prior", "hard", "soft"):
                 assert not any(blind_row["parser"][m]["hit"])
-            # the composed predictor proposes chains no training question used
+            # both path predictors are scored on the same questions against one ceiling (the
+            # training chains); the composed predictor passing it is checked at a real size
+            # in tests/plans/test_composed_chains.py
             paths = rep["blind_paths"]
-            assert paths["training_chains"]["per_hop"]["3"]["ceiling"] < 1
-            assert (
-                paths["per_hop"]["3"]["topk"] > paths["training_chains"]["per_hop"]["3"]["ceiling"]
-            )
+            for hop, acc in paths["per_hop"].items():
+                other = paths["training_chains"]["per_hop"][hop]
+                assert (acc["n"], acc["ceiling"]) == (other["n"], other["ceiling"])
+                assert 0 <= acc["top1"] <= acc["topk"] <= 1
     # the worked example: one 2-hop question through the loop, with its supporting walks
     ex = r["reports"][0]["example"]
     names = [c["name"] for c in ex["candidates"]]

@@ -637,7 +637,7 @@ def test_predicted_path_planner_plans_the_top_path_and_refuses_gold_questions(um
         planner.plan(bench.split("test")[0])  # a question with gold fields is refused
     with pytest.raises(PlanError, match="no relation path is predicted"):
         planner.plan(BlindQuestion("What is the location of it?", "no_such_entity"))
-    with pytest.raises(TypeError, match="RelationChainPredictor"):
+    with pytest.raises(TypeError, match="chain predictor"):
         PredictedPathPlanner(object(), bench.relation_labels)
 
 
