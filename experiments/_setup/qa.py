@@ -180,6 +180,9 @@ def score(outcome: Outcome, method: str, gold: Sequence[str] | None = None) -> d
     return score_probabilities(answers, probs, gold)
 
 
+BUDGET = ("answerer_calls", "grounding_passes", "evidence_edges")
+
+
 def budget(outcome) -> dict[str, float]:
     """What one question cost a system: calls to the answerer (PankRAG: one per anchor of
     every step it ran; BlindQA: one per predicted chain; the one-step loop: one), grounding
@@ -208,9 +211,6 @@ def mean_budget(outcomes) -> dict[str, float]:
     """:func:`budget` averaged over questions."""
     rows = [budget(o) for o in outcomes]
     return {k: float(np.mean([r[k] for r in rows])) if rows else 0.0 for k in BUDGET}
-
-
-BUDGET = ("answerer_calls", "grounding_passes", "evidence_edges")
 
 
 def unobserved_fate(outcomes) -> dict[str, float]:
