@@ -69,12 +69,13 @@ class TemplateChainParser:
     ):
         self.entity_texts = dict(entity_texts)
         self.max_hops = check_int(max_hops, "max_hops")
-        self._phrases: set[tuple[str, str, str]] = set()  # (relation, words before, after)
+        phrases: set[tuple[str, str, str]] = set()  # (relation, words before, words after)
         for r, label in sorted(relation_labels.items()):
             for name, inverse in ((r, False), (inverse_relation(r), True)):
                 for i in phrasings:
                     phrase = relation_phrase(label, _HOLE, inverse=inverse, phrasing=i)
-                    self._phrases.add((name, *phrase.split(_HOLE)))
+                    phrases.add((name, *phrase.split(_HOLE)))
+        self._phrases = sorted(phrases)
         self._frames = sorted({tuple(FRAMES[i].split("{P}")) for i in frames})
 
     def parse(self, text: str, topic: str) -> list[Chain]:
@@ -92,7 +93,7 @@ class TemplateChainParser:
         out: list[Chain] = [()] if phrase == topic_text else []
         if depth == self.max_hops:
             return out
-        for name, before, after in sorted(self._phrases):
+        for name, before, after in self._phrases:
             fits = len(phrase) > len(before) + len(after)
             if fits and phrase.startswith(before) and phrase.endswith(after):
                 inside = phrase[len(before) : len(phrase) - len(after)]
