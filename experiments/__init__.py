@@ -25,16 +25,16 @@ QUICK = (*SMOKE, "kg_incomplete", "retrieval_pcr", "grounded_qa")
 
 #: Seconds each experiment's quick mode took on an idle 2-core machine (the time-left estimate),
 #: measured 2026-11-27 from a fresh clone by ``python -m experiments --quick --all``;
-#: ``grounded_qa`` measured again by README line 1 after its blind rows and template-parser
-#: baseline were added (the main job with its set-up: 5 min 19 s).
+#: the main job's experiments measured again by README line 1 from a fresh clone after the
+#: held-out question wordings and the composed chain predictor (with its set-up: 6 min 17 s).
 QUICK_SECONDS = {
-    "fig2_two_worlds": 2,
+    "fig2_two_worlds": 3,
     "thm3_tv_bound": 1,
     "prop6_soft_to_hard": 2,
     "prop13_tradeoff": 2,
-    "kg_incomplete": 35,
-    "retrieval_pcr": 6,
-    "grounded_qa": 255,
+    "kg_incomplete": 36,
+    "retrieval_pcr": 9,
+    "grounded_qa": 289,
     "pankrag": 81,
     "learned_retrievers": 58,
     "proh": 38,
