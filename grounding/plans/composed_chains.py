@@ -202,7 +202,7 @@ class ComposedChainPredictor:
         ]
         found: list[tuple[int, ...]] = []
         for _ in range(self.max_hops):
-            grown = []
+            grown = []  # (chain, the parent frontier's edges or None, score)
             for chain, frontier, total in states:
                 edges = g.edges_from(frontier) if frontier is not None else np.zeros(0, int)
                 options = np.unique(rel[edges])
@@ -210,19 +210,25 @@ class ComposedChainPredictor:
                     edges, options = None, np.flatnonzero(self._follows[chain[-1]])
                 for r in options:
                     r = int(r)
-                    if chain and self._back[chain[-1]] == r:
-                        continue
-                    nxt = None
-                    if edges is not None:
-                        nxt = np.unique(tail[edges[rel[edges] == r]])
-                        nxt = nxt if len(nxt) <= self.max_frontier else None
-                    grown.append(((*chain, r), nxt, total + float(a[r])))
+                    if not (chain and self._back[chain[-1]] == r):
+                        grown.append(((*chain, r), edges, total + float(a[r])))
             grown.sort(key=lambda s: -s[2] / len(s[0]))
-            states = grown[: self.beam]
+            # the next frontier only for the chains the beam keeps
+            states = [
+                (c, self._step(edges, c[-1], rel, tail), t) for c, edges, t in grown[: self.beam]
+            ]
             found += [c for c, _, _ in states]
             if not states:
                 break
         return found
+
+    def _step(self, edges, r: int, rel: np.ndarray, tail: np.ndarray) -> np.ndarray | None:
+        """The entities relation ``r`` reaches over ``edges`` (``None``: none known, or more
+        than ``max_frontier``)."""
+        if edges is None:
+            return None
+        nxt = np.unique(tail[edges[rel[edges] == r]])
+        return nxt if len(nxt) <= self.max_frontier else None
 
     def _order(self, q: BlindQuestion, chain: tuple[int, ...]) -> float:
         """Share of consecutive relations whose labels occur in the text outwards from the
