@@ -4,6 +4,7 @@ through the outcome protocol, and the blind relation-chain predictor."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 from collections.abc import Callable, Sequence
@@ -317,7 +318,9 @@ def blind_paths(bench, log) -> tuple[dict, ComposedChainPredictor]:
 
     out, chosen = {}, {}
     for kind, make in makers.items():
-        fits = {b: make(b).fit(train) for b in LABEL_WEIGHTS}
+        # the prototypes do not depend on the label weight: fit once, vary it per copy
+        fitted = make(LABEL_WEIGHTS[0]).fit(train)
+        fits = {b: _with_label_weight(fitted, b) for b in LABEL_WEIGHTS}
         valid = {
             b: mean_top1(chain_accuracy(p, bench.split("valid"), seen=seen))
             for b, p in fits.items()
@@ -337,6 +340,13 @@ def blind_paths(bench, log) -> tuple[dict, ComposedChainPredictor]:
         )
     )
     return dict(out["composed"], training_chains=out["training_chains"]), chosen["composed"]
+
+
+def _with_label_weight(predictor: T, weight: float) -> T:
+    """A fitted chain predictor with another label weight (read only when it predicts)."""
+    out = copy.copy(predictor)
+    out.label_weight = float(weight)
+    return out
 
 
 def fitted(make: Callable[[GroundingConfig], T], valid: Sequence) -> tuple[T, float]:
