@@ -14,6 +14,7 @@ __all__ = [
     "blind",
     "relation_phrase",
     "question_text",
+    "role_phrase",
     "FRAMES",
     "TRAIN_PHRASINGS",
     "TEST_PHRASINGS",
@@ -196,3 +197,21 @@ def question_text(phrase: str, frame: int = 0) -> str:
     if frame not in range(len(FRAMES)):
         raise ValueError(f"frame must be in 0..{len(FRAMES) - 1}, got {frame!r}")
     return FRAMES[frame].replace("{P}", phrase)
+
+
+def role_phrase(label: str, kind: str) -> str:
+    """A statement role in words (a hyperedge hop names two): ``"subject of <label>"`` for a
+    subject role (``kind == "subject"``), the relation's label for an object or a qualifier.
+    A label that ends in a preposition or reads as a participle is quoted (``'member of'``),
+    so no wording doubles a preposition (*the member of of ...*).
+
+    Example:
+        >>> role_phrase("member of", "subject"), role_phrase("member of", "object")
+        ("subject of 'member of'", "'member of'")
+        >>> role_phrase("country", "qualifier")
+        'country'
+    """
+    words = label.split()
+    if words and (words[-1] in _PREPOSITIONS or words[0].endswith("ed")):
+        label = f"'{label}'"
+    return f"subject of {label}" if kind == "subject" else label

@@ -230,6 +230,20 @@ def chain_answers(
 WORDINGS = ("held-out", "single")
 
 
+def wording_draw(
+    wording: str, split: str, key: str, seed: int
+) -> tuple[np.random.Generator, tuple[int, ...], tuple[int, ...]]:
+    """The generator a question's wording is drawn with (from ``(seed, key)`` alone) and the
+    phrasings and frames its split may use (:data:`WORDINGS`)."""
+    if wording == "single":
+        phrasings, frames = (0,), (0,)
+    elif split == "test":
+        phrasings, frames = TEST_PHRASINGS, TEST_FRAMES
+    else:
+        phrasings, frames = TRAIN_PHRASINGS, TRAIN_FRAMES
+    return np.random.default_rng([seed, zlib.crc32(key.encode())]), phrasings, frames
+
+
 def _text(
     topic_text: str,
     chain: Sequence[str],
@@ -241,13 +255,7 @@ def _text(
 ) -> str:
     """The question's text; its wording is drawn from ``(seed, key)`` alone, so a question's
     chain and split never depend on the wording."""
-    if wording == "single":
-        phrasings, frames = (0,), (0,)
-    elif split == "test":
-        phrasings, frames = TEST_PHRASINGS, TEST_FRAMES
-    else:
-        phrasings, frames = TRAIN_PHRASINGS, TRAIN_FRAMES
-    rng = np.random.default_rng([seed, zlib.crc32(key.encode())])
+    rng, phrasings, frames = wording_draw(wording, split, key, seed)
     x = topic_text
     for r in chain:
         inverse = r.endswith(INVERSE_SUFFIX)

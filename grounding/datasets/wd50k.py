@@ -30,8 +30,11 @@ import numpy as np
 from grounding._checks import check_int
 from grounding.datasets._lines import bad_name, decode_utf8, excerpt, split_lines
 from grounding.datasets.kg import codex_labels
+from grounding.datasets.kgqa import WORDINGS, wording_draw
 from grounding.graph import INVERSE_SUFFIX
 from grounding.hypergraph import KnowledgeHypergraph, Statement, role_name
+from grounding.query import role_phrase
+from grounding.query import question_text as query_text
 
 __all__ = [
     "HypergraphSplits",
@@ -192,19 +195,40 @@ class _Index:
         return frontier[frontier != topic]
 
 
-def _phrase(kh: KnowledgeHypergraph, role: str) -> str:
+#: Six wordings of one hop (``{B}`` the leaving role, ``{A}`` the entering role, ``{X}`` the
+#: phrase the hop starts from); the phrasing indices of :mod:`grounding.query` pick one
+#: (0-3 for training and validation questions, 4-5 for test questions on a held-out benchmark).
+HOP_WORDINGS = (
+    "the {B} of the statement whose {A} is {X}",
+    "the {B} of the fact in which {X} is the {A}",
+    "the {B} recorded for the claim with {A} {X}",
+    "the {B} of the record that has {X} as {A}",
+    "whatever is the {B} in the statement giving {X} as its {A}",
+    "the {B} attached to the listing where {X} appears as {A}",
+)
+
+
+def _role(kh: KnowledgeHypergraph, role: str) -> str:
     kind, _, rel = role.partition(":")
-    label = kh.label(rel)
-    return {"subject": f"subject of {label}", "object": label}.get(kind, label)
+    return role_phrase(kh.label(rel), kind)
 
 
 def question_text(
-    kh: KnowledgeHypergraph, topic_text: str, roles: Sequence[tuple[str, str]]
+    kh: KnowledgeHypergraph,
+    topic_text: str,
+    roles: Sequence[tuple[str, str]],
+    phrasings: Sequence[int] = (0,),
+    frame: int = 0,
 ) -> str:
+    """A question along a role chain, hop ``k`` worded by :data:`HOP_WORDINGS`
+    ``[phrasings[k]]`` (the last one given repeats) and the whole by frame ``frame`` of
+    :data:`grounding.query.FRAMES`."""
     x = topic_text
-    for a, b in roles:
-        x = f"the {_phrase(kh, b)} of the statement whose {_phrase(kh, a)} is {x}"
-    return f"What is {x}?"
+    for k, (a, b) in enumerate(roles):
+        w = HOP_WORDINGS[phrasings[min(k, len(phrasings) - 1)]]
+        w = w.replace("{A}", _role(kh, a)).replace("{B}", _role(kh, b))
+        x = w.replace("{X}", x)
+    return query_text(x, frame)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -216,6 +240,7 @@ class HyperQABenchmark:
     world: KnowledgeHypergraph
     evidence: KnowledgeHypergraph
     questions: tuple[HyperQuestion, ...]
+    wording: str = "single"
 
     def split(self, name: str, hops: int | None = None) -> tuple[HyperQuestion, ...]:
         if name not in SPLITS:
@@ -255,12 +280,23 @@ def hypergraph_qa_benchmark(
     split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1),
     seed: int = 0,
     data: HypergraphSplits | None = None,
+    wording: str = "held-out",
 ) -> HyperQABenchmark:
     """Multi-hop questions over WD50K's hyperedges (see the module docstring).
 
+    Args:
+        wording: ``"held-out"`` (the default): each hop of a train or valid question is worded
+            by one of :data:`HOP_WORDINGS` 0-3 and the question by frame 0-2 of
+            :data:`grounding.query.FRAMES`; a test question by wordings 4-5 and frames 3-4, so
+            reading a test question asks for wordings never seen in training. ``"single"``:
+            wording 0 and frame 0 everywhere. Chains, answers and splits do not depend on it.
+
     Raises:
-        ValueError: hops outside 1..8, non-positive sizes, or bad fractions.
+        ValueError: hops outside 1..8, non-positive sizes, bad fractions, or an unknown
+            wording.
     """
+    if wording not in WORDINGS:
+        raise ValueError(f"wording must be one of {WORDINGS}, got {wording!r}")
     if not hops or any(not 1 <= h <= 8 for h in hops):
         raise ValueError(f"hops must be a non-empty subset of 1..8, got {hops!r}")
     for arg, v in (("questions_per_hop", questions_per_hop), ("max_answers", max_answers),
@@ -309,11 +345,15 @@ def hypergraph_qa_benchmark(
         split_of = [labels[i] for i in rng.permutation(n)]
         for i, (topic, roles, answers) in enumerate(found):
             obs = ei.answers(topic, roles)
+            qid = f"{data.name}:{h}hop:{i}"
+            rng_w, phrasings, frames = wording_draw(wording, split_of[i], qid, seed)
+            words = [int(rng_w.choice(phrasings)) for _ in roles]
             out.append(HyperQuestion(
-                id=f"{data.name}:{h}hop:{i}",
-                text=question_text(world, world.entity_texts[topic], roles),
+                id=qid,
+                text=question_text(world, world.entity_texts[topic], roles, words,
+                                   int(rng_w.choice(frames))),
                 topic=world.entities[topic], roles=roles,
                 answers=tuple(world.entities[a] for a in answers),
                 observed=tuple(world.entities[a] for a in obs), split=split_of[i],
             ))  # fmt: skip
-    return dataclasses.replace(bench, questions=tuple(out))
+    return dataclasses.replace(bench, questions=tuple(out), wording=wording)

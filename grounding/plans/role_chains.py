@@ -6,34 +6,35 @@ A hop of a hypergraph question enters a statement in one role and leaves it in a
 :class:`RoleChainPredictor` sees a :class:`~grounding.query.BlindQuestion` (text and topic)
 alone and predicts the question's chain of role pairs:
 
-1. **Hop phrases.** The text is read as nested hop phrases, innermost last, the grammar of
-   :func:`~grounding.datasets.hypergraph_qa_benchmark`'s questions: ``What is the <B_T> of the
-   statement whose <A_T> is ... the <B_1> of the statement whose <A_1> is <topic>?`` gives
-   :math:`T` hops, hop :math:`k` with an entering phrase :math:`A_k` and a leaving phrase
-   :math:`B_k`. A text that does not read so names no hop: the predictor raises
-   ``ValueError`` (a planner turns it into :class:`~grounding.plans.PlanError`).
-2. **Hop scores**, from training questions (text and gold roles: the training split only) and
-   the roles' label text :math:`\ell(r)` (``"subject of <label>"`` for a subject role, the
-   relation's label otherwise):
+1. **Role mentions.** The text is scanned for the phrases of the hypergraph's roles
+   (:func:`~grounding.query.role_phrase`: ``"subject of <label>"`` for a subject role, the
+   relation's label otherwise), longest first. A hop names two roles, so the hop count is
+   :math:`T = \lceil m / 2 \rceil` for :math:`m` mentions (within the hop counts seen in
+   training). The reading does not depend on the words joining the roles: questions worded
+   in ways never seen in training read the same.
+2. **Pair scores.** At hop :math:`t` (innermost first) a role pair :math:`(a, b)` scores
 
    .. math::
-       s_k(a, b) = \cos(\phi(A_k B_k), \bar\phi_{ab})
-                 + \tfrac{\beta}{2}\big[\cos(\phi(A_k), \phi(\ell(a)))
-                                       + \cos(\phi(B_k), \phi(\ell(b)))\big],
+       s_t(a, b) = \cos(\phi(x), \bar\phi_{ab}) + \tfrac{\beta}{2}\,[n(a) + n(b)]
+                 + \omega\, o_t(a, b) + \eta\, w_t(a, b),
 
-   :math:`\bar\phi_{ab}` the normalized mean embedding of the training hop phrases whose gold
-   pair is :math:`(a, b)` (0 for a pair never seen in training).
-3. **Chains walkable in the evidence.** A beam search over chains of :math:`T` pairs follows
-   the observed hypergraph from the topic: at each hop only pairs that some entity of the
-   current frontier can take (it plays :math:`a` in a statement that has a member in role
-   :math:`b`) are candidates; where the frontier is empty (the evidence does not hold the
-   chain) or larger than ``max_frontier``, every known pair is. A chain's score is
-   :math:`\sum_k s_k`; the top ``k`` chains carry the softmax of score :math:`/\,T` as their
-   probabilities, so competing chains can meet in one posterior.
+   :math:`\bar\phi_{ab}` the normalized mean embedding of the training questions whose gold
+   chain uses :math:`(a, b)` (0 for a pair never seen in training); :math:`n(r) = 1` when a
+   mention of :math:`r`'s phrase is still unused by the chain's earlier hops; :math:`o_t`
+   the *nesting* term: a hop's phrase wraps the phrase of the hop before it, so its roles
+   are the next unused mentions outwards from the topic's mention, on either side (one point
+   per role that is, half a point more when the entering role is the nearer one, *... where
+   X appears as A*); :math:`w_t = 1` when some entity of the current frontier can take the
+   pair in the evidence (it plays :math:`a` in a statement with a member in role :math:`b`).
+   Pairs the evidence cannot walk stay candidates (the statement may be missing), and after
+   one the frontier is unknown.
+3. **Beam.** A beam search keeps ``beam`` chains per hop; a chain's score is
+   :math:`\sum_t s_t`; the top ``k`` chains carry the softmax of score :math:`/\,T` as their
+   probabilities, so competing chains can meet in one posterior. A text that names no role
+   raises ``ValueError`` (a planner turns it into :class:`~grounding.plans.PlanError`).
 
-On templated text the hop phrases name the roles' labels, so the label term reads them back
-nearly exactly; what remains is ambiguity between roles that read alike (an object and a
-qualifier of the same property) and relations without a label.
+What remains ambiguous is what the text cannot tell apart: an object and a qualifier of the
+same property read alike, and a property without a label reads as its id.
 
 References:
     - Luo, Li, Haffari & Pan, "Reasoning on Graphs: Faithful and Interpretable Large Language
@@ -54,18 +55,16 @@ from typing import Any
 import numpy as np
 
 from grounding._checks import check_int
-from grounding.hypergraph import KnowledgeHypergraph, parse_role, role_name
+from grounding.hypergraph import ROLE_KINDS, KnowledgeHypergraph, parse_role, role_name
 from grounding.plans._common import _tempered_softmax, _unit
 from grounding.plans.dag import Plan
 from grounding.plans.planners import HypergraphTemplatePlanner, PlanError
-from grounding.query import BlindQuestion
+from grounding.query import BlindQuestion, role_phrase
 
 __all__ = ["RoleChainPredictor", "RoleChainPlanner", "role_chain_accuracy"]
 
 Pair = tuple[str, str]
 Roles = tuple[Pair, ...]
-
-_QUESTION = re.compile(r"\s*what is (?P<body>.+?)\s*\?*\s*", re.IGNORECASE | re.DOTALL)
 
 
 class RoleChainPredictor:
@@ -74,11 +73,12 @@ class RoleChainPredictor:
     Args:
         hypergraph: the observed (evidence) hypergraph: role labels, walkability.
         encode: ``texts -> [n, d]`` embeddings (e.g. ``HashingEncoder().encode``).
-        label_weight: :math:`\\beta`, the weight of the role-label cosines.
+        label_weight: :math:`\\beta`, the weight of a role named anywhere in the text.
+        order_weight: :math:`\\omega`, the weight of the nesting term.
+        walk_weight: :math:`\\eta`, the weight of a pair the evidence can walk.
         temperature: :math:`T > 0` of the softmax over the top chains' scores.
         beam: chains kept per hop of the beam search.
-        max_frontier: frontier size above which a hop is not restricted to walkable pairs.
-        connective: the phrase joining two hops in the question text.
+        max_frontier: frontier size above which the walk term is not computed.
 
     Raises:
         TypeError, ValueError: an argument of the wrong kind or out of range.
@@ -103,29 +103,30 @@ class RoleChainPredictor:
         hypergraph: KnowledgeHypergraph,
         encode: Callable[[Sequence[str]], Any],
         label_weight: float = 1.0,
+        order_weight: float = 1.0,
+        walk_weight: float = 0.5,
         temperature: float = 0.1,
         beam: int = 10,
         max_frontier: int = 2000,
-        connective: str = " of the statement whose ",
     ):
         if not isinstance(hypergraph, KnowledgeHypergraph):
             raise TypeError(f"hypergraph must be a KnowledgeHypergraph, got {hypergraph!r:.100}")
         if not callable(encode):
             raise TypeError(f"encode must be a function texts -> embeddings, got {encode!r:.100}")
         for name, v, low_ok in (("label_weight", label_weight, True),
+                                ("order_weight", order_weight, True),
+                                ("walk_weight", walk_weight, True),
                                 ("temperature", temperature, False)):  # fmt: skip
             ok = isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v)
             if not ok or v < 0 or (v == 0 and not low_ok):
                 raise ValueError(
                     f"{name} must be finite and {'>=' if low_ok else '>'} 0, got {v!r}"
                 )
-        if not isinstance(connective, str) or not connective.strip():
-            raise ValueError(f"connective must be a non-empty str, got {connective!r}")
         self.hypergraph, self.encode = hypergraph, encode
         self.label_weight, self.temperature = float(label_weight), float(temperature)
+        self.order_weight, self.walk_weight = float(order_weight), float(walk_weight)
         self.beam = check_int(beam, "beam")
         self.max_frontier = check_int(max_frontier, "max_frontier")
-        self.connective = connective
         kh = hypergraph
         self.roles: tuple[str, ...] = tuple(
             sorted({role_name(int(k), kh.relations[int(r)]) for k, r in zip(kh.kind, kh.role)})
@@ -135,40 +136,35 @@ class RoleChainPredictor:
     # ------------------------------------------------------------------ text
 
     def role_text(self, role: str) -> str:
-        """A role's label text: ``"subject of <label>"`` or the relation's label."""
+        """A role's phrase (:func:`grounding.query.role_phrase` of its relation's label)."""
         kind, rel = parse_role(role)
         label = self.hypergraph.label(rel) if rel in self.hypergraph.relations else rel
-        return f"subject of {label}" if kind == 0 else label
+        return role_phrase(label, ROLE_KINDS[kind])
 
-    def hop_phrases(self, text: str) -> list[tuple[str, str]]:
-        """The ``(entering, leaving)`` phrase of every hop, innermost (first) hop first.
+    def mentions(self, text: str) -> list[str]:
+        """The role phrases the text names, in the order it names them (longest phrase first
+        where two overlap, so *subject of award* is one mention, not also *award*).
 
         Raises:
-            ValueError: the text does not read as ``What is the <B> of the statement whose
-                <A> is ...?`` (it names no hop).
+            TypeError: the text is not a str.
         """
         if not isinstance(text, str):
             raise TypeError(f"the question text must be a str, got {type(text).__name__}")
-        m = _QUESTION.fullmatch(text)
-        parts = m["body"].split(self.connective) if m else []
-        if len(parts) < 2 or not parts[0].lower().startswith("the "):
-            raise ValueError(
-                f"the question names no hop: it does not read 'What is the <role> of the "
-                f"statement whose <role> is ...?': {text[:120]!r}"
-            )
-        leaving = [parts[0][4:]]
-        entering = []
-        for part in parts[1:-1]:
-            a, sep, b = part.partition(" is the ")
-            if not sep:
-                raise ValueError(f"the question names no hop in {part[:120]!r} ('<role> is the')")
-            entering.append(a)
-            leaving.append(b)
-        a, sep, _ = parts[-1].partition(" is ")
-        if not sep:
-            raise ValueError(f"the question's innermost hop names no topic: {parts[-1][:120]!r}")
-        entering.append(a)
-        return list(zip(entering, leaving))[::-1]
+        return [m.group(0).lower() for m in self._mention_re.finditer(text)]
+
+    def _sides(self, q: BlindQuestion) -> tuple[np.ndarray, np.ndarray]:
+        """``[n, 2]`` (phrase id, characters from the topic's mention) of the role mentions
+        before and after the topic's mention, each side nearest the topic first (both empty
+        when the topic's text does not occur)."""
+        kh = self.hypergraph
+        topic = kh.entity_texts[kh.entity_index(q.topic)].lower()
+        at = q.text.lower().find(topic)
+        ms = [] if at < 0 else list(self._mention_re.finditer(q.text))
+        left = [(self._phrases.index(m.group(0).lower()), at - m.end())
+                for m in ms if m.start() < at][::-1]  # fmt: skip
+        right = [(self._phrases.index(m.group(0).lower()), m.start() - at - len(topic))
+                 for m in ms if m.start() >= at + len(topic)]  # fmt: skip
+        return np.array(left, np.int64).reshape(-1, 2), np.array(right, np.int64).reshape(-1, 2)
 
     # ------------------------------------------------------------------ fitting
 
@@ -177,32 +173,30 @@ class RoleChainPredictor:
         gold ``roles``). Returns ``self``.
 
         Raises:
-            ValueError: no question, or a question whose text does not have one hop phrase per
-                gold hop.
+            ValueError: no question.
         """
         if not questions:
             raise ValueError("fit needs at least one training question")
-        segs, pairs = [], []
+        texts, pairs_of = [], []
         for q in questions:
-            hops = self.hop_phrases(q.text)
-            roles = tuple(tuple(p) for p in q.roles)
-            if len(hops) != len(roles):
-                raise ValueError(
-                    f"question {getattr(q, 'id', '')!r} has {len(hops)} hop phrases for "
-                    f"{len(roles)} gold hops"
-                )
-            segs += [f"{a} {b}" for a, b in hops]
-            pairs += roles
-        self.pairs: tuple[Pair, ...] = tuple(sorted(set(pairs)))
+            texts.append(q.text)
+            pairs_of.append({tuple(p) for p in q.roles})
+        self.pairs: tuple[Pair, ...] = tuple(sorted(set().union(*pairs_of)))
+        self.hop_counts = tuple(sorted({len(q.roles) for q in questions}))
         index = {p: i for i, p in enumerate(self.pairs)}
-        emb = _unit(self.encode(segs))
+        emb = _unit(self.encode(texts))
         proto = np.zeros((len(self.pairs), emb.shape[1]))
-        np.add.at(proto, [index[p] for p in pairs], emb)
+        for e, ps in zip(emb, pairs_of):
+            proto[[index[p] for p in ps]] += e
         self._proto, self._pair_index = _unit(proto), index
         roles = sorted(set(self.roles) | {r for p in self.pairs for r in p})
         self.roles = tuple(roles)
         self._role_index = {r: i for i, r in enumerate(roles)}
-        self._role_emb = _unit(self.encode([self.role_text(r) for r in roles]))
+        phrases = [self.role_text(r).lower() for r in roles]
+        self._phrases = tuple(sorted(set(phrases)))
+        self._phrase_of = np.array([self._phrases.index(x) for x in phrases], np.int64)
+        alternatives = "|".join(re.escape(x) for x in sorted(self._phrases, key=len, reverse=True))
+        self._mention_re = re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
         self._walk = _Walk(self.hypergraph, self._role_index)
         known = set(self._walk.pairs) | {(self._role_index[a], self._role_index[b])
                                          for a, b in self.pairs}  # fmt: skip
@@ -243,41 +237,105 @@ class RoleChainPredictor:
         hit = self._seen_codes[at] == codes
         return np.where(hit, proto[self._seen_order[at]], 0.0)
 
-    def _hop_scores(self, a: str, b: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        seg, ea, eb = _unit(self.encode([f"{a} {b}", a, b]))
-        half = self.label_weight / 2
-        return self._proto @ seg, half * (self._role_emb @ ea), half * (self._role_emb @ eb)
+    def hop_count(self, text: str) -> int:
+        """The number of hops the text asks for: half its role mentions (a hop names the role it
+        enters and the role it leaves), rounded up, within the hop counts seen in training.
+
+        Raises:
+            ValueError: the text names no role.
+        """
+        n = len(self.mentions(text))
+        if not n:
+            raise ValueError(f"the question names no role of the hypergraph: {text[:120]!r}")
+        return int(np.clip((n + 1) // 2, self.hop_counts[0], self.hop_counts[-1]))
 
     def _predict_one(self, q: BlindQuestion, k: int) -> list[tuple[Roles, float]]:
         kh = self.hypergraph
-        hops = self.hop_phrases(q.text)
+        hops = self.hop_count(q.text)
         if not kh.has_entity(q.topic):
             return []
-        beam: list[tuple[float, tuple[tuple[int, int], ...], np.ndarray | None]] = [
-            (0.0, (), np.array([kh.entity_index(q.topic)]))
+        proto = self._proto @ _unit(self.encode([q.text]))[0]
+        unused = np.zeros(len(self._phrases), np.int64)  # mentions not yet used by a hop
+        for m in self.mentions(q.text):
+            unused[self._phrases.index(m)] += 1
+        half, ph = self.label_weight / 2, self._phrase_of
+        sides = self._sides(q)
+        beam: list[tuple[float, tuple[tuple[int, int], ...], Any, np.ndarray, tuple[int, int]]] = [
+            (0.0, (), np.array([kh.entity_index(q.topic)]), unused, (0, 0))
         ]
-        for a_text, b_text in hops:
-            proto, s_in, s_out = self._hop_scores(a_text, b_text)
+        for _ in range(hops):
             grown = []
-            for score, chain, frontier in beam:
-                cand = self._walk.options(frontier, self.max_frontier)
-                if cand is None or not len(cand):
-                    cand, frontier = self._all_pairs, None
-                s = s_in[cand[:, 0]] + s_out[cand[:, 1]] + self._proto_term(proto, cand)
+            for score, chain, frontier, rest, at in beam:
+                walkable = self._walk.options(frontier, self.max_frontier)
+                cand, walked = self._all_pairs, np.zeros(len(self._all_pairs))
+                if walkable is None or not len(walkable):
+                    frontier = None
+                else:  # every pair stays a candidate: the evidence may lack the statement
+                    codes = self._code(cand[:, 0], cand[:, 1])
+                    walked = np.isin(codes, self._code(walkable[:, 0], walkable[:, 1])) * 1.0
+                pa, pb = ph[cand[:, 0]], ph[cand[:, 1]]
+                named_a = rest[pa] > 0
+                named_b = rest[pb] - (named_a & (pa == pb)) > 0
+                placed, moved = _placed(sides, at, pa, pb)
+                s = (
+                    half * (named_a.astype(float) + named_b)
+                    + self.order_weight * placed
+                    + self.walk_weight * walked
+                    + self._proto_term(proto, cand)
+                )
                 top = np.lexsort((np.arange(len(s)), -s))[: self.beam]
                 for j in top.tolist():
                     pair = (int(cand[j, 0]), int(cand[j, 1]))
-                    nxt = None if frontier is None else self._walk.step(frontier, *pair)
-                    grown.append((score + float(s[j]), (*chain, pair), nxt))
+                    after = rest.copy()
+                    for x, used in ((pa[j], named_a[j]), (pb[j], named_b[j])):
+                        after[x] -= int(used)
+                    nxt = None if not walked[j] else self._walk.step(frontier, *pair)
+                    grown.append((score + float(s[j]), (*chain, pair), nxt, after, moved[j]))
             grown.sort(key=lambda g: (-g[0], g[1]))
             beam = grown[: self.beam]
         best = beam[:k]
-        p = _tempered_softmax(np.array([s for s, _, _ in best]), self.temperature)
+        p = _tempered_softmax(np.array([g[0] for g in best]), self.temperature)
         names = self.roles
         return [
-            (tuple((names[a], names[b]) for a, b in chain), float(pj))
-            for (_, chain, _), pj in zip(best, p)
+            (tuple((names[a], names[b]) for a, b in g[1]), float(pj)) for g, pj in zip(best, p)
         ]
+
+
+def _placed(
+    sides: tuple[np.ndarray, np.ndarray], at: tuple[int, int], pa: np.ndarray, pb: np.ndarray
+) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """Per candidate pair: how well its roles sit in the text, and the mentions used after it.
+
+    A hop's phrase wraps the phrase of the hop before it, so its two roles are the next
+    mentions outwards from the topic (on either side): one point per role that is, and half a
+    point more when the entering role is the nearer of the two (*... where X appears as A*)."""
+    (left, right), (i, j) = sides, at
+
+    def head(side: np.ndarray, k: int) -> tuple[int, int]:
+        return (int(side[k, 0]), int(side[k, 1])) if k < len(side) else (-2, 1 << 30)
+
+    # (where a is named, where b is named): 1 the next mention on the left, 2 on the right
+    options = ((1, 1), (1, 2), (2, 1), (2, 2), (0, 1), (0, 2))
+    scores, steps = [], []
+    for sa, sb in options:
+        ha = head(left, i) if sa == 1 else head(right, j) if sa == 2 else (-3, -1)
+        ai, aj = i + (sa == 1), j + (sa == 2)
+        hb = head(left, ai) if sb == 1 else head(right, aj)
+        hit_a, hit_b = pa == ha[0], pb == hb[0]
+        valid = hit_a | (sa == 0)
+        both = hit_a & hit_b
+        scores.append(np.where(valid, hit_a + hit_b * 1.0 + 0.5 * (both & (ha[1] < hb[1])), -1))
+        steps.append(((ai, aj), (ai + (sb == 1), aj + (sb == 2))))
+    scores_ = np.array(scores)  # [6, n]
+    pick = np.argmax(scores_, axis=0)
+    score = np.maximum(scores_[pick, np.arange(len(pa))], 0.0)
+    hit_b = np.array([pb == (head(left, s_[0][0]) if o[1] == 1 else head(right, s_[0][1]))[0]
+                      for o, s_ in zip(options, steps)])  # fmt: skip
+    moved = [
+        steps[k][1] if hit_b[k, n] else steps[k][0] if score[n] > 0 else (i, j)
+        for n, k in enumerate(pick.tolist())
+    ]
+    return score, moved
 
 
 class _Walk:

@@ -147,6 +147,41 @@ def test_hypergraph_questions_against_brute_force():
     assert {q.split for q in bench.questions} == {"train", "valid", "test"}
     with pytest.raises(ValueError, match="hops"):
         hypergraph_qa_benchmark(hops=(0,), data=data)
+    with pytest.raises(ValueError, match="wording"):
+        hypergraph_qa_benchmark(wording="plain", data=data)
+
+
+def test_hypergraph_test_questions_are_worded_apart_from_training_ones():
+    """Held-out wording (the default): train/valid hops use wordings 0-3, test hops 4-5, frames
+    likewise; chains, answers and splits do not depend on the wording; no text doubles a
+    preposition; wording "single" is the one template."""
+    from grounding.datasets.wd50k import HOP_WORDINGS
+    from grounding.query import FRAMES
+
+    data = load_wd50k()
+    held = hypergraph_qa_benchmark(questions_per_hop=30, hops=(2, 3), data=data)
+    single = hypergraph_qa_benchmark(
+        questions_per_hop=30, hops=(2, 3), data=data, wording="single"
+    )
+    assert held.wording == "held-out" and single.wording == "single"
+    strip = [(q.id, q.topic, q.roles, q.answers, q.observed, q.split) for q in held.questions]
+    assert strip == [(q.id, q.topic, q.roles, q.answers, q.observed, q.split)
+                     for q in single.questions]  # fmt: skip
+
+    def stems(ids):  # the fixed words of the given hop wordings
+        return [w.split("{")[1].split("}")[1].strip() for w in (HOP_WORDINGS[i] for i in ids)]
+
+    test_words, train_words = stems((4, 5)), stems((0, 1, 2, 3))
+    for q in held.questions:
+        opening = q.text.split(" ")[0]
+        frames = (3, 4) if q.split == "test" else (0, 1, 2)
+        assert opening in {FRAMES[f].split(" ")[0] for f in frames}, q.text
+        words = test_words if q.split == "test" else train_words
+        other = train_words if q.split == "test" else test_words
+        assert any(w in q.text for w in words) and not any(w in q.text for w in other), q.text
+        assert " of of " not in q.text and " in in " not in q.text
+    for q in single.questions:
+        assert q.text.startswith("What is the ") and "of the statement whose" in q.text
 
 
 # --------------------------------------------------------------------------- retrieval
@@ -443,7 +478,7 @@ def wd50k_blind():
     return bench, index, pred.fit(bench.split("train"))
 
 
-def test_role_chains_read_the_hop_phrases_and_walk_the_evidence(wd50k_blind):
+def test_role_chains_read_the_role_mentions_and_walk_the_evidence(wd50k_blind):
     from grounding.plans import RoleChainPredictor, role_chain_accuracy
     from grounding.query import BlindQuestion, blind
     from grounding.retrieval import HashingEncoder
@@ -451,10 +486,10 @@ def test_role_chains_read_the_hop_phrases_and_walk_the_evidence(wd50k_blind):
     bench, _, pred = wd50k_blind
     kh = bench.evidence
     test = bench.split("test")
-    for q in test:
-        hops = pred.hop_phrases(q.text)
-        # the (entering, leaving) phrases are the gold roles' label texts, innermost first
-        assert hops == [(pred.role_text(a), pred.role_text(b)) for a, b in q.roles]
+    for q in test:  # worded by the held-out test wordings, read by the role phrases alone
+        gold = sorted(pred.role_text(r).lower() for pair in q.roles for r in pair)
+        assert sorted(pred.mentions(q.text)) == gold, q.text
+        assert pred.hop_count(q.text) == q.hops
     preds = pred.predict([blind(q) for q in test], k=3)
     for q, chains in zip(test, preds):
         probs = [w for _, w in chains]
@@ -473,7 +508,7 @@ def test_role_chains_read_the_hop_phrases_and_walk_the_evidence(wd50k_blind):
     assert all(0 <= r["top1"] <= r["topk"] <= 1 for r in acc.values())
     with pytest.raises(TypeError, match="BlindQuestion"):
         pred.predict(test[:1])  # a question with gold fields is refused, not read
-    with pytest.raises(ValueError, match="names no hop"):
+    with pytest.raises(ValueError, match="names no role"):
         pred.predict([BlindQuestion("Who was in charge of the city?", test[0].topic)])
     with pytest.raises(ValueError, match="not fitted"):
         RoleChainPredictor(kh, HashingEncoder().encode).predict([blind(test[0])])
@@ -550,8 +585,30 @@ def test_proh_on_free_text_abstains_with_its_reason_instead_of_failing(wd50k_bli
     [out] = PRoH(RoleChainPlanner(pred), index, GroundingConfig(lam=1.0, kappa=1.0)).answer_batch(
         [free]
     )
-    assert out.answer is None and "planner" in out.reason and "names no hop" in out.reason
+    assert out.answer is None and "planner" in out.reason and "names no role" in out.reason
     [out] = PRoH(HeuristicPlanner(), index, GroundingConfig(lam=1.0, kappa=1.0)).answer_batch(
         [free]
     )
     assert out.answer is None and "names no entity the hypergraph holds" in out.reason
+
+
+def test_role_chains_need_the_nesting_and_the_walk_to_read_held_out_wordings():
+    """On 40 unseen questions (valid: training wordings; test: held-out wordings), the full
+    predictor's top-1 chain is right for at least 80 % (0.875 measured); dropping the nesting
+    term or the walk term costs at least 0.1 each (measured 0.70 and 0.625)."""
+    from grounding.plans import RoleChainPredictor, role_chain_accuracy
+    from grounding.retrieval import HashingEncoder
+
+    bench = hypergraph_qa_benchmark(questions_per_hop=100, hops=(2, 3))
+    unseen = bench.split("valid") + bench.split("test")
+
+    def top1(**weights):
+        p = RoleChainPredictor(bench.evidence, HashingEncoder().encode, label_weight=2.0,
+                               **weights).fit(bench.split("train"))  # fmt: skip
+        acc = role_chain_accuracy(p, unseen, 3)
+        return sum(r["top1"] * r["n"] for r in acc.values()) / len(unseen)
+
+    full = top1()
+    assert full >= 0.8
+    assert top1(order_weight=0.0) <= full - 0.1
+    assert top1(walk_weight=0.0) <= full - 0.1
