@@ -83,6 +83,8 @@ KAPPA, T = 1.0, 0.1
 HOPS = (2, 3, 4, 5, 6)
 QUICK_PER_HOP = 20  # questions per hop count in quick mode (300 with --full): 10 test questions
 K_CHAINS = 2  # predicted role chains per question: PRoH's n_0 plans, HyperGraphRAG's claims
+HGR_K = 60  # hyperedges HyperGraphRAG retrieves (its budget curve: BUDGET_K)
+BUDGET_K = (10, 20, 60, 200, 600)  # HyperGraphRAG's retrieval sizes on the F1-budget curve
 LABEL_WEIGHTS = (0.0, 1.0, 2.0)  # beta of the role-chain predictor, chosen on validation
 LAMBDA_PROBE = 1.0
 VARIANTS = {
@@ -138,11 +140,13 @@ def run_proh(index, questions, planner, lam_fit: float, **kw):
     return [(o.answers, o.probs) for o in outs], outs
 
 
-def run_hypergraphrag(index, questions: Sequence[BlindQuestion], chains, lam: float):
-    """One-hop retrieval; each of the 20 best candidates claims every given role chain from the
-    topic (``chains[i]``: ``(roles, probability)`` pairs) with prior ``w_j p(a)``. Returns the
-    answer distributions, the grounding results and the problems (``None``: no chain, no
-    answer)."""
+def run_hypergraphrag(
+    index, questions: Sequence[BlindQuestion], chains, lam: float, k: int = HGR_K
+):
+    """One-hop retrieval of ``k`` hyperedges; each of the 20 best candidates claims every given
+    role chain from the topic (``chains[i]``: ``(roles, probability)`` pairs) with prior
+    ``w_j p(a)``. Returns the answer distributions, the grounding results and the problems
+    (``None``: no chain, no answer)."""
     kh, problems, states, live = index.hypergraph, [], [], []
     for i, (q, cs) in enumerate(zip(questions, chains)):
         if not isinstance(q, BlindQuestion):
@@ -150,7 +154,7 @@ def run_hypergraphrag(index, questions: Sequence[BlindQuestion], chains, lam: fl
         if not cs or not kh.has_entity(q.topic):
             continue
         qv = index.embed(q.text)
-        edges, ents, scores = hypergraphrag(index, qv, k=60)
+        edges, ents, scores = hypergraphrag(index, qv, k=k)
         keep = ents != kh.entity_index(q.topic)
         ents, lp = ents[keep][:20], prior(scores[keep][:20])
         cands, log_prior = [], []
@@ -333,6 +337,16 @@ def run_seed(seed: int, full: bool, log, per_hop: int | None = None) -> dict:
         index, predictor, test, lam, binary=(binary, TextIndex(binary))
     )
     blind_rows = {s: per_question(answers[s], test) for s in SYSTEMS}
+    # budgets: PRoH's groundings and hyperedges read; HyperGraphRAG grounds once over k
+    budget = {
+        name: dict(ground_calls=np.array([o.ground_calls for o in outcomes[name]]),
+                   hyperedges=np.array([o.hyperedges_read for o in outcomes[name]]))
+        for name in outcomes
+    }  # fmt: skip
+    curve = {
+        str(k): per_question(run_hypergraphrag(index, shown, chains, lam, k)[0], test)
+        for k in BUDGET_K
+    }
     oracle_rows = {}
     oracle_planner = HypergraphTemplatePlanner(index.hypergraph)
     oracle_outcomes = {}
@@ -367,6 +381,7 @@ def run_seed(seed: int, full: bool, log, per_hop: int | None = None) -> dict:
         depth=depth_rows, unobserved=unobserved_fate(outcomes["proh"], test),
         oracle_unobserved=unobserved_fate(oracle_outcomes["proh"], test),
         seconds=seconds, index_seconds=index_seconds, n_test=len(test),
+        budget=budget, curve=curve,
     )  # fmt: skip
 
 
@@ -469,6 +484,25 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
             }
         )
     seconds = {s: sum(r["seconds"][s] for r in runs) / len(hops) for s in runs[0]["seconds"]}
+    budgets = {
+        name: {m: float(np.concatenate([r["budget"][name][m] for r in runs]).mean())
+               for m in ("ground_calls", "hyperedges")}
+        for name in runs[0]["budget"]
+    }  # fmt: skip
+    budgets |= {f"hypergraphrag_k{k}": dict(ground_calls=1.0, hyperedges=float(k))
+                for k in BUDGET_K}  # fmt: skip
+    curve_q = {k: {m: np.concatenate([r["curve"][k][m] for r in runs]) for m in ("f1", "hit")}
+               for k in runs[0]["curve"]}  # fmt: skip
+    curve = {
+        k: dict(f1=float(v["f1"].mean()), hit=float(v["hit"].mean()),
+                proh_minus=paired_bootstrap(blind_q["proh"]["f1"], v["f1"]))
+        for k, v in curve_q.items()
+    }  # fmt: skip
+    # HyperGraphRAG at the retrieval size nearest PRoH's mean hyperedges read
+    matched = min(BUDGET_K, key=lambda k: abs(k - budgets["proh"]["hyperedges"]))
+    log(f"wd50k budgets: PRoH grounds {budgets['proh']['ground_calls']:.1f} steps and reads "
+        f"{budgets['proh']['hyperedges']:.1f} hyperedges per question; HyperGraphRAG at k="
+        f"{matched}: F1 {curve[str(matched)]['f1']:.3f}")  # fmt: skip
     report = dict(
         full=args.full, seeds=list(seeds(args)), kappa=KAPPA, temperature=T,
         k_chains=K_CHAINS, lam={str(r["seed"]): r["lam"] for r in runs},
@@ -480,6 +514,7 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
         d_max=depth, unobserved=fate_pooled(runs, "unobserved"),
         oracle_unobserved=fate_pooled(runs, "oracle_unobserved"),
         seconds_per_question=seconds, index_seconds=float(np.mean([r["index_seconds"] for r in runs])),
+        budgets=budgets, hypergraphrag_curve=curve, matched_k=matched,
     )  # fmt: skip
     paths = [write_json(args.out / "proh.json", report)]
     rows = [
@@ -488,6 +523,9 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
     rows += [(s, "oracle (gold chain)", h, m, oracle[s][h][m])
              for s in oracle for h in oracle[s] for m in ("f1", "hit")]  # fmt: skip
     rows += [(f"{s}_states", "blind", "all", "states_visited", states[s]) for s in states]
+    rows += [(s, "blind", "all", m, v) for s, b in budgets.items() for m, v in b.items()]
+    rows += [(f"hypergraphrag_k{k}", "blind", "all", m, curve[k][m])
+             for k in curve for m in ("f1", "hit")]  # fmt: skip
     rows += [("proh_d_max", "blind", d, "f1", depth[d]["f1"]) for d in depth]
     rows += [
         (f"role_chain_{h}hop", "blind", h, "top1", chains[h]["top1"])

@@ -47,7 +47,9 @@ class Solution:
 class PRoHOutcome:
     """A question through :class:`PRoH` (an :class:`~grounding.qa.Outcome`): its plans, the
     solutions found, their mixture's answers (most probable first) and probabilities, the
-    states the search visited, and why there is no answer."""
+    states the search visited, and why there is no answer. Its budget: ``ground_calls``, the
+    steps grounded (each distinct step once), and ``hyperedges_read``, the distinct hyperedges
+    of every evidence state those groundings read."""
 
     question: object
     plans: tuple[Plan, ...]
@@ -56,6 +58,8 @@ class PRoHOutcome:
     probs: np.ndarray
     states_visited: int
     reason: str | None = None
+    ground_calls: int = 0
+    hyperedges_read: int = 0
 
     @property
     def answer(self) -> str | None:

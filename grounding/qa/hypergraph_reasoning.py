@@ -206,14 +206,21 @@ class PRoH:
         plans = [p for p, _ in weighted]
         memo: dict = {}
         solutions, visited = self._search(weighted, context, memo)
+        grounded = [s for s in memo.values() if s.problem is not None]
+        budget = dict(
+            ground_calls=len(grounded),
+            hyperedges_read=len({h for s in grounded for p in s.paths for h in p.edges}),
+        )
         if not solutions:
             dead = next((s.reason for s in memo.values() if s.reason), None)
             why = "no reasoning trajectory reached an answer" + (f" ({dead})" if dead else "")
-            return PRoHOutcome(question, tuple(plans), (), (), np.zeros(0), visited, why)
+            return PRoHOutcome(question, tuple(plans), (), (), np.zeros(0), visited, why, **budget)
         order, probs = mix(
             [s.score for s in solutions], [(s.final.answers, s.final.probs) for s in solutions]
         )
-        return PRoHOutcome(question, tuple(plans), tuple(solutions), order, probs, visited)
+        return PRoHOutcome(
+            question, tuple(plans), tuple(solutions), order, probs, visited, **budget
+        )
 
     def answer_batch(self, questions: Sequence) -> list[PRoHOutcome]:
         """:meth:`answer` of every question (a failing question does not stop the others)."""
