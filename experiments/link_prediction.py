@@ -101,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     ckpt = args.out / "checkpoints" / f"{args.dataset}_{args.model}.npz"
     fit = train_one_vs_all if regime == "1vsall" else train
     res = fit(kg, args.model, cfg, checkpoint=ckpt, progress=not args.no_progress)
-    test = evaluate_link_prediction(res.model, kg, "test")
+    test = evaluate_link_prediction(res.model, kg, "test", interval=True)
     report = dict(
         dataset=args.dataset,
         model=args.model,

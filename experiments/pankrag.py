@@ -119,7 +119,7 @@ ORACLE = (
     "pcr",
     "soft_pcr",
 )
-BLIND = ("pankrag_blind", "no_rerank_blind", "flat_blind", "pcr_blind")
+BLIND = ("pankrag_blind", "pankrag_beam1_blind", "no_rerank_blind", "flat_blind", "pcr_blind")
 SYSTEMS = ORACLE + BLIND
 LABELS = {
     "pankrag": "PankRAG",
@@ -131,6 +131,7 @@ LABELS = {
     "pcr": "PCR, one loop",
     "soft_pcr": "soft PCR, one loop",
     "pankrag_blind": "PankRAG",
+    "pankrag_beam1_blind": "PankRAG, one answer passed on",
     "no_rerank_blind": "without the reranker",
     "flat_blind": "without the DAG, matched budget",
     "pcr_blind": "PCR, one loop (top-3 paths)",
@@ -309,6 +310,8 @@ def run_system(name, questions, parts):
         no_dag_matched=dict(planner=FlatPlanner(), **matched_budget(max(HOPS))),
         global_only=dict(mode="global"),
         pankrag_blind=dict(planner=predicted),
+        # the fewest answerer calls: one per step (the accuracy-calls comparison)
+        pankrag_beam1_blind=dict(planner=predicted, beam=1),
         no_rerank_blind=dict(planner=predicted, rerank=False),
         flat_blind=dict(planner=predicted_flat, **matched_budget(largest)),
     ).get(name, {})

@@ -49,7 +49,7 @@ from grounding.datasets.kg import KGSplits
 from grounding.geometry import Linear, RelationMap, Rotation, Translation, get_metric
 from grounding.learn.checkpoint import read_archive, write_archive
 from grounding.learn.early_stopping import EarlyStopping, check_finite
-from grounding.learn.linkpred import filtered_ranks, rank_metrics
+from grounding.learn.linkpred import filtered_ranks, mrr_interval, rank_metrics
 from grounding.learn.reciprocal import ReciprocalModel
 
 __all__ = [
@@ -275,12 +275,14 @@ class TrainResult:
 
 
 def evaluate_link_prediction(
-    model: KGEModel, kg: KGSplits, split: str = "test", batch_size: int = 256
-) -> dict[str, float]:
+    model: KGEModel, kg: KGSplits, split: str = "test", batch_size: int = 256,
+    interval: bool = False,
+) -> dict[str, Any]:
     """Filtered MRR / Hits@1,3,10 of ``split``, both directions, realistic ties. The filter
     holds the splits up to ``split``: train and valid for ``"valid"`` (so the test triples
     reach no choice made on validation, model selection included), every split for
-    ``"test"`` (LibKGE's ``filter_splits``).
+    ``"test"`` (LibKGE's ``filter_splits``). With ``interval``, ``"mrr_ci"`` adds the 95 %
+    bootstrap interval of the MRR over the split's triples (:func:`mrr_interval`).
 
     References:
         Bordes, Usunier, García-Durán, Weston & Yakhnenko, "Translating Embeddings for Modeling
@@ -294,7 +296,10 @@ def evaluate_link_prediction(
     ranks = filtered_ranks(
         scorer, kg.split(split), known, kg.n_entities, kg.n_relations, batch_size
     )
-    return rank_metrics(ranks)
+    metrics: dict[str, Any] = dict(rank_metrics(ranks))
+    if interval:
+        metrics["mrr_ci"] = list(mrr_interval(ranks))
+    return metrics
 
 
 def train(

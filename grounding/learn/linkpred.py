@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["Ranks", "filtered_ranks", "rank_metrics"]
+__all__ = ["Ranks", "filtered_ranks", "rank_metrics", "mrr_interval"]
 
 Scorer = Callable[[str, np.ndarray, np.ndarray], np.ndarray]
 
@@ -142,3 +142,27 @@ def rank_metrics(ranks: dict[str, Ranks], ks: tuple[int, ...] = (1, 3, 10)) -> d
     metrics = {"mrr": float(np.mean(1.0 / rank)), "mean_rank": float(np.mean(rank))}
     metrics.update({f"hits{k}": float(np.mean(rank <= k)) for k in ks})
     return metrics
+
+
+def mrr_interval(
+    ranks: dict[str, Ranks], level: float = 0.95, n_boot: int = 2000, seed: int = 0
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of the MRR of :func:`rank_metrics`, resampling the test
+    triples (each with its tail and head query, so the two directions stay paired). It covers
+    the choice of test triples only, not training randomness.
+
+    Raises:
+        ValueError: the two directions rank different numbers of triples, or none.
+    """
+    tail, head = (1.0 / np.asarray(ranks[s].realistic, np.float64) for s in ("tail", "head"))
+    if tail.shape != head.shape or tail.size == 0:
+        raise ValueError(
+            f"an MRR interval needs the tail and head rank of every triple, got {tail.size} "
+            f"tail and {head.size} head ranks"
+        )
+    per_triple = (tail + head) / 2
+    rng = np.random.default_rng(seed)
+    means = np.array([per_triple[rng.integers(0, per_triple.size, per_triple.size)].mean()
+                      for _ in range(n_boot)])  # fmt: skip
+    lo, hi = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)

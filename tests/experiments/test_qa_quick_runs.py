@@ -129,6 +129,10 @@ def test_pankrag(results):
     # its larger budget, so only the reranker ablation must match on one-hop questions)
     assert systems["pankrag_blind"]["1"] == systems["no_rerank_blind"]["1"]
     assert kg["matched_budget"]["blind"]["k_candidates"] == 100  # 5 anchors of 20 candidates
+    # one answer passed on: one answerer call per step, fewer than PankRAG's five per step
+    calls = {s: systems[s]["budget"]["answerer_calls"] for s in systems}
+    assert 1 <= calls["pankrag_beam1_blind"] <= 3 and calls["flat_blind"] == 1
+    assert calls["pankrag_beam1_blind"] < calls["pankrag_blind"]
     prop = r["error_propagation"]
     assert prop["n_questions"] > 0
     for s in ("rerank", "no_rerank"):

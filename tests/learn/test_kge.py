@@ -20,6 +20,7 @@ from grounding.learn import (
     evaluate_link_prediction,
     filtered_ranks,
     init_model,
+    mrr_interval,
     load_checkpoint,
     rank_metrics,
     save_checkpoint,
@@ -84,6 +85,28 @@ def test_realistic_rank_of_a_constant_scorer_is_the_middle_and_metrics_pool_both
     m = rank_metrics(ranks)
     assert m["mrr"] == pytest.approx((1 / 4.5 + 1 / 5.0) / 2)
     assert m["hits1"] == 0.0 and m["hits10"] == 1.0
+
+
+def test_mrr_interval_resamples_triples_with_both_directions_paired():
+    from grounding.learn.linkpred import Ranks
+
+    def ranks(tail, head):
+        return {s: Ranks(np.asarray(x, float), np.asarray(x, float)) for s, x in
+                (("tail", tail), ("head", head))}  # fmt: skip
+
+    # every triple alike: no spread, the interval is the MRR itself
+    same = ranks([2.0] * 50, [4.0] * 50)
+    lo, hi = mrr_interval(same)
+    assert lo == pytest.approx(rank_metrics(same)["mrr"]) == pytest.approx(hi)
+    # tail and head of a triple move together: pairing keeps a spread-out pair's mean exact
+    paired = ranks([1.0, 100.0] * 50, [100.0, 1.0] * 50)
+    lo, hi = mrr_interval(paired)
+    assert lo == pytest.approx(hi) == pytest.approx(rank_metrics(paired)["mrr"])
+    spread = ranks([1.0, 100.0] * 50, [1.0, 100.0] * 50)
+    lo, hi = mrr_interval(spread)
+    assert lo < rank_metrics(spread)["mrr"] < hi and hi - lo > 0.1
+    with pytest.raises(ValueError, match="tail and head rank of every triple"):
+        mrr_interval(ranks([1.0, 2.0], [1.0]))
 
 
 def test_filtered_ranks_bad_input():
