@@ -33,8 +33,8 @@ from grounding.datasets.kg import codex_labels
 from grounding.datasets.kgqa import WORDINGS, wording_draw
 from grounding.graph import INVERSE_SUFFIX
 from grounding.hypergraph import KnowledgeHypergraph, Statement, role_name
-from grounding.query import role_phrase
 from grounding.query import question_text as query_text
+from grounding.query import role_phrase
 
 __all__ = [
     "HypergraphSplits",

@@ -275,7 +275,10 @@ class TrainResult:
 
 
 def evaluate_link_prediction(
-    model: KGEModel, kg: KGSplits, split: str = "test", batch_size: int = 256,
+    model: KGEModel,
+    kg: KGSplits,
+    split: str = "test",
+    batch_size: int = 256,
     interval: bool = False,
 ) -> dict[str, Any]:
     """Filtered MRR / Hits@1,3,10 of ``split``, both directions, realistic ties. The filter

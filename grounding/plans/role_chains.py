@@ -296,9 +296,7 @@ class RoleChainPredictor:
         best = beam[:k]
         p = _tempered_softmax(np.array([g[0] for g in best]), self.temperature)
         names = self.roles
-        return [
-            (tuple((names[a], names[b]) for a, b in g[1]), float(pj)) for g, pj in zip(best, p)
-        ]
+        return [(tuple((names[a], names[b]) for a, b in g[1]), float(pj)) for g, pj in zip(best, p)]
 
 
 def _placed(

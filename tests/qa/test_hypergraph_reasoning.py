@@ -160,9 +160,7 @@ def test_hypergraph_test_questions_are_worded_apart_from_training_ones():
 
     data = load_wd50k()
     held = hypergraph_qa_benchmark(questions_per_hop=30, hops=(2, 3), data=data)
-    single = hypergraph_qa_benchmark(
-        questions_per_hop=30, hops=(2, 3), data=data, wording="single"
-    )
+    single = hypergraph_qa_benchmark(questions_per_hop=30, hops=(2, 3), data=data, wording="single")
     assert held.wording == "held-out" and single.wording == "single"
     strip = [(q.id, q.topic, q.roles, q.answers, q.observed, q.split) for q in held.questions]
     assert strip == [(q.id, q.topic, q.roles, q.answers, q.observed, q.split)
