@@ -28,8 +28,10 @@ without target hyperedges, with ``d_max = 1``, with ``lambda = 0``; HyperGraphRA
 hyperedges most similar to the question, their members as candidates); PCR on the binary
 projection (main triples of the statements, both directions). Metrics: answer-set F1 and
 Hits@1 of the grounded distribution; paired bootstrap 95 % intervals (pooled over seeds) for
-every comparison; states visited; hard against soft grounding on true-but-unobserved answers;
-F1 against ``d_max`` on long-range questions.
+every comparison; states visited; budgets per question (PRoH: steps grounded and distinct
+hyperedges read; HyperGraphRAG: one grounding over its ``k`` retrieved hyperedges) and
+HyperGraphRAG's F1 at ``k`` in :data:`BUDGET_K` against PRoH's; hard against soft grounding on
+true-but-unobserved answers; F1 against ``d_max`` on long-range questions.
 
 Final line: ``proh_f1=<x> hypergraphrag_f1=<y> dfs_states=<z> bfs_states=<w>
 proh_blind_f1=<u> hypergraphrag_blind_f1=<v>`` (test questions, all hops, seeds pooled;

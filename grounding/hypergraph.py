@@ -25,6 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from grounding.graph import INVERSE_SUFFIX, TypedGraph
+from grounding.query import role_phrase
 
 __all__ = [
     "KnowledgeHypergraph",
@@ -181,6 +182,13 @@ class KnowledgeHypergraph:
         if self.relation_labels:
             return self.relation_labels[self.relations.index(relation)]
         return relation
+
+    def role_text(self, role: str) -> str:
+        """A role in words: :func:`grounding.query.role_phrase` of its relation's label (the
+        relation's name when the hypergraph does not hold it)."""
+        kind, rel = parse_role(role)
+        label = self.label(rel) if rel in self.relations else rel
+        return role_phrase(label, ROLE_KINDS[kind])
 
     def entity_index(self, name: str) -> int:
         if name not in self._e_ix:

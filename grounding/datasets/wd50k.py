@@ -34,7 +34,6 @@ from grounding.datasets.kgqa import WORDINGS, wording_draw
 from grounding.graph import INVERSE_SUFFIX
 from grounding.hypergraph import KnowledgeHypergraph, Statement, role_name
 from grounding.query import question_text as query_text
-from grounding.query import role_phrase
 
 __all__ = [
     "HypergraphSplits",
@@ -208,11 +207,6 @@ HOP_WORDINGS = (
 )
 
 
-def _role(kh: KnowledgeHypergraph, role: str) -> str:
-    kind, _, rel = role.partition(":")
-    return role_phrase(kh.label(rel), kind)
-
-
 def question_text(
     kh: KnowledgeHypergraph,
     topic_text: str,
@@ -226,7 +220,7 @@ def question_text(
     x = topic_text
     for k, (a, b) in enumerate(roles):
         w = HOP_WORDINGS[phrasings[min(k, len(phrasings) - 1)]]
-        w = w.replace("{A}", _role(kh, a)).replace("{B}", _role(kh, b))
+        w = w.replace("{A}", kh.role_text(a)).replace("{B}", kh.role_text(b))
         x = w.replace("{X}", x)
     return query_text(x, frame)
 

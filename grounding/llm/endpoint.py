@@ -302,7 +302,7 @@ def json_content(content: str) -> object:
     ValueError quoting at most 200 characters of it (too deep a nesting included).
 
     Example:
-        >>> json_content('```json\n[0.5, 1]\n```')
+        >>> json_content('```json\\n[0.5, 1]\\n```')
         [0.5, 1]
     """
     body = content.strip()

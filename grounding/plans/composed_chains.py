@@ -77,8 +77,11 @@ class ComposedChainPredictor:
         >>> p = ComposedChainPredictor(encode, {r: r for r in vocab}, g).fit(
         ...     [Q(text="the capital of X", chain=("capital",)),
         ...      Q(text="the currency of the country of Y", chain=("country", "currency"))])
-        >>> p.predict([BlindQuestion("the capital of the country of a", "a")], k=1)[0][0][0]
-        ('country', 'capital')
+        >>> [c for c, _ in p.predict([BlindQuestion("the capital of the country of a", "a")])[0]]
+        [('country',), ('country', 'capital'), ('country', 'currency')]
+
+        The second chain was never a training chain: it is composed. (Here the one-hop chain
+        ranks first: four words cannot tell the hop count apart.)
     """
 
     def __init__(

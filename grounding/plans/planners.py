@@ -32,7 +32,7 @@ from typing import Any
 
 from grounding._checks import check_int
 from grounding.graph import INVERSE_SUFFIX
-from grounding.hypergraph import KnowledgeHypergraph, hop_relations, parse_role
+from grounding.hypergraph import KnowledgeHypergraph, hop_relations
 from grounding.plans._base import PlanError, Planner, _escape
 from grounding.plans._llm import DECOMPOSE_PROMPT, REWRITE_PROMPT, LLMPlanner
 from grounding.plans.dag import Plan, SubQuestion, plan_from_decomposition
@@ -341,11 +341,6 @@ class HypergraphTemplatePlanner:
     def __init__(self, hypergraph: KnowledgeHypergraph):
         self.hypergraph = hypergraph
 
-    def _phrase(self, role: str) -> str:
-        kind, rel = parse_role(role)
-        label = self.hypergraph.label(rel)
-        return f"subject of {label}" if kind == 0 else label
-
     def plan(self, question: Any) -> Plan:
         roles = tuple(getattr(question, "roles", ()) or ())
         if not roles:
@@ -357,7 +352,7 @@ class HypergraphTemplatePlanner:
         steps = []
         for k, (a, b) in enumerate(roles, 1):
             text = (
-                f"What is the {self._phrase(b)} of the statement whose {self._phrase(a)} is "
+                f"What is the {self.hypergraph.role_text(b)} of the statement whose {self.hypergraph.role_text(a)} is "
                 f"{subject}?"
             )
             deps = (f"q{k - 1}",) if k > 1 else ()

@@ -55,11 +55,11 @@ from typing import Any
 import numpy as np
 
 from grounding._checks import check_int
-from grounding.hypergraph import ROLE_KINDS, KnowledgeHypergraph, parse_role, role_name
+from grounding.hypergraph import KnowledgeHypergraph, role_name
 from grounding.plans._common import _tempered_softmax, _unit
 from grounding.plans.dag import Plan
 from grounding.plans.planners import HypergraphTemplatePlanner, PlanError
-from grounding.query import BlindQuestion, role_phrase
+from grounding.query import BlindQuestion
 
 __all__ = ["RoleChainPredictor", "RoleChainPlanner", "role_chain_accuracy"]
 
@@ -136,10 +136,8 @@ class RoleChainPredictor:
     # ------------------------------------------------------------------ text
 
     def role_text(self, role: str) -> str:
-        """A role's phrase (:func:`grounding.query.role_phrase` of its relation's label)."""
-        kind, rel = parse_role(role)
-        label = self.hypergraph.label(rel) if rel in self.hypergraph.relations else rel
-        return role_phrase(label, ROLE_KINDS[kind])
+        """A role's phrase (:meth:`~grounding.hypergraph.KnowledgeHypergraph.role_text`)."""
+        return self.hypergraph.role_text(role)
 
     def mentions(self, text: str) -> list[str]:
         """The role phrases the text names, in the order it names them (longest phrase first
