@@ -59,8 +59,8 @@ def smoke_scale(patch: pytest.MonkeyPatch) -> None:
     answerer dimensions (TransE at 32 instead of 256), the learned retrievers without the
     three CoDEx-M ablations (the main variants, transfer and oversmoothing stay): the same
     code paths in about 4 minutes on one idle core here, mostly compiling; PRoH on 12
-    instead of 20 questions per hop count; two label weights for the chain predictors instead
-    of four. Their quick mode itself runs under ``-m slow`` and in the main job."""
+    instead of 20 questions per hop count, HyperGraphRAG's budget curve at two retrieval sizes;
+    two label weights for the chain predictors instead of four. Their quick mode itself runs under ``-m slow`` and in the main job."""
     from experiments import _setup, learned_retrievers, pankrag, proh
 
     S = _setup.Setting
@@ -75,6 +75,7 @@ def smoke_scale(patch: pytest.MonkeyPatch) -> None:
     patch.setattr(learned_retrievers, "scale", lambda full: few)
     patch.setattr(pankrag, "QUICK_PER_HOP", 5)
     patch.setattr(proh, "QUICK_PER_HOP", 12)
+    patch.setattr(proh, "BUDGET_K", (20, 60))  # two points of HyperGraphRAG's budget curve
     # two label weights instead of four for the chain predictors (the choice on validation is
     # the same code path on a shorter grid)
     patch.setattr(_setup.qa, "LABEL_WEIGHTS", (0.5, 1.0))

@@ -286,3 +286,14 @@ def test_proh(results):
     fate = r["unobserved"]
     if fate["candidates"]:  # finite slack: soft grounding keeps every true-but-unobserved answer
         assert fate["soft_keeps"] == 1.0
+    # budgets: HyperGraphRAG grounds once over k hyperedges; PRoH at least once per question it
+    # answers, BFS grounding no fewer steps than DFS; the curve's row at 60 is the table's row
+    b = r["budgets"]
+    assert b["hypergraphrag_k20"] == {"ground_calls": 1.0, "hyperedges": 20.0}
+    assert 0 < b["proh"]["ground_calls"] <= b["proh_bfs"]["ground_calls"]
+    assert b["proh"]["hyperedges"] > 0
+    curve = r["hypergraphrag_curve"]
+    assert sorted(curve, key=int) == ["20", "60"] and r["matched_k"] in (20, 60)
+    assert curve["60"]["f1"] == pytest.approx(r["systems"]["hypergraphrag"]["all"]["f1"])
+    d = curve["60"]["proh_minus"]
+    assert d["diff"] == pytest.approx(r["systems"]["proh"]["all"]["f1"] - curve["60"]["f1"])
