@@ -158,9 +158,9 @@ class RoleChainPredictor:
         topic = kh.entity_texts[kh.entity_index(q.topic)].lower()
         at = q.text.lower().find(topic)
         ms = [] if at < 0 else list(self._mention_re.finditer(q.text))
-        left = [(self._phrases.index(m.group(0).lower()), at - m.end())
+        left = [(self._phrase_id[m.group(0).lower()], at - m.end())
                 for m in ms if m.start() < at][::-1]  # fmt: skip
-        right = [(self._phrases.index(m.group(0).lower()), m.start() - at - len(topic))
+        right = [(self._phrase_id[m.group(0).lower()], m.start() - at - len(topic))
                  for m in ms if m.start() >= at + len(topic)]  # fmt: skip
         return np.array(left, np.int64).reshape(-1, 2), np.array(right, np.int64).reshape(-1, 2)
 
@@ -192,7 +192,8 @@ class RoleChainPredictor:
         self._role_index = {r: i for i, r in enumerate(roles)}
         phrases = [self.role_text(r).lower() for r in roles]
         self._phrases = tuple(sorted(set(phrases)))
-        self._phrase_of = np.array([self._phrases.index(x) for x in phrases], np.int64)
+        self._phrase_id = {x: i for i, x in enumerate(self._phrases)}
+        self._phrase_of = np.array([self._phrase_id[x] for x in phrases], np.int64)
         alternatives = "|".join(re.escape(x) for x in sorted(self._phrases, key=len, reverse=True))
         self._mention_re = re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
         self._walk = _Walk(self.hypergraph, self._role_index)
@@ -255,7 +256,7 @@ class RoleChainPredictor:
         proto = self._proto @ _unit(self.encode([q.text]))[0]
         unused = np.zeros(len(self._phrases), np.int64)  # mentions not yet used by a hop
         for m in self.mentions(q.text):
-            unused[self._phrases.index(m)] += 1
+            unused[self._phrase_id[m]] += 1
         half, ph = self.label_weight / 2, self._phrase_of
         sides = self._sides(q)
         beam: list[tuple[float, tuple[tuple[int, int], ...], Any, np.ndarray, tuple[int, int]]] = [
@@ -312,24 +313,23 @@ def _placed(
 
     # (where a is named, where b is named): 1 the next mention on the left, 2 on the right
     options = ((1, 1), (1, 2), (2, 1), (2, 2), (0, 1), (0, 2))
-    scores, steps = [], []
+    scores, hits_b, steps = [], [], []
     for sa, sb in options:
         ha = head(left, i) if sa == 1 else head(right, j) if sa == 2 else (-3, -1)
         ai, aj = i + (sa == 1), j + (sa == 2)
         hb = head(left, ai) if sb == 1 else head(right, aj)
         hit_a, hit_b = pa == ha[0], pb == hb[0]
         valid = hit_a | (sa == 0)
-        both = hit_a & hit_b
-        scores.append(np.where(valid, hit_a + hit_b * 1.0 + 0.5 * (both & (ha[1] < hb[1])), -1))
+        nearer = hit_a & hit_b & (ha[1] < hb[1])
+        scores.append(np.where(valid, hit_a + hit_b * 1.0 + 0.5 * nearer, -1.0))
+        hits_b.append(hit_b)
         steps.append(((ai, aj), (ai + (sb == 1), aj + (sb == 2))))
-    scores_ = np.array(scores)  # [6, n]
-    pick = np.argmax(scores_, axis=0)
-    score = np.maximum(scores_[pick, np.arange(len(pa))], 0.0)
-    hit_b = np.array([pb == (head(left, s_[0][0]) if o[1] == 1 else head(right, s_[0][1]))[0]
-                      for o, s_ in zip(options, steps)])  # fmt: skip
+    pick = np.argmax(np.array(scores), axis=0)  # the first best option
+    n = np.arange(len(pa))
+    score = np.maximum(np.array(scores)[pick, n], 0.0)
     moved = [
-        steps[k][1] if hit_b[k, n] else steps[k][0] if score[n] > 0 else (i, j)
-        for n, k in enumerate(pick.tolist())
+        steps[o][1] if hits_b[o][c] else steps[o][0] if score[c] > 0 else (i, j)
+        for c, o in enumerate(pick.tolist())
     ]
     return score, moved
 
