@@ -42,6 +42,7 @@ __all__ = [
     "HyperQuestion",
     "HyperQABenchmark",
     "hypergraph_qa_benchmark",
+    "HOP_WORDINGS",
 ]
 
 SPLITS = ("train", "valid", "test")
