@@ -42,7 +42,6 @@ __all__ = [
     "HyperQuestion",
     "HyperQABenchmark",
     "hypergraph_qa_benchmark",
-    "HOP_WORDINGS",
 ]
 
 SPLITS = ("train", "valid", "test")
