@@ -27,7 +27,8 @@ QUICK = (*SMOKE, "kg_incomplete", "retrieval_pcr", "grounded_qa")
 #: measured 2026-11-27 from a fresh clone by ``python -m experiments --quick --all``;
 #: the main job's experiments measured again by README line 1 from a fresh clone after the
 #: held-out question wordings and the composed chain predictor (with its set-up: 6 min 17 s),
-#: and the ``--all`` experiments by ``--only pankrag,learned_retrievers,proh`` (6 min 15 s).
+#: and the ``--all`` experiments by ``--only pankrag,learned_retrievers,proh`` (6 min 15 s);
+#: PankRAG and PRoH again by ``--only pankrag,proh`` after their budget rows (4 min 26 s).
 QUICK_SECONDS = {
     "fig2_two_worlds": 3,
     "thm3_tv_bound": 1,
@@ -36,7 +37,7 @@ QUICK_SECONDS = {
     "kg_incomplete": 36,
     "retrieval_pcr": 9,
     "grounded_qa": 289,
-    "pankrag": 204,
+    "pankrag": 198,
     "learned_retrievers": 109,
-    "proh": 59,
+    "proh": 66,
 }
