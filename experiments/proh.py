@@ -345,10 +345,11 @@ def run_seed(seed: int, full: bool, log, per_hop: int | None = None) -> dict:
                    hyperedges=np.array([o.hyperedges_read for o in outcomes[name]]))
         for name in outcomes
     }  # fmt: skip
-    curve = {
-        str(k): per_question(run_hypergraphrag(index, shown, chains, lam, k)[0], test)
+    curve = {  # the table's row is the curve's point at HGR_K
+        str(k): blind_rows["hypergraphrag"] if k == HGR_K
+        else per_question(run_hypergraphrag(index, shown, chains, lam, k)[0], test)
         for k in BUDGET_K
-    }
+    }  # fmt: skip
     oracle_rows = {}
     oracle_planner = HypergraphTemplatePlanner(index.hypergraph)
     oracle_outcomes = {}
