@@ -10,11 +10,9 @@ import json
 
 import pytest
 
-#: The question-answering experiments that share one trained answerer (memoized in-process),
-#: so one test file runs them together; the learned retrievers' experiment has a file of its
-#: own (it trains the answerer again there, so the two files can run on different workers).
-QA = ("grounded_qa", "pankrag")
-LEARNED = ("learned_retrievers",)
+#: The question-answering experiments: they share one trained answerer (memoized in-process),
+#: so one test file runs them together.
+QA = ("grounded_qa", "pankrag", "learned_retrievers")
 
 
 def quick_runs(names, tmp_path_factory, smoke: bool = False) -> dict:

@@ -8,14 +8,14 @@ import importlib
 
 import numpy as np
 import pytest
-from _experiment_runs import LEARNED, QA, shared_tests
+from _experiment_runs import QA, shared_tests
 
 from experiments import EXPERIMENTS
 
 # One worker runs this whole file (``--dist loadfile`` in pyproject.toml), so that the
 # module-scoped ``runs`` fixture runs each experiment once, not once per worker; the question
-# answering experiments run in test_qa_quick_runs.py and test_learned_quick_runs.py.
-NAMES = tuple(n for n in EXPERIMENTS if n not in QA + LEARNED)
+# answering experiments (which share one trained answerer) run in test_qa_quick_runs.py.
+NAMES = tuple(n for n in EXPERIMENTS if n not in QA)
 
 
 (
