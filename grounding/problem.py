@@ -146,7 +146,10 @@ class GroundingProblem:
             a repeated answer is an error; :meth:`merged` sums the prior mass of repeats).
         log_prior: ``[C]`` normalized :math:`\log p_\theta(\rho\mid q)` (Eq. (1)); ``-inf``
             allowed (a zero prior cannot be repaired by grounding).
-        anchors: the question's topic entities (answer candidates are grounded from them).
+        anchors: the question's topic entities (answer candidates are grounded from them;
+            with claim chains they are declared, not used in the energies). Every anchor must
+            be in the evidence graph; a candidate need not be (it is then grounded as out of
+            graph: unsupported, see :func:`grounding.ground`).
         max_hops: longest walk from an anchor for answer candidates (``None``: any length,
             only at ``tau = 0``).
         min_hops: shortest walk for answer candidates: ``1`` (a claim relating an anchor to
@@ -308,7 +311,7 @@ class GroundingProblem:
         return len(self.candidates)
 
     def entities(self) -> list[str]:
-        """Every entity the problem names (anchors and mentions), for vocabulary checks."""
+        """Every entity the problem names (anchors, then candidates' mentions)."""
         out = list(self.anchors)
         for c in self.candidates:
             out += [e for e in c.entities if e is not None] if isinstance(c, ClaimChain) else [c]

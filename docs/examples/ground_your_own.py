@@ -198,15 +198,15 @@ path, request = received[-1]
 print(path)  # /v1/chat/completions
 print(json.dumps(request, indent=1))  # model, messages, temperature, max_tokens, stop, logprobs, n
 print(
-    cands.entities, cands.log_prior.round(3), cands.dropped
-)  # ('bob', 'dave') ... ('The founder',)
+    cands.entities, cands.log_prior.round(3), cands.out_of_graph
+)  # ('bob', 'dave', 'the founder') ... ('the founder',)
 config = g.GroundingConfig(lam=4.0, kappa=1.0)
 out = GroundedQA(llm, PCR(TextIndex(graph), max_hops=2), config).answer(ask)
 print(out.answer)  # bob
 # --8<-- [end:server]
 assert path == "/v1/chat/completions" and request["logprobs"] is True and request["n"] == 3
 assert request["messages"][1]["content"].startswith("Question: Who founded Alice's employer?")
-assert cands.entities == ("bob", "dave") and cands.dropped == ("The founder",)
+assert cands.entities == ("bob", "dave", "the founder") and cands.out_of_graph == ("the founder",)
 assert out.answer == "bob"
 
 # --8<-- [start:failures]

@@ -1,7 +1,9 @@
 """Grounded question answering, in two layers.
 
 Shared parts first: candidate models (the paper's LLM prior; :class:`KGEAnswerer` offline,
-:class:`OpenAICompatibleModel` over any OpenAI-compatible endpoint), the one outcome protocol
+:class:`OpenAICompatibleModel` over any OpenAI-compatible endpoint), answer linking for any
+model that answers in text (:class:`AnswerLinker`, :meth:`Candidates.from_answers`: an answer
+naming no entity stays a candidate, out of graph), the one outcome protocol
 (:class:`Outcome`), the pipeline every system is built from (:mod:`~grounding.qa.pipeline`:
 one failure policy, one evidence-per-retriever routine, one retriever signature), the
 calibration of :math:`\\lambda` (:func:`fit_lambda`) and the metrics. Then four sibling systems
@@ -19,6 +21,7 @@ from grounding.qa.candidates import CandidateModel, CandidateModelError, Candida
 from grounding.qa.decomposed import PankRAG, PankRAGOutcome, StepOutcome
 from grounding.qa.grounded import GroundedQA, QAOutcome, grounding_problem
 from grounding.qa.hypergraph_reasoning import PRoH, PRoHOutcome, Solution, StepAnswer
+from grounding.qa.linking import AnswerLinker, normalize_answer
 from grounding.qa.metrics import (
     answer_f1,
     answer_set,
@@ -34,6 +37,8 @@ __all__ = [
     "CandidateModel",
     "CandidateModelError",
     "QuestionLike",
+    "AnswerLinker",
+    "normalize_answer",
     "KGEAnswerer",
     "OpenAICompatibleModel",
     "Outcome",

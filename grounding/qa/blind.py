@@ -123,7 +123,9 @@ class BlindQA:
         self, question: BlindQuestion, chains: Sequence[tuple[Chain, float]]
     ) -> GroundingProblem:
         r"""The claims ``topic -pi_j-> a`` of every predicted chain and its best answers, with
-        prior :math:`w_j\, p(a \mid \pi_j)` (Eq. (1)), normalized."""
+        prior :math:`w_j\, p(a \mid \pi_j)` (Eq. (1)), normalized; the topic is the
+        anchor (a topic the evidence lacks fails the question, a candidate it lacks is
+        grounded as unsupported)."""
         if not chains:
             raise ValueError("no relation chain is predicted from this question's topic")
         claims, log_prior = [], []
@@ -136,7 +138,12 @@ class BlindQA:
             claims += claim_chains([(question.topic, a) for a in answers], chain)
             log_prior += [np.log(w) + x for x in lp]
         log_prior = np.asarray(log_prior)
-        return GroundingProblem(question.text, tuple(claims), log_prior - logsumexp(log_prior))
+        return GroundingProblem(
+            question.text,
+            tuple(claims),
+            log_prior - logsumexp(log_prior),
+            anchors=(question.topic,),
+        )
 
     def answer(self, question: BlindQuestion) -> BlindOutcome:
         """Run one blind question (see :meth:`answer_batch`)."""

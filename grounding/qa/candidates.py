@@ -1,11 +1,17 @@
 r"""The model side of the loop: a question's candidate answers and the model's prior over them.
 
 A :class:`CandidateModel` plays the LLM of the paper: given a question it proposes a finite
-candidate set :math:`\Gamma(q)` of graph entities with a normalized log-prior
+candidate set :math:`\Gamma(q)` of answers (graph entities, or answers the graph does not
+name: out of graph) with a normalized log-prior
 :math:`\log p_\theta(\rho\mid q)` (Eq. (1)). Grounding (:func:`grounding.ground`) then
 re-weights that prior by the evidence. A model that cannot propose anything returns an
 explicit abstention (:meth:`Candidates.abstain`) with its reason; it never returns an empty
 answer silently.
+
+A model that answers in free text builds its candidates with :meth:`Candidates.from_answers`
+and an :class:`~grounding.qa.AnswerLinker`: answers naming no entity stay candidates, out of
+graph (grounded as unsupported); an answer naming several entities is split equally over
+them (the rules: :mod:`grounding.qa.linking`).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from grounding._checks import check_int
+from grounding.qa.linking import AnswerLinker, normalize_answer
 
 __all__ = ["Candidates", "CandidateModel", "CandidateModelError", "QuestionLike"]
 
@@ -68,16 +75,22 @@ class Candidates:
     """Candidate answers with a normalized log-prior, or an abstention.
 
     Attributes:
-        entities: distinct candidate entity names, most probable first.
+        entities: distinct candidate names, most probable first: graph entities, and answers
+            that name no entity (those listed in ``out_of_graph``).
         log_prior: ``[k]`` float64 log-probabilities, ``logsumexp == 0`` (empty on abstention).
         abstain_reason: why the model proposes nothing (``None`` when it proposes).
-        dropped: what the model said that names no graph entity (kept for reports).
+        dropped: what the model said that cannot be a candidate at all (an empty answer),
+            kept for reports.
+        out_of_graph: the entries of ``entities`` that are no graph entity (an answer's
+            normalized text, :meth:`from_answers`); :func:`grounding.ground` grounds them as
+            unsupported (raw energy ``+inf``, slack energy ``kappa``).
     """
 
     entities: tuple[str, ...]
     log_prior: np.ndarray
     abstain_reason: str | None = None
     dropped: tuple[str, ...] = ()
+    out_of_graph: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if isinstance(self.entities, (str, bytes)):
@@ -89,6 +102,9 @@ class Candidates:
         object.__setattr__(self, "entities", ents)
         object.__setattr__(self, "log_prior", lp)
         object.__setattr__(self, "dropped", tuple(self.dropped))
+        object.__setattr__(self, "out_of_graph", tuple(self.out_of_graph))
+        if not set(self.out_of_graph) <= set(ents):
+            raise ValueError("out_of_graph must list entries of entities")
         if self.abstain_reason is not None:
             if ents or lp.size:
                 raise ValueError("an abstention carries no candidates")
@@ -159,6 +175,84 @@ class Candidates:
         order = np.argsort(-lw, kind="stable")[:k]
         keep = lw[order]
         return cls(tuple(names[i] for i in order), keep - logsumexp(keep), None, tuple(dropped))
+
+    @classmethod
+    def from_answers(
+        cls,
+        answers: Sequence[str],
+        log_weights: Sequence[float] | np.ndarray,
+        linker: AnswerLinker,
+        k: int | None = None,
+    ) -> Candidates:
+        r"""Candidates from a model's answer texts and their unnormalized log-weights (one
+        per answer, e.g. a completion's sequence log-probability; equal weights for sample
+        frequencies), linked to the graph by ``linker``
+        (:meth:`~grounding.qa.AnswerLinker.link`), with the rules of
+        :mod:`grounding.qa.linking`: an answer naming no entity is an out-of-graph candidate
+        named by its normalized text (listed in ``out_of_graph``); one naming ``m``
+        entities gives each :math:`\log w - \log m`; names that recur merge by log-sum-exp;
+        empty answers go to ``dropped``. Then the ``k`` most probable are kept and
+        renormalized (:meth:`from_scores`). Nothing left: an abstention with the reason.
+
+        Args:
+            answers: the answer texts (repeats allowed: each carries its own weight).
+            log_weights: ``[len(answers)]`` log-weights (``-inf``: no mass).
+            linker: an :class:`~grounding.qa.AnswerLinker` of the graph's entities.
+            k: the most candidates to keep (``None``: all).
+
+        Example:
+            >>> from grounding.qa import AnswerLinker
+            >>> linker = AnswerLinker(["bank.n.01", "bank.n.02", "river.n.01"],
+            ...                       ["bank", "bank", "river"])
+            >>> c = Candidates.from_answers(["Bank", "River.", "a shore"],
+            ...                             np.log([0.5, 0.25, 0.25]), linker)
+            >>> c.entities, c.out_of_graph
+            (('bank.n.01', 'bank.n.02', 'river.n.01', 'a shore'), ('a shore',))
+            >>> np.exp(c.log_prior).round(3).tolist()  # "bank": 0.5 split over two readings
+            [0.25, 0.25, 0.25, 0.25]
+        """
+        if isinstance(answers, (str, bytes)):
+            raise TypeError(f"answers must be a sequence of texts, not a string: {answers!r:.100}")
+        answers = list(answers)
+        w = np.asarray(log_weights, np.float64)
+        if w.ndim != 1 or len(w) != len(answers):
+            raise ValueError(f"{len(answers)} answers but log_weights of shape {w.shape}")
+        if k is not None:
+            check_int(k, "k")
+        names: list[str] = []
+        lw: list[float] = []
+        outside: set[str] = set()
+        linked_names: set[str] = set()
+        dropped: list[str] = []
+        for text, x in zip(answers, w):
+            form = normalize_answer(text)
+            if not form:
+                dropped.append(text)
+                continue
+            linked = tuple(linker.link(text))
+            if not linked:  # (a) out of graph: the evidence does not show it
+                names.append(form)
+                lw.append(float(x))
+                outside.add(form)
+                continue
+            linked_names.update(linked)
+            names += linked  # (b) every reading, the mass split equally
+            lw += [float(x) - np.log(len(linked))] * len(linked)
+        if not names:
+            return cls.abstain(
+                f"none of the model's {len(answers)} answers is a usable answer (all empty)",
+                dropped,
+            )
+        clash = sorted(outside & linked_names)
+        if clash:  # not with an AnswerLinker: an entity named so links its own name
+            raise ValueError(
+                f"{clash[0]!r:.100} is both an entity the linker links to and the normalized "
+                "form of an answer it links to nothing: the linker must link each entity's name"
+            )
+        got = cls.from_scores(names, lw, k=k, dropped=dropped)  # (c) merges repeats
+        if got.abstained:
+            return got
+        return dataclasses.replace(got, out_of_graph=tuple(e for e in got.entities if e in outside))
 
 
 class CandidateModel(Protocol):

@@ -8,7 +8,8 @@ runs the plan's levels (:meth:`~grounding.plans.Plan.levels`; steps of one level
 parallel and are grounded in one batch). For each step:
 
 1. **Anchors**: the entities the step names, and the answers of the steps it depends on:
-   each dependency's ``beam`` most probable answers, with their probabilities renormalized
+   each dependency's ``beam`` most probable answers that are graph entities (an out-of-graph
+   answer, grounded as unsupported, anchors no walk), with their probabilities renormalized
    (several dependencies share the mass equally). A step that names no entity and depends on
    no step (free text) is anchored at the entities its text names, found by the
    :class:`~grounding.retrieval.EntityLinker` of the index's graph (names and entity texts);
@@ -33,9 +34,10 @@ The final step's distribution answers the question. A step whose model abstains,
 dependency has no answer, has no answer, with the reason (never a silent empty answer). Failures
 are per question and step (:mod:`grounding.qa.pipeline`): a planner that fails gives
 that question an outcome without a plan and with the reason; a retriever or candidate model
-that fails, or candidates the graph lacks, fail that step (and the steps depending on it) with
-the reason; when a level's batched grounding fails, its steps are grounded one by one. The rest
-of the batch is answered as usual. The configuration is checked when a pipeline is built.
+that fails, or anchors the graph lacks, fail that step (and the steps depending on it) with
+the reason (candidates the graph lacks are grounded as unsupported); when a level's batched
+grounding fails, its steps are grounded one by one. The rest of the batch is answered as
+usual. The configuration is checked when a pipeline is built.
 ``inject`` replaces a step's resolved answers by a wrong entity holding ``inject_mass`` of
 the probability (the rest keeps its proportions): an error-propagation probe.
 """
@@ -217,8 +219,15 @@ class PankRAG:
             dep = done[d]
             if not dep.answers:
                 return (), np.zeros(0), f"dependency {d!r} has no answer ({dep.reason})"
-            p = np.asarray(dep.probs[: self.beam], np.float64)
-            groups.append(dict(zip(dep.answers[: self.beam], p / p.sum())))
+            # an out-of-graph answer (grounded as unsupported) cannot anchor a walk: the beam
+            # is the dependency's most probable answers that are graph entities
+            beam = [(a, x) for a, x in zip(dep.answers, dep.probs) if self.graph.has_entity(a)]
+            beam = beam[: self.beam]
+            if not beam:
+                shown = ", ".join(repr(a)[:60] for a in dep.answers[:3])
+                return (), np.zeros(0), f"dependency {d!r} has no answer in the graph ({shown})"
+            p = np.asarray([x for _, x in beam], np.float64)
+            groups.append(dict(zip([a for a, _ in beam], p / p.sum())))
         weights: dict[str, float] = {}
         for g in groups:
             for a, w in g.items():
@@ -247,8 +256,7 @@ class PankRAG:
 
     def _problem(self, step, text, anchors, weights) -> GroundingProblem | str:
         """The step's trajectories ``d -> a`` with prior ``w_d p(a | d)``, or why none (the
-        model abstains from every anchor, fails from one, or names entities the graph
-        lacks)."""
+        model abstains from every anchor or fails from one)."""
         names, lp, reasons = [], [], []
         for d, w in zip(anchors, weights):
             try:
@@ -268,7 +276,8 @@ class PankRAG:
         log_prior = np.concatenate(lp)
         log_prior = log_prior - logsumexp(log_prior)
         if step.relations:
-            return GroundingProblem(text, claim_chains(names, step.relations), log_prior)
+            chains = claim_chains(names, step.relations)
+            return GroundingProblem(text, chains, log_prior, anchors=tuple(anchors))
         # free text without a relation chain: answers grounded by walks from the anchors
         merged = Candidates.from_scores([a for _, a in names], log_prior)
         return GroundingProblem(

@@ -66,7 +66,8 @@ class QAOutcome:
         evidence: the evidence state the retriever built (``None`` when the model abstained
             or retrieval failed).
         reason: why no answer was produced (the model abstained or failed, retrieval or
-            grounding failed, a candidate is not in the graph), else ``None``.
+            grounding failed, the topic is not in the graph), else ``None``. A candidate
+            that is not in the graph is grounded as unsupported, not a reason.
     """
 
     question: Any
@@ -114,7 +115,9 @@ def grounding_problem(question: QuestionLike, candidates: Candidates, max_hops: 
     """The :class:`~grounding.GroundingProblem` of a question and its candidates: claim chains
     ``topic -r_1-> * ... -r_T-> a`` when the question has a relation chain, answer entities
     grounded from the topic (walks of 1..``max_hops`` edges of any relation type) when it has
-    none (no ``chain`` attribute, or an empty one).
+    none (no ``chain`` attribute, or an empty one). The topic is the problem's anchor either
+    way: a topic the evidence graph lacks is an error, a candidate it lacks is grounded as out
+    of graph (unsupported).
 
     References:
         Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Def. 1, Eq. (1).
@@ -124,7 +127,9 @@ def grounding_problem(question: QuestionLike, candidates: Candidates, max_hops: 
     chain = question_chain(question)
     if chain:
         cands = claim_chains([(question.topic, a) for a in candidates.entities], chain)
-        return GroundingProblem(question.text, cands, candidates.log_prior)
+        return GroundingProblem(
+            question.text, cands, candidates.log_prior, anchors=(question.topic,)
+        )
     return GroundingProblem(
         question.text,
         candidates.entities,
@@ -254,8 +259,8 @@ def _query(question: QuestionLike) -> Query:
 
 
 def _problem(question, cands: Candidates, state: EvidenceState, max_hops: int):
-    """The question's grounding problem, or why it cannot be grounded in ``state`` (a
-    candidate or topic the evidence lacks)."""
+    """The question's grounding problem, or why it cannot be grounded in ``state`` (a topic
+    the evidence lacks; a candidate it lacks is grounded as out of graph)."""
     try:
         problem = grounding_problem(question, cands, max_hops)
     except QUESTION_ERRORS as err:

@@ -3,12 +3,14 @@ failure policy, one evidence-per-retriever routine, one retriever signature, the
 candidate asserts, and the grounding of many questions at once.
 
 Failures are per question. An error of one question's stage (:data:`QUESTION_ERRORS`: a
-candidate model or endpoint failing, an entity missing from the graph, a retriever or
+candidate model or endpoint failing, a topic entity missing from the graph, a retriever or
 :func:`grounding.ground` refusing that question's data) becomes that question's reason
 (:func:`failure`: the stage, the error's type and its message), and the rest of the batch is
 answered as usual; other exceptions (programming errors such as ``TypeError``) propagate. The
 one fallback rule: when a batched stage (retrieval, grounding) fails, its questions are run one
-by one, so that only the failing ones lose their answer.
+by one, so that only the failing ones lose their answer. A candidate the evidence graph lacks
+fails nothing: :func:`grounding.ground` grounds it as out of graph (unsupported, slack energy
+``kappa``), and only a missing topic fails a question (:func:`unknown_entities`).
 
 References:
     Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.: Def. 1, Eq. (1).
@@ -176,17 +178,18 @@ def split_failures(keys: Sequence[K], got: Sequence[T | str]) -> tuple[dict[K, T
 
 
 def unknown_entities(problem: GroundingProblem, state: EvidenceState) -> str | None:
-    """Why ``problem`` cannot be grounded in ``state`` when it names entities the evidence
-    graph lacks (the topic or candidates), else ``None``."""
+    """Why ``problem`` cannot be grounded in ``state``: the anchors (topic entities) the
+    evidence graph lacks, each named, else ``None``. A candidate the graph lacks is no reason:
+    :func:`grounding.ground` grounds it as out of graph (unsupported)."""
     g = state.graph
-    missing = list(dict.fromkeys(e for e in problem.entities() if not g.has_entity(e)))
+    missing = [a for a in dict.fromkeys(problem.anchors) if not g.has_entity(a)]
     if not missing:
         return None
     more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
     shown = ", ".join(repr(e)[:100] for e in missing[:5])
     if len(missing) == 1:
-        return f"entity {shown} is not in the evidence graph"
-    return f"entities {shown}{more} are not in the evidence graph"
+        return f"topic entity {shown} is not in the evidence graph"
+    return f"topic entities {shown}{more} are not in the evidence graph"
 
 
 def claim_chains(

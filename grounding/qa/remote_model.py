@@ -12,18 +12,19 @@ stops sending ``n`` and makes one request per sample from then on.
 Weights: a completion's log-weight is the sum of its tokens' log-probabilities
 (``choices[i].logprobs.content[j].logprob``, the sequence log-probability). A completion that
 recurs verbatim is counted once (its probability is already its weight; summing repeats
-would square the distribution), and distinct completions naming the same entity merge by
-log-sum-exp in :meth:`~grounding.qa.Candidates.from_scores`, which normalizes them into the
-prior :math:`p_\theta` of Eq. (1). When some completion comes without (valid)
+would square the distribution). When some completion comes without (valid)
 log-probabilities, every sample of the question counts once, repeats included: the prior is
 then the answers' sample frequency.
 
-Matching rule (:func:`normalize_answer`): Unicode case folding, ``_`` read as a space, runs of
-white space collapsed, surrounding quotes and white space and a final period removed; exact
-comparison with the normalized entity names first, then with the normalized ``texts``. A
-form shared by several entities goes to the first of them in vocabulary order (names before
-texts). Answers that name no entity are kept in ``Candidates.dropped``; when none maps, the
-model abstains with that reason.
+Linking (:mod:`grounding.qa.linking`): the first line of each completion is an answer, linked
+by an :class:`~grounding.qa.AnswerLinker` of ``entities`` and ``texts`` (exact comparison of
+:func:`~grounding.qa.linking.normalize_answer` forms with the entity names and texts) and
+turned into candidates by :meth:`~grounding.qa.Candidates.from_answers`, which normalizes
+them into the prior :math:`p_\theta` of Eq. (1): an answer that names no entity is an
+out-of-graph candidate (``Candidates.out_of_graph``, grounded as unsupported); one that
+names several entities is split equally over them; answers naming the same entity merge by
+log-sum-exp. Only an empty answer is dropped (``Candidates.dropped``); when every answer is
+empty the model abstains with that reason.
 
 The server, model name, key, deadline, reply-size cap and retries are those of the
 :class:`~grounding.llm.Endpoint` passed in (standard library only; no key in code).
@@ -32,38 +33,26 @@ Example:
     >>> from grounding.llm import Endpoint
     >>> ep = Endpoint("http://localhost:8000/v1", "qwen2.5-7b-instruct", timeout=30)
     >>> model = OpenAICompatibleModel(ep, entities=["paris", "warsaw"])
-    >>> model.resolve(" Paris. ")
-    'paris'
+    >>> model.linker.link(" Paris. ")
+    ('paris',)
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 
 from grounding._checks import check_int
 from grounding.llm import Endpoint, EndpointError, HTTPStatusError
 from grounding.qa.candidates import CandidateModelError, Candidates, QuestionLike
+from grounding.qa.linking import AnswerLinker
 
-__all__ = ["OpenAICompatibleModel", "normalize_answer"]
+__all__ = ["OpenAICompatibleModel"]
 
 SYSTEM_PROMPT = (
     "You answer questions about a knowledge graph. Reply with one entity name only: no "
     "explanation, no punctuation, no list."
 )
-
-
-def normalize_answer(text: str) -> str:
-    """The matching form of an answer or entity name (see the module docstring).
-
-    Example:
-        >>> normalize_answer('  "Amino_Acid,  Peptide or Protein." ')
-        'amino acid, peptide or protein'
-    """
-    x = text.casefold().replace("_", " ")
-    x = re.sub(r"\s+", " ", x).strip()
-    return x.strip("\"'`“”‘’ ").rstrip(".").strip()
 
 
 class OpenAICompatibleModel:
@@ -72,9 +61,10 @@ class OpenAICompatibleModel:
     Args:
         endpoint: the server and model (:class:`~grounding.llm.Endpoint`: base URL, model
             name, key, deadline per request, size cap, retries).
-        entities: the graph's entity names (what answers must map to).
-        texts: optional display text per entity (matched after the names; e.g. node texts;
-            the topic's text is also what the prompt shows).
+        entities: the graph's entity names (what answers are linked to).
+        texts: optional display text per entity (an answer matching an entity's name or its
+            text links to it; e.g. node texts; the topic's text is also what the prompt
+            shows).
         temperature: sampling temperature (``>= 0``).
         n_samples: completions per question (``>= 1``).
         max_tokens: tokens per completion (``>= 1``).
@@ -97,11 +87,8 @@ class OpenAICompatibleModel:
     ):
         if not isinstance(endpoint, Endpoint):
             raise TypeError(f"endpoint must be a grounding.llm.Endpoint, got {endpoint!r:.100}")
-        entities = tuple(entities)
-        if not entities:
-            raise ValueError("entities is empty: answers need a vocabulary to map to")
-        if texts is not None and len(texts) != len(entities):
-            raise ValueError(f"texts has {len(texts)} entries for {len(entities)} entities")
+        self.linker = AnswerLinker(entities, texts)  # checks the vocabulary and texts
+        entities = self.linker.entities
         if not _finite(temperature) or temperature < 0:
             raise ValueError(f"temperature must be finite and >= 0, got {temperature!r}")
         for name, v in (("n_samples", n_samples), ("max_tokens", max_tokens)):
@@ -112,10 +99,6 @@ class OpenAICompatibleModel:
         self.system_prompt = SYSTEM_PROMPT if system_prompt is None else system_prompt
         self._send_n = True  # cleared when the server rejects "n" (llama.cpp server)
         self._text = dict(zip(entities, texts)) if texts is not None else {}
-        self._lookup: dict[str, str] = {}
-        for names in (entities, texts or ()):
-            for e, t in zip(entities, names):
-                self._lookup.setdefault(normalize_answer(t), e)
 
     def messages(self, question: QuestionLike) -> list[dict]:
         """The chat messages sent for a question: the system prompt, then the question and
@@ -127,12 +110,9 @@ class OpenAICompatibleModel:
             {"role": "user", "content": user},
         ]
 
-    def resolve(self, answer: str) -> str | None:
-        """The entity an answer names, or ``None``."""
-        return self._lookup.get(normalize_answer(answer))
-
     def propose(self, question: QuestionLike, k: int) -> Candidates:
-        """Sample answers, map them to entities and normalize their weights.
+        """Sample answers, link them to entities and normalize their weights (module
+        docstring: :meth:`~grounding.qa.Candidates.from_answers`).
 
         Raises:
             CandidateModelError: the endpoint timed out, could not be reached, answered an
@@ -162,17 +142,8 @@ class OpenAICompatibleModel:
             for c, lp in raw:
                 first.setdefault(c, lp)
             raw = list(first.items())
-        samples = [(_first_line(c), lp) for c, lp in raw]
-        mapped = [(self.resolve(t), t, lp) for t, lp in samples]
-        dropped = tuple(t for e, t, _ in mapped if e is None)
-        hits = [(e, lp) for e, _, lp in mapped if e is not None]
-        if not hits:
-            return Candidates.abstain(
-                f"none of the model's {len(samples)} answers names a graph entity", dropped
-            )
-        return Candidates.from_scores(
-            [e for e, _ in hits], [lp for _, lp in hits], k=k, dropped=dropped
-        )
+        answers = [_first_line(c) for c, _ in raw]
+        return Candidates.from_answers(answers, [lp for _, lp in raw], self.linker, k=k)
 
     def _sample(self, body: dict) -> list:
         """``n_samples`` choices: one request, topped up when ``n`` is not honoured."""

@@ -148,43 +148,71 @@ def _evidence(evidence) -> EvidenceState:
     return evidence
 
 
-def _check_names(problem: GroundingProblem, g: TypedGraph) -> bool:
-    """Check that ``g`` names every entity of the problem (``ValueError`` else); return whether
-    the problem's candidates are every node of ``g`` in order."""
-    every_node = problem.kind == "answer" and problem.candidates == g.entities
-    names = problem.anchors if every_node else problem.entities()
-    for name in names:
-        if not g.has_entity(name):
-            raise ValueError(
-                f"problem: entity {name!r} is not in the evidence graph ({g.n_nodes} entities; "
-                "ground against a state over the full vocabulary)"
-            )
-    return every_node
+def _check_anchors(problem: GroundingProblem, g: TypedGraph) -> bool:
+    """Check that ``g`` names every anchor (topic entity) of the problem (a ``ValueError``
+    naming each missing one and the fix); return whether the problem's candidates are every
+    node of ``g`` in order. Candidates, and any other entity a candidate names, may be missing
+    from ``g``: they are grounded as out of graph (see :func:`_absent_candidates`)."""
+    missing = list(dict.fromkeys(a for a in problem.anchors if not g.has_entity(a)))
+    if missing:
+        shown = ", ".join(repr(a)[:100] for a in missing)
+        raise ValueError(
+            f"problem: anchor (topic) {'entity' if len(missing) == 1 else 'entities'} {shown} "
+            f"{'is' if len(missing) == 1 else 'are'} not in the evidence graph "
+            f"({g.n_nodes} entities): every walk starts at an anchor, so it must be a node of "
+            "the graph; link the topic to a graph entity (or drop it from anchors), or ground "
+            "against a state over the full vocabulary (a candidate the graph lacks is no "
+            "error: it is grounded as unsupported)"
+        )
+    return problem.kind == "answer" and problem.candidates == g.entities
+
+
+def _absent_candidates(problem: GroundingProblem, g: TypedGraph) -> np.ndarray:
+    """``[C]`` whether each candidate names an entity that ``g`` lacks (an answer candidate
+    itself, any mention of a claim chain): such a candidate is *out of graph*. It has no walk,
+    so it gets exactly what an entity of ``g`` without edges would get (raw energy ``+inf``,
+    status unsupported unless out of schema or contradicted, slack energy ``kappa``, outside
+    the hard feasible set); with a realization, its missing embedding is no alignment either."""
+    if problem.kind == "answer":
+        return np.asarray([not g.has_entity(a) for a in problem.candidates], bool)
+    return np.asarray(
+        [any(e is not None and not g.has_entity(e) for e in c.entities)
+         for c in problem.candidates],
+        bool,
+    )  # fmt: skip
 
 
 def checked_state(problem: GroundingProblem, evidence: EvidenceState | TypedGraph) -> EvidenceState:
-    """The evidence of a (problem, evidence) pair as a state that names every entity of the
+    """The evidence of a (problem, evidence) pair as a state that names every anchor of the
     problem (a ``TypeError`` or ``ValueError`` says what is wrong, as :func:`prepare` would)."""
     if not isinstance(problem, GroundingProblem):
         raise TypeError(f"problem must be a GroundingProblem, got {type(problem).__name__}")
     state = _evidence(evidence)
-    _check_names(problem, state.graph)
+    _check_anchors(problem, state.graph)
     return state
 
 
 def _candidate_arrays(problem: GroundingProblem, state: EvidenceState, c_pad: int, min_rel):
     """Per-candidate index arrays (padded to ``c_pad``), the static structure and the chain
-    plan (``None`` for answers)."""
+    plan (``None`` for answers). An out-of-graph candidate (:func:`_absent_candidates`) is
+    flagged in ``absent`` (its raw energy is ``+inf`` in the program); an out-of-graph answer
+    points at node 0 and an out-of-graph chain is in no slot of the plan (as padding), so no
+    index of a missing entity is ever formed."""
     g = state.graph
-    every_node = _check_names(problem, g)
+    every_node = _check_anchors(problem, g)
     C = problem.n_candidates
     counter = np.zeros(c_pad, bool)
     schema = np.ones(c_pad, bool)
     schema[C:] = False  # padding: no admissible walk
+    absent = np.zeros(c_pad, bool)
+    if not every_node:
+        absent[:C] = _absent_candidates(problem, g)
     if problem.kind == "answer":
         answers = np.zeros(c_pad, np.int32)
         answers[:C] = (
-            np.arange(C) if every_node else [g.entity_index(a) for a in problem.candidates]
+            np.arange(C)
+            if every_node
+            else [0 if out else g.entity_index(a) for a, out in zip(problem.candidates, absent)]
         )
         anchors = np.asarray(list(dict.fromkeys(g.entity_index(a) for a in problem.anchors)))
         arrays = dict(answers=answers, anchors=anchors.astype(np.int32))
@@ -196,19 +224,21 @@ def _candidate_arrays(problem: GroundingProblem, state: EvidenceState, c_pad: in
         claimed = np.full((c_pad, t_max), -1, np.int32)
         groups: dict[int, list[int]] = {}
         for i, c in enumerate(problem.candidates):
+            schema[i] = all(r is None or r in g.relations for r in c.relations)
+            counter[i] = any(state.counter_support(h, min_rel) for h in c.named_hops())
+            if absent[i]:
+                continue  # no walk: in no slot, raw energy +inf (as an entity without edges)
             groups.setdefault(c.n_hops, []).append(i)
             mentions[i, : c.n_hops + 1] = [
                 -1 if e is None else g.entity_index(e) for e in c.entities
             ]
-            schema[i] = all(r is None or r in g.relations for r in c.relations)
             claimed[i, : c.n_hops] = [
                 g.relation_index(r) if r is not None and schema[i] else -1 for r in c.relations
             ]
-            counter[i] = any(state.counter_support(h, min_rel) for h in c.named_hops())
         plan = _chain_plan(groups, mentions, claimed)
         structure = plan.structure()
         arrays = dict(mentions=mentions, claimed=claimed, **chain_indices(plan, structure, c_pad))
-    return dict(arrays, counter=counter, schema=schema), structure, plan
+    return dict(arrays, counter=counter, schema=schema, absent=absent), structure, plan
 
 
 #: A prefix is shared through one forward pass when at least this many chains have it, for at

@@ -192,7 +192,9 @@ def _core(ev, q, realization, *, statics: Statics):
     else:
         raw, log_mass = _answer_energies(layout, cost, ev, q, structure, tropical, n_nodes)
         e_max = q["kappa"]
-    raw = jnp.where(q["schema"], raw, jnp.inf)
+    # an out-of-graph candidate has no walk: raw +inf, no mass (as an entity without edges)
+    raw = jnp.where(q["schema"] & ~q["absent"], raw, jnp.inf)
+    log_mass = jnp.where(q["absent"], -jnp.inf, log_mass)
     status = classify_status(raw, q["counter"], q["schema"], q["eps_s"])  # Sec. 3.3
     slack = status_energy(raw, status, q["kappa"], q["contradiction_penalty"])  # Eq. (19) + Axiom 4
     energy = slack + q["claim"]

@@ -50,8 +50,15 @@ def ground(
     Args:
         problem: the question, candidates and log-prior.
         evidence: an :class:`~grounding.EvidenceState` (any retriever's ``.evidence``) or a
-            bare :class:`~grounding.TypedGraph`. Its graph must name every entity of the
-            problem; a graph without edges is valid (every candidate is then unsupported).
+            bare :class:`~grounding.TypedGraph`. Its graph must name every anchor (topic
+            entity) of the problem; a graph without edges is valid (every candidate is then
+            unsupported). A candidate that names an entity the graph lacks (an answer, any
+            mention of a claim chain) is *out of graph*, not an error: the evidence does not
+            show it, so it is grounded exactly as an entity of the graph without edges would
+            be — raw energy ``+inf``, status unsupported (unless out of schema or
+            contradicted), slack energy ``kappa`` (Eq. (19)), outside the hard feasible set
+            (Eq. (5)); when every candidate is out of graph, the hard rule abstains
+            (``hard_abstained``) as for any empty feasible set.
         config: the settings (a :class:`~grounding.GroundingConfig`).
         realization: :class:`~grounding.Realization` (``None``: evidence-only).
         settings: any field of :class:`~grounding.GroundingConfig` as a keyword (each is
@@ -65,10 +72,10 @@ def ground(
         :class:`~grounding.GroundingResult`.
 
     Raises:
-        ValueError: an entity of the problem missing from the evidence graph, an empty
-            evidence graph, a negative or non-scalar ``lam``/``kappa``/``tau``, ``theta`` or
-            ``min_reliability`` outside ``[0, 1]``, a problem and realization of different
-            vocabularies, or :math:`Z_R(\lambda) = 0`.
+        ValueError: anchors of the problem missing from the evidence graph (the message
+            names each and the fix), an empty evidence graph, a negative or non-scalar
+            ``lam``/``kappa``/``tau``, ``theta`` or ``min_reliability`` outside ``[0, 1]``, a
+            problem and realization of different vocabularies, or :math:`Z_R(\lambda) = 0`.
 
     References:
         Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
@@ -110,8 +117,8 @@ def ground_batch(
     (:func:`~grounding.solver.compact.compact_evidence`: the entities its edges touch and the
     problem's entities, padded to one power-of-two size for the batch), so that questions with
     evidence of similar size share one program whatever graph it came from; walks use only
-    edges, so results are unchanged. Problems of every kind (claim chains, answers) may be
-    mixed: they are grouped by their statics.
+    edges, so results are unchanged (a name the state lacks stays out of graph). Problems of
+    every kind (claim chains, answers) may be mixed: they are grouped by their statics.
 
     The settings (``config`` and/or keywords, as for :func:`ground`) are shared by every
     question. Results equal :func:`ground` question by question.
@@ -130,7 +137,10 @@ def ground_batch(
         raise ValueError(f"{len(problems)} problems but {len(states)} evidence states")
     if not shared and realization is None:  # a realization is indexed by the full vocabulary
         states = [checked_state(p, s) for p, s in zip(problems, states)]
-        states = compact_evidence(states, [p.entities() for p in problems])
+        keep = [
+            [e for e in p.entities() if s.graph.has_entity(e)] for p, s in zip(problems, states)
+        ]
+        states = compact_evidence(states, keep)  # out-of-graph names stay out of graph
     c_pad = bucket(max(p.n_candidates for p in problems))
     prepared = [prepare(p, s, realization, config, c_pad) for p, s in zip(problems, states)]
     groups: dict = {}

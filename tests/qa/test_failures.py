@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from grounding import GroundingConfig, TypedGraph
+from grounding import EvidenceStatus, GroundingConfig, TypedGraph
 from grounding.datasets import KGQuestion
 from grounding.hypergraph import KnowledgeHypergraph
 from grounding.learn import KGEModel
@@ -119,12 +119,17 @@ def test_grounded_qa_a_failing_model_call_is_that_questions_abstention():
     assert out.reason.startswith("candidate model failed (EndpointError)")
 
 
-def test_grounded_qa_entities_missing_from_the_graph_are_reasons_naming_them():
+def test_grounded_qa_a_missing_topic_is_a_reason_and_a_missing_candidate_is_unsupported():
+    """Only a topic the graph lacks fails a question; a candidate it lacks (``zz``) is grounded
+    as unsupported, exactly as ``b1``, which x (isolated) reaches by no walk either."""
     good = _question("t")
     outs = _qa(Table(TABLE)).answer_batch([_question("nobody"), good, _question("x")])
     assert outs[0].result is None and "'nobody'" in outs[0].reason
-    assert outs[2].result is None and outs[2].reason == "entity 'zz' is not in the evidence graph"
-    assert outs[2].evidence is not None and outs[2].candidates.entities == ("b1", "zz")
+    out = outs[2]
+    assert out.reason is None and out.candidates.entities == ("b1", "zz")
+    assert [int(s) for s in out.result.status] == [int(EvidenceStatus.UNSUPPORTED)] * 2
+    np.testing.assert_array_equal(out.result.energy, [1.0, 1.0])  # kappa, Eq. (19)
+    assert out.answer is None  # unsupported best: RETRIEVE, not an answer (Axiom 8)
     _same(outs[1], _qa(Table(TABLE)).answer(good))
 
 
@@ -236,9 +241,11 @@ def test_pankrag_a_failing_planner_is_that_questions_outcome():
     assert _steps(outs[1]) == _steps(system.answer(good)) and outs[1].answer == "c1"
 
 
-def test_pankrag_candidates_missing_from_the_graph_fail_their_step():
+def test_pankrag_candidates_missing_from_the_graph_are_grounded_as_unsupported():
     out = _pankrag(Table(TABLE)).answer(_question("x"))
-    assert out.answer is None and out.reason == "entity 'zz' is not in the evidence graph"
+    step = out.steps["q1"]
+    assert step.reason is None and set(step.answers) == {"b1", "zz"}
+    assert [int(s) for s in step.result.status] == [int(EvidenceStatus.UNSUPPORTED)] * 2
 
 
 @pytest.mark.parametrize(

@@ -12,8 +12,7 @@ from _stub import _choice, _completion
 
 from grounding.datasets import KGQuestion
 from grounding.llm import Endpoint
-from grounding.qa import CandidateModelError, OpenAICompatibleModel
-from grounding.qa.remote_model import normalize_answer
+from grounding.qa import CandidateModelError, OpenAICompatibleModel, normalize_answer
 
 ENTITIES = ("amino_acid", "lipid", "Q42")
 TEXTS = ("Amino acid", "Lipid", "Douglas Adams")
@@ -35,16 +34,16 @@ def test_answers_map_to_entities_with_sequence_log_probabilities(server):
             _choice("Amino acid", [-0.1, -0.2]),
             _choice("amino_acid.", [-0.5]),  # another form of the same entity: merges
             _choice(" LIPID ", [-1.0, -1.0]),
-            _choice("a protein", [-0.05]),  # names no entity
+            _choice("A Protein.", [-0.05]),  # names no entity: an out-of-graph candidate
         ]
     )
     out = _model(server, n_samples=4).propose(QUESTION, k=5)
-    # by hand: amino_acid = log(e^-0.3 + e^-0.5), lipid = -2.0, then normalized
-    a, b = math.log(math.exp(-0.3) + math.exp(-0.5)), -2.0
-    z = math.log(math.exp(a) + math.exp(b))
-    assert out.entities == ("amino_acid", "lipid")
-    np.testing.assert_allclose(out.log_prior, [a - z, b - z], atol=1e-12)
-    assert out.dropped == ("a protein",) and not out.abstained
+    # by hand: amino_acid = log(e^-0.3 + e^-0.5), lipid = -2.0, "a protein" -0.05, normalized
+    a, b, c = math.log(math.exp(-0.3) + math.exp(-0.5)), -2.0, -0.05
+    z = math.log(math.exp(a) + math.exp(b) + math.exp(c))
+    assert out.entities == ("amino_acid", "a protein", "lipid")
+    np.testing.assert_allclose(out.log_prior, [a - z, c - z, b - z], atol=1e-12)
+    assert out.out_of_graph == ("a protein",) and out.dropped == () and not out.abstained
     assert len(server.requests) == 1
     headers, body = server.requests[0]
     assert body["model"] == "stub-model" and body["logprobs"] is True and body["n"] == 4
@@ -114,11 +113,64 @@ def test_rejected_n_falls_back_to_one_request_per_sample(server):
     assert [b.get("n") for _, b in server.requests[3:]] == [None, None]
 
 
-def test_nothing_maps_is_an_abstention_with_its_reason(server):
-    server.reply([_choice("I do not know", [-0.1]), _choice("", [-0.2])])
+def test_unlinked_answers_are_out_of_graph_candidates_and_only_empty_ones_are_dropped(server):
+    """An answer that names no entity stays a candidate (its normalized text, listed in
+    ``out_of_graph``); an empty one cannot be a candidate: dropped, and when every answer is
+    empty the model abstains with that reason."""
+    server.reply([_choice("I do not know", [-0.1]), _choice(" ''. ", [-0.2])])
     out = _model(server, n_samples=2).propose(QUESTION, k=5)
-    assert out.abstained and "names a graph entity" in out.abstain_reason
-    assert out.dropped == ("I do not know", "")
+    assert out.entities == out.out_of_graph == ("i do not know",)
+    np.testing.assert_allclose(out.log_prior, [0.0])
+    assert out.dropped == ("''.",) and not out.abstained  # the first line, stripped
+    server.reply([_choice("", [-0.1]), _choice(" . ", [-0.2])])
+    out = _model(server, n_samples=2).propose(QUESTION, k=5)
+    assert out.abstained and "all empty" in out.abstain_reason
+    assert out.dropped == ("", ".")
+
+
+def test_an_ambiguous_answer_is_split_over_every_entity_it_names(server):
+    """``bank`` names two entities (one by name, one by text): each gets half its mass, and
+    it merges with another answer naming one of them by log-sum-exp."""
+    ep = Endpoint(server.url, "stub-model", api_key_env="GROUNDING_TEST_NO_SUCH_KEY")
+    model = OpenAICompatibleModel(ep, ("bank", "bank_2", "river"), ("Bank", "bank", "River"))
+    server.reply([_choice("Bank", [-0.2]), _choice("bank_2", [-1.0]), _choice("river", [-0.7])])
+    out = model.propose(QUESTION, k=5)
+    w = {
+        "bank": math.exp(-0.2) / 2,
+        "bank_2": math.exp(-0.2) / 2 + math.exp(-1.0),
+        "river": math.exp(-0.7),
+    }
+    z = sum(w.values())
+    assert set(out.entities) == set(w) and out.out_of_graph == ()
+    got = dict(zip(out.entities, np.exp(out.log_prior)))
+    for e, x in w.items():
+        np.testing.assert_allclose(got[e], x / z, atol=1e-12)
+    assert model.linker.link("BANK.") == ("bank", "bank_2")
+
+
+def test_an_out_of_graph_answer_is_grounded_as_unsupported_in_the_loop(server):
+    """End to end: the adapter's out-of-graph candidate reaches ``ground`` in GroundedQA and
+    comes back unsupported with slack energy kappa, beside a supported graph answer."""
+    from grounding import EvidenceStatus, GroundingConfig, TypedGraph
+    from grounding.qa import GroundedQA
+    from grounding.retrieval import PCR, TextIndex
+
+    graph = TypedGraph.from_triples(
+        [("Q42", "r", "lipid"), ("lipid", "s", "amino_acid")], entities=ENTITIES, texts=TEXTS
+    )
+    server.reply([_choice("Lipid", [-0.7]), _choice("a protein", [-0.2])])
+    qa = GroundedQA(
+        _model(server, n_samples=2),
+        PCR(TextIndex(graph), max_hops=1),
+        GroundingConfig(lam=4.0, kappa=1.0),
+    )
+    out = qa.answer(QUESTION)
+    assert out.reason is None and out.candidates.out_of_graph == ("a protein",)
+    res = out.result
+    status = dict(zip(res.answers, map(EvidenceStatus, np.asarray(res.status))))
+    energy = dict(zip(res.answers, np.asarray(res.energy)))
+    assert status == {"a protein": EvidenceStatus.UNSUPPORTED, "lipid": EvidenceStatus.SUPPORTED}
+    assert energy["a protein"] == 1.0 and out.answer == "lipid"
 
 
 def test_key_is_sent_only_when_configured(server, monkeypatch):
@@ -187,3 +239,5 @@ def test_bad_arguments(kw, name):
 def test_normalize_answer():
     assert normalize_answer("  'Amino_Acid.'  ") == "amino acid"
     assert normalize_answer("A\tB\n C") == "a b c"
+    for x in ("a. .", "'\"x\"'.", " _a_ . ", "Straße"):  # idempotent
+        assert normalize_answer(normalize_answer(x)) == normalize_answer(x), x

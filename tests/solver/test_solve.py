@@ -797,10 +797,10 @@ def _p3():
     [
         (
             lambda: g.ground(
-                dataclasses.replace(_p3(), candidates=("b", "zz")), _g3(), lam=1.0, kappa=1.0
+                dataclasses.replace(_p3(), anchors=("zz",)), _g3(), lam=1.0, kappa=1.0
             ),
             ValueError,
-            "'zz' is not in the evidence",
+            "'zz' is not in the evidence",  # a missing anchor (a missing candidate is no error)
         ),
         (
             lambda: g.ground(_p3(), g.TypedGraph.from_triples([]), lam=1.0, kappa=1.0),

@@ -1,0 +1,231 @@
+"""Answers the evidence graph does not show (the paper's *unobserved* case) in the QA floor:
+the linker and ``Candidates.from_answers`` rules, and every loop keeping a question whose
+candidates are out of graph (grounded as unsupported) while a missing topic fails it."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+
+import grounding as g
+from grounding.datasets import KGQuestion
+from grounding.plans import Plan, SubQuestion
+from grounding.qa import (
+    AnswerLinker,
+    BlindQA,
+    Candidates,
+    GroundedQA,
+    PankRAG,
+    grounding_problem,
+    normalize_answer,
+)
+from grounding.qa.pipeline import unknown_entities
+from grounding.query import BlindQuestion
+from grounding.retrieval import PCR, TextIndex
+
+S = g.EvidenceStatus
+CONFIG = g.GroundingConfig(lam=2.0, kappa=1.0)
+
+
+# ------------------------------------------------------------------------ linking rules
+def test_the_linker_links_every_entity_whose_name_or_text_matches():
+    linker = AnswerLinker(
+        ["bank.n.01", "bank.n.02", "river_bank", "Q1"], ["bank", "Bank", "river bank", "bank."]
+    )
+    assert linker.link(" BANK ") == ("bank.n.01", "bank.n.02", "Q1")  # vocabulary order
+    assert linker.link("River_Bank.") == ("river_bank",)
+    assert linker.link("a bank") == () and linker.link("") == ()
+    with pytest.raises(ValueError, match="entities is empty"):
+        AnswerLinker([])
+    with pytest.raises(ValueError, match="texts has 1 entries"):
+        AnswerLinker(["a", "b"], ["a"])
+    with pytest.raises(TypeError, match="not a string"):
+        AnswerLinker("ab")
+
+
+def test_from_answers_applies_the_three_rules():
+    """(a) an unlinked answer is an out-of-graph candidate named by its normalized text;
+    (b) an answer naming ``m`` entities gives each ``log w - log m``; (c) names that recur
+    merge by log-sum-exp; empty answers are dropped."""
+    linker = AnswerLinker(["bank.n.01", "bank.n.02", "river"], ["bank", "bank", "River"])
+    answers = ["Bank", "river", "The Shore.", "the shore", "bank.n.02", "  "]
+    lw = np.log([0.4, 0.2, 0.1, 0.1, 0.1, 0.1])
+    c = Candidates.from_answers(answers, lw, linker)
+    want = {  # by hand, before normalization over the kept mass (0.9)
+        "bank.n.01": 0.2,
+        "bank.n.02": 0.2 + 0.1,
+        "river": 0.2,
+        "the shore": 0.1 + 0.1,
+    }
+    z = sum(want.values())
+    assert set(c.entities) == set(want) and c.out_of_graph == ("the shore",)
+    got = dict(zip(c.entities, np.exp(c.log_prior)))
+    for e, x in want.items():
+        np.testing.assert_allclose(got[e], x / z, atol=1e-12)
+    assert c.entities[0] == "bank.n.02" and c.dropped == ("  ",)
+    assert abs(logsumexp(c.log_prior)) < 1e-12
+    # k keeps the most probable (out-of-graph ones compete on their prior)
+    top = Candidates.from_answers(answers, lw, linker, k=2)
+    assert top.entities[0] == "bank.n.02" and len(top.entities) == 2
+    assert set(top.out_of_graph) <= set(top.entities)
+    # nothing usable: an abstention naming why, the dropped texts kept
+    none = Candidates.from_answers(["", " . "], [0.0, 0.0], linker)
+    assert none.abstained and "all empty" in none.abstain_reason and none.dropped == ("", " . ")
+    with pytest.raises(ValueError, match="2 answers but log_weights"):
+        Candidates.from_answers(["a", "b"], [0.0], linker)
+    with pytest.raises(TypeError, match="not a string"):
+        Candidates.from_answers("ab", [0.0, 0.0], linker)
+    with pytest.raises(ValueError, match="out_of_graph must list entries"):
+        Candidates(("a",), np.zeros(1), out_of_graph=("b",))
+
+
+def test_an_out_of_graph_name_is_never_an_entity_name_of_the_linker():
+    """An entity named like the normalized form of an answer links to it: the out-of-graph
+    name of an unlinked answer cannot be one of the linker's entities."""
+    names = ["a.", "a. .", "x_y", "'q'", "Straße"]
+    linker = AnswerLinker(names)
+    for text in ["a. .", "A.", "x y", "X_Y.", "q", "strasse", "'Q'."]:
+        c = Candidates.from_answers([text], [0.0], linker)
+        assert not (set(c.out_of_graph) & set(names)), text
+        assert normalize_answer(normalize_answer(text)) == normalize_answer(text)
+
+
+def test_a_custom_linker_that_skips_an_entitys_own_name_is_refused():
+    class Odd:
+        def link(self, answer):
+            return ("x",) if answer == "first" else ()
+
+    with pytest.raises(ValueError, match="must link each entity's name"):
+        Candidates.from_answers(["first", "x"], [0.0, 0.0], Odd())
+
+
+def test_the_evidence_picks_the_supported_reading_of_an_ambiguous_answer():
+    """Rule (b) end to end: ``bank`` is split equally over two entities; the evidence supports
+    one, which wins the posterior; the other reading stays, unsupported."""
+    graph = g.TypedGraph.from_triples(
+        [("money", "kept_at", "bank_fin")], entities=["money", "bank_fin", "bank_river"],
+        texts=["money", "bank", "bank"],
+    )  # fmt: skip
+    c = Candidates.from_answers(["bank"], [0.0], AnswerLinker(graph.entities, graph.texts))
+    np.testing.assert_allclose(np.exp(c.log_prior), [0.5, 0.5])
+    q = KGQuestion("q", "Where is money kept?", "money", (), (), (), "test")
+    res = g.ground(grounding_problem(q, c, max_hops=1), graph, CONFIG)
+    assert res.answer == "bank_fin"
+    assert [S(int(s)) for s in res.status] == [S.SUPPORTED, S.UNSUPPORTED]
+
+
+# ------------------------------------------------------------------------------ the loops
+def _graph() -> g.TypedGraph:
+    """t -r1-> b1 -r2-> c1 ; t -r1-> b2."""
+    return g.TypedGraph.from_triples(
+        [("t", "r1", "b1"), ("t", "r1", "b2"), ("b1", "r2", "c1")],
+        entities=["t", "b1", "b2", "c1"],
+    )
+
+
+class Model:
+    """Proposes a table's answers for a (topic, chain): ``zz`` is no entity of the graph."""
+
+    TABLE = {
+        ("t", ("r1",)): {"zz": 0.6, "b1": 0.4},
+        ("t", ()): {"zz": 0.6, "b1": 0.4},
+        ("b1", ("r2",)): {"c1": 0.7, "zz": 0.3},
+        ("zz", ("r1",)): {"b1": 1.0},
+    }
+
+    def propose(self, question, k):
+        row = self.TABLE[(question.topic, tuple(question.chain or ()))]
+        return Candidates.from_scores(list(row), np.log(list(row.values())), k=k)
+
+
+def _isolated(graph, *names):
+    return dataclasses.replace(graph, entities=graph.entities + names)
+
+
+def _assert_unsupported_beside_supported(res: g.GroundingResult, energy: float = 1.0):
+    status = dict(zip(res.answers, (S(int(s)) for s in res.status)))
+    assert status == {"zz": S.UNSUPPORTED, "b1": S.SUPPORTED}, status
+    assert dict(zip(res.answers, np.asarray(res.energy)))["zz"] == energy  # kappa
+    assert dict(zip(res.answers, np.asarray(res.hard_log_posterior)))["zz"] == -np.inf
+
+
+@pytest.mark.parametrize("chain", [("r1",), ()])
+def test_grounded_qa_keeps_out_of_graph_candidates_as_unsupported(chain):
+    """A chain question and a free-text one: ``zz`` is unsupported with energy kappa, the
+    posterior equals the one on the graph with ``zz`` as an isolated node, the answer is b1."""
+    q = KGQuestion("q", "What is the r1 of t?", "t", chain, ("b1",), ("b1",), "test")
+    out = GroundedQA(Model(), PCR(TextIndex(_graph()), max_hops=1), CONFIG, max_hops=1).answer(q)
+    assert out.reason is None and out.answer == "b1"
+    _assert_unsupported_beside_supported(out.result)
+    problem = grounding_problem(q, out.candidates, max_hops=1)
+    assert problem.anchors == ("t",)
+    want = g.ground(problem, _isolated(out.evidence.graph, "zz"), CONFIG)
+    np.testing.assert_allclose(out.result.log_posterior, want.log_posterior, rtol=1e-12)
+
+
+def test_grounded_qa_fails_only_a_question_whose_topic_is_missing():
+    q = KGQuestion("q", "What is the r1 of zz?", "zz", ("r1",), (), (), "test")
+    ok = KGQuestion("q2", "What is the r1 of t?", "t", ("r1",), (), (), "test")
+    bad, good = GroundedQA(Model(), PCR(TextIndex(_graph()), max_hops=1), CONFIG).answer_batch(
+        [q, ok]
+    )
+    assert bad.result is None and bad.reason == "topic entity 'zz' is not in the evidence graph"
+    assert good.reason is None and good.answer == "b1"
+
+
+def test_unknown_entities_names_every_missing_topic_and_no_candidate():
+    state = g.EvidenceState(_graph())
+    chains = (g.ClaimChain(("t", "zz"), ("r1",)),)
+    p = g.GroundingProblem("?", chains, np.zeros(1), anchors=("t",))
+    assert unknown_entities(p, state) is None
+    p = g.GroundingProblem("?", ("zz",), np.zeros(1), anchors=("n1", "t", "n2"), max_hops=1)
+    assert unknown_entities(p, state) == "topic entities 'n1', 'n2' are not in the evidence graph"
+
+
+class Answerer:
+    """BlindQA's answerer over a vocabulary larger than the graph (``zz`` is not in it)."""
+
+    entities = ("t", "b1", "b2", "c1", "zz")
+
+    def log_scores(self, topic, chain):
+        return np.log(np.array([1e-9, 0.4, 1e-9, 1e-9, 0.6]))
+
+
+class Predictor:
+    def predict(self, questions, k):
+        return [[(("r1",), 1.0)] for _ in questions]
+
+
+def test_blind_qa_keeps_out_of_graph_candidates_as_unsupported():
+    qa = BlindQA(Answerer(), Predictor(), PCR(TextIndex(_graph()), max_hops=1), CONFIG,
+                 k_candidates=2)  # fmt: skip
+    out, bad = qa.answer_batch(
+        [BlindQuestion("What is the r1 of t?", "t"), BlindQuestion("What is the r1 of zz?", "zz")]
+    )
+    assert out.reason is None and out.answer == "b1"
+    _assert_unsupported_beside_supported(out.result)
+    assert bad.result is None and "topic entity 'zz'" in bad.reason
+
+
+def test_pankrag_keeps_out_of_graph_answers_and_anchors_the_next_step_at_graph_ones():
+    """Step 1's candidates include ``zz`` (unsupported, kept in its answers); step 2 is
+    anchored at step 1's answers that are graph entities (``zz`` anchors no walk)."""
+    s1 = SubQuestion("q1", "What is the r1 of t?", anchors=("t",), relations=("r1",))
+    s2 = SubQuestion("q2", "What is the r2 of {q1}?", depends_on=("q1",), relations=("r2",))
+
+    class OnePlan:
+        def plan(self, question):
+            return Plan(question.text, (s1, s2))
+
+    q = KGQuestion("q", "What is the r2 of the r1 of t?", "t", ("r1", "r2"), (), (), "test")
+    out = PankRAG(OnePlan(), Model(), TextIndex(_graph()), CONFIG, beam=2).answer(q)
+    first, second = out.steps["q1"], out.steps["q2"]
+    assert first.reason is None and set(first.answers) == {"b1", "zz"}
+    _assert_unsupported_beside_supported(first.result)
+    assert second.anchors == ("b1",) and second.reason is None
+    assert second.answers[0] == "c1" and out.answer == "c1"
+    status = dict(zip(second.result.answers, (S(int(s)) for s in second.result.status)))
+    assert status == {"c1": S.SUPPORTED, "zz": S.UNSUPPORTED}
