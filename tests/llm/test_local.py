@@ -15,7 +15,9 @@ log-probabilities by several nats (checked by planting each).
 
 from __future__ import annotations
 
+import copy
 import json
+import runpy
 from pathlib import Path
 
 import numpy as np
@@ -80,13 +82,14 @@ def test_beam_answers_carry_their_scores_best_first(lm):
     assert "Paris" in texts[0]
 
 
-def test_prompt_prefix_cache_is_exact():
+def test_prompt_prefix_cache_is_exact(lm):
     """With worked examples, the shared prefix is evaluated once and reused: the scores equal
     those of the full prompt evaluated from scratch."""
-    lm = LocalLM.load(examples=[("What is a rose a kind of?", "shrub")])
+    lm = copy.copy(lm)  # the same weights, its own prompt
+    lm.examples, lm._prefix_cache = (("What is a rose a kind of?", "shrub"),), None
     q = "What is an oak a kind of?"
     cached = lm.score(q, ["tree", "flower"])
-    lm._prefix_cache = ([], None)  # no prefix: every prompt from scratch
+    lm._prefix_cache = ([], None, 0)  # no prefix: every prompt from scratch
     np.testing.assert_allclose(lm.score(q, ["tree", "flower"]), cached, atol=2e-3)
 
 
@@ -98,3 +101,38 @@ def test_bad_arguments_are_named(tmp_path, lm):
     with pytest.raises(ValueError, match="max_answer_tokens"):
         LocalLM(lm.path, max_answer_tokens=0)
     assert lm.score("q", []).shape == (0,)
+
+
+def test_a_real_models_answers_become_candidates_out_of_graph_ones_unsupported(lm):
+    """The model's own answers (full sentences here) name no entity: they stay candidates,
+    out of graph; the pool's answer is scored by the model beside them; grounding keeps the
+    out-of-graph ones as unsupported, with slack energy, instead of failing."""
+    from grounding import EvidenceStatus, GroundingConfig, GroundingProblem, TypedGraph, ground
+    from grounding.qa import AnswerLinker, LocalCandidateModel
+    from grounding.query import BlindQuestion
+
+    linker = AnswerLinker(["q90", "q456"], ["paris", "lyon"])
+    model = LocalCandidateModel(lm, linker, pool=lambda q: ["Lyon", "lyon."])
+    q = BlindQuestion("What is the capital of France?", "q142")
+    got = model.propose(q, 3)
+    assert "q456" in got.entities and got.out_of_graph
+    assert set(got.entities) == {"q456", *got.out_of_graph}
+    assert abs(np.logaddexp.reduce(got.log_prior)) < 1e-9
+    lyon = lm.score(q.text, ["Lyon"])[0]
+    texts = [t for t, _ in lm.propose(q.text, 3)]
+    raw = np.append(lm.score(q.text, texts), lyon)
+    want = lyon - np.logaddexp.reduce(raw)  # the pool's answer, once, among the model's own
+    np.testing.assert_allclose(got.log_prior[got.entities.index("q456")], want, atol=2e-3)
+    graph = TypedGraph.from_triples([("q142", "capital", "q456")])
+    problem = GroundingProblem(q.text, got.entities, got.log_prior, anchors=("q142",))
+    result = ground(problem, graph, GroundingConfig(lam=1.0, kappa=1.0))
+    status = dict(zip(got.entities, np.asarray(result.status)))
+    assert all(status[e] == EvidenceStatus.UNSUPPORTED for e in got.out_of_graph)
+    assert status["q456"] == EvidenceStatus.SUPPORTED
+
+
+def test_the_local_model_example_of_the_docs_runs(lm, capsys):
+    """docs/examples/local_model.py, shown on the "Ground your own LLM's answers" page, runs
+    as written (its own assertions included)."""
+    runpy.run_path(str(Path(__file__).parents[2] / "docs" / "examples" / "local_model.py"))
+    assert "decision:" in capsys.readouterr().out
