@@ -1,6 +1,7 @@
 """Datasets (leaves: they import only the loaders here and the data types
 :mod:`grounding.graph`, :mod:`grounding.evidence`, :mod:`grounding.query`): the Lou Seal
-running example's data, real benchmark knowledge graphs, a TSV loader, and retrieval
+running example's data, real benchmark knowledge graphs (WordNet's synset names and glosses
+among them), a TSV loader, and retrieval
 benchmarks (PathRAG-6, anchored retrieval on knowledge graphs), and
 MuSiQue's and FanOutQA's gold question decompositions (planning)."""
 
@@ -13,6 +14,7 @@ from grounding.datasets import musique as _musique
 from grounding.datasets import pathrag6 as _pathrag6
 from grounding.datasets import tsv as _tsv
 from grounding.datasets import wd50k as _wd50k
+from grounding.datasets import wordnet as _wordnet
 from grounding.datasets.fanoutqa import *  # noqa: F403  (names listed once, in each module's __all__)
 from grounding.datasets.kg import *  # noqa: F403
 from grounding.datasets.kg_retrieval import *  # noqa: F403
@@ -22,6 +24,7 @@ from grounding.datasets.musique import *  # noqa: F403
 from grounding.datasets.pathrag6 import *  # noqa: F403
 from grounding.datasets.tsv import *  # noqa: F403
 from grounding.datasets.wd50k import *  # noqa: F403
+from grounding.datasets.wordnet import *  # noqa: F403
 
 __all__ = [
     *_tsv.__all__,
@@ -33,4 +36,5 @@ __all__ = [
     *_musique.__all__,
     *_fanoutqa.__all__,
     *_wd50k.__all__,
+    *_wordnet.__all__,
 ]

@@ -1,5 +1,5 @@
 r"""Real benchmark knowledge graphs with train / validation / test splits (UMLS, Nations, Kinships,
-CoDEx-S, CoDEx-M).
+CoDEx-S, CoDEx-M, WN18RR).
 
 In the paper's terms a split benchmark *is* incomplete evidence: the training graph is the
 observed evidence state :math:`R`, train + validation + test is the latent world
@@ -15,6 +15,13 @@ CoDEx (Safavi & Koutra, *CoDEx: A Comprehensive Knowledge Graph Completion Bench
 could not be obtained offline), so an entity's text is its id followed by its type labels,
 e.g. ``"Q7604 (human)"``. CoDEx-S also ships hand-verified false-but-plausible triples
 (:attr:`KGSplits.negatives`).
+
+WN18RR (Dettmers, Minervini, Stenetorp and Riedel, *Convolutional 2D Knowledge Graph
+Embeddings*, AAAI 2018) is WordNet 3.0 (WordNet 3.0 Copyright 2006 by Princeton University. All
+rights reserved.) without WN18's inverse relations. Entities are synset offsets
+(``"02106662"``), an entity's text is its lemma name (``"german shepherd dog"``; not unique), a
+relation's text its name without the leading ``_`` (``"member meronym"``); the glosses and the
+map from a name to its synsets are in :mod:`grounding.datasets.wordnet`.
 """
 
 from __future__ import annotations
@@ -30,13 +37,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from grounding.datasets.tsv import read_triples
+from grounding.datasets.wordnet import read_synset_texts
 from grounding.graph import Triple, TypedGraph
 
 __all__ = ["KGSplits", "load_kg", "load_kg_splits", "codex_labels"]
 
 #: Shipped real knowledge graphs (``grounding/datasets/data/<name>/{train,valid,test}.txt``).
-KG_DATASETS = ("umls", "nations", "kinships", "codex-s", "codex-m")
+KG_DATASETS = ("umls", "nations", "kinships", "codex-s", "codex-m", "wn18rr")
 SPLITS = ("train", "valid", "test")
+#: Split files that are not ``{train,valid,test}.txt`` (WN18RR ships under its own names).
+_SPLIT_FILES = {"wn18rr": ("train.tsv", "dev.tsv", "test.tsv")}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,7 +175,7 @@ def load_kg_splits(
 
 def load_kg(name: str) -> KGSplits:
     """One of the shipped real knowledge graphs (:data:`KG_DATASETS`): ``"umls"``, ``"nations"``,
-    ``"kinships"``, ``"codex-s"``, ``"codex-m"``.
+    ``"kinships"``, ``"codex-s"``, ``"codex-m"``, ``"wn18rr"``.
 
     Example:
         >>> kg = load_kg("nations")
@@ -184,10 +194,33 @@ def load_kg(name: str) -> KGSplits:
         raise ValueError(f"unknown dataset {name!r}; shipped: {', '.join(KG_DATASETS)}")
     data = resources.files("grounding.datasets") / "data"
     root = data / key
-    kg = load_kg_splits(*(root / f"{s}.txt" for s in SPLITS), name=key)
+    files = _SPLIT_FILES.get(key, tuple(f"{s}.txt" for s in SPLITS))
+    kg = load_kg_splits(*(root / f for f in files), name=key)
     if key.startswith("codex"):
         kg = _with_codex_labels(kg, data / "codex", root)
+    elif key == "wn18rr":
+        kg = _with_wordnet_texts(kg, root)
     return kg
+
+
+def _with_wordnet_texts(kg: KGSplits, root: Traversable) -> KGSplits:
+    """WN18RR's lemma names as entity texts and its relation names without the leading ``_``;
+    every entity must have a text and every relation must be listed in ``relations.txt``."""
+    path = root / "entity2text.txt"
+    texts = read_synset_texts(path)
+    missing = [e for e in kg.entities if e not in texts]
+    if missing:
+        raise ValueError(f"{path}: no text for {len(missing)} synsets, e.g. {missing[0]!r}")
+    rel_path = root / "relations.txt"
+    listed = {r for r in rel_path.read_text(encoding="utf-8").split("\n") if r.strip()}
+    unlisted = sorted(set(kg.relations) - listed)
+    if unlisted:
+        raise ValueError(f"{rel_path}: relations used by the splits but not listed: {unlisted}")
+    return dataclasses.replace(
+        kg,
+        entity_texts=tuple(texts[e].name for e in kg.entities),
+        relation_texts=tuple(r.lstrip("_").replace("_", " ") for r in kg.relations),
+    )
 
 
 def _read_json(path: Traversable) -> dict:

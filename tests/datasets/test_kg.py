@@ -16,6 +16,7 @@ STATS = {  # (entities, relations, train, valid, test) as documented by PyKEEN
     "kinships": (104, 25, 8544, 1068, 1074),
     "codex-s": (2034, 42, 32888, 1827, 1828),  # CoDEx README
     "codex-m": (17050, 51, 185584, 10310, 10311),
+    "wn18rr": (40943, 11, 86835, 3034, 3134),  # Dettmers et al. 2018
 }
 
 
