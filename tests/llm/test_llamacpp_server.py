@@ -27,10 +27,6 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-# found, not imported: llama_cpp leaves files open at import (ResourceWarning); the server
-# runs in its own process
-if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("uvicorn") is None:
-    pytest.skip("llama-cpp-python[server] is not installed", allow_module_level=True)
 
 from grounding.llm import Endpoint, HTTPStatusError, default_gguf_path  # noqa: E402
 from grounding.qa import CandidateModelError, OpenAICompatibleModel  # noqa: E402
@@ -45,6 +41,10 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
+    # found, not imported: llama_cpp leaves files open at import (ResourceWarning); the server
+    # runs in its own process
+    if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("uvicorn") is None:
+        pytest.skip("llama-cpp-python[server] is not installed")
     port = _free_port()
     log = tmp_path_factory.mktemp("llamacpp") / "server.log"  # not a pipe: it would fill up
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(default_gguf_path())]
