@@ -44,7 +44,7 @@ def server(tmp_path_factory):
     # found, not imported: llama_cpp leaves files open at import (ResourceWarning); the server
     # runs in its own process
     if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("uvicorn") is None:
-        pytest.skip("llama-cpp-python[server] is not installed")
+        pytest.skip(reason="llama-cpp-python[server] is not installed")
     port = _free_port()
     log = tmp_path_factory.mktemp("llamacpp") / "server.log"  # not a pipe: it would fill up
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(default_gguf_path())]
