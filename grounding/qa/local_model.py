@@ -54,10 +54,6 @@ class LocalCandidateModel:
             raise TypeError(f"pool must be callable or None, got {type(pool).__name__}")
         self.lm, self.linker, self.pool = lm, linker, pool
 
-    def answers(self, question: QuestionLike, k: int) -> list[tuple[str, float]]:
-        """The model's ``k`` best answer texts with their log-probabilities, best first."""
-        return self.lm.propose(question.text, check_int(k, "k"))
-
     def propose(self, question: QuestionLike, k: int) -> Candidates:
         """The question's candidates (module docstring); an abstention when the model
         completes no answer within its token budget."""
