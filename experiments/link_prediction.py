@@ -58,11 +58,22 @@ PRESETS = {
     ("umls", "transe"): OneVsAllConfig(dim=256, epochs=100, lr=0.1, init_scale=0.1, patience=4),
     # WN18RR: sized so that one run takes at most about 35 minutes on one CPU core
     ("wn18rr", "complex"): OneVsAllConfig(
-        dim=256, epochs=10, batch_size=256, lr=0.1, n3=0.1, init_scale=0.1, eval_every=1,
+        dim=256,
+        epochs=10,
+        batch_size=256,
+        lr=0.1,
+        n3=0.1,
+        init_scale=0.1,
+        eval_every=1,
         patience=3,
     ),
     ("wn18rr", "transe"): OneVsAllConfig(
-        dim=256, epochs=50, lr=0.3, n_shared_negatives=4096, init_scale=0.1, eval_every=2,
+        dim=256,
+        epochs=50,
+        lr=0.3,
+        n_shared_negatives=4096,
+        init_scale=0.1,
+        eval_every=2,
         patience=3,
     ),
 }
