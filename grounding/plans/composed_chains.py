@@ -40,7 +40,7 @@ import numpy as np
 
 from grounding._checks import check_int
 from grounding.graph import INVERSE_SUFFIX, TypedGraph, inverse_relation
-from grounding.plans._common import _tempered_softmax, _unit
+from grounding.plans._common import _chain, _embed, _example, _tempered_softmax, _unit
 from grounding.query import BlindQuestion, relation_phrase
 
 __all__ = ["ComposedChainPredictor"]
@@ -126,25 +126,33 @@ class ComposedChainPredictor:
     def fit(self, questions: Sequence[Any]) -> ComposedChainPredictor:
         """Learn relation and hop-count prototypes from training questions (each with
         ``text`` and its gold ``chain``; relations outside the graph are ignored). Returns
-        ``self``."""
+        ``self``.
+
+        Raises:
+            TypeError: a chain is a bare string or holds anything but relation names (the
+                message names the question).
+            ValueError: no question, an empty chain, or an encoder output that is not finite.
+        """
+        questions = list(questions)
         if not questions:
             raise ValueError("fit needs at least one training question")
+        chains = [_chain(q.chain, _example(i, q)) for i, q in enumerate(questions)]
         index = {r: i for i, r in enumerate(self.relations)}
-        emb = _unit(self.encode([q.text for q in questions]))
+        emb = _embed(self.encode, [q.text for q in questions])
         proto = np.zeros((len(self.relations), emb.shape[1]))
         hops = np.zeros((self.max_hops, emb.shape[1]))
-        for e, q in zip(emb, questions):
-            for r in set(q.chain):
+        for e, chain in zip(emb, chains):
+            for r in set(chain):
                 if r in index:
                     proto[index[r]] += e
-            if 1 <= len(q.chain) <= self.max_hops:
-                hops[len(q.chain) - 1] += e
+            if 1 <= len(chain) <= self.max_hops:
+                hops[len(chain) - 1] += e
         self._proto, self._hops = _unit(proto), _unit(hops)
         phrases = [
             relation_phrase(self.label(r), "", inverse=r.endswith(INVERSE_SUFFIX))
             for r in self.relations
         ]
-        self._label = _unit(self.encode(phrases))
+        self._label = _embed(self.encode, phrases)
         self._follows = self._schema()
         self._fitted = True
         return self
@@ -170,7 +178,7 @@ class ComposedChainPredictor:
             raise ValueError("the predictor is not fitted: call fit(training questions) first")
         if not all(isinstance(q, BlindQuestion) for q in questions):
             raise TypeError("predict takes BlindQuestion objects (grounding.query.blind(q))")
-        x = _unit(self.encode([q.text for q in questions]))
+        x = _embed(self.encode, [q.text for q in questions])
         rel_score = x @ self._proto.T + self.label_weight * (x @ self._label.T)
         hop_cos = x @ self._hops.T / self.temperature
         log_hop = hop_cos - np.logaddexp.reduce(hop_cos, axis=1, keepdims=True)

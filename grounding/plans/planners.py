@@ -34,6 +34,7 @@ from grounding._checks import check_int
 from grounding.graph import INVERSE_SUFFIX
 from grounding.hypergraph import KnowledgeHypergraph, hop_relations
 from grounding.plans._base import PlanError, Planner, _escape
+from grounding.plans._common import _chain, _example, _role_chain
 from grounding.plans._llm import DECOMPOSE_PROMPT, REWRITE_PROMPT, LLMPlanner
 from grounding.plans.dag import Plan, SubQuestion, plan_from_decomposition
 from grounding.query import BlindQuestion, relation_phrase
@@ -91,7 +92,7 @@ class TemplatePlanner:
         return self.labels[base]
 
     def plan(self, question: Any) -> Plan:
-        chain = tuple(getattr(question, "chain", ()) or ())
+        chain = _given_chain(question)
         topic = getattr(question, "topic", None)
         if not chain or not topic:
             raise PlanError(
@@ -116,6 +117,13 @@ class TemplatePlanner:
         return tuple(steps)
 
 
+def _given_chain(question: Any) -> tuple[str, ...]:
+    """A question's relation chain (``()`` when it has none); a bare string is a
+    ``TypeError`` (its characters would be read as one-letter relations)."""
+    chain = getattr(question, "chain", None)
+    return () if chain is None else _chain(chain, _example(None, question), empty=True)
+
+
 class FlatPlanner:
     """No decomposition: the whole question as one step (the "without DAG" ablation), anchored
     at its topic entity and following its whole relation chain when it has one."""
@@ -127,7 +135,7 @@ class FlatPlanner:
         if not isinstance(text, str) or not text.strip():
             raise PlanError("the question is empty")
         topic = getattr(question, "topic", None)
-        chain = tuple(getattr(question, "chain", ()) or ())
+        chain = _given_chain(question)
         step = SubQuestion("q1", _escape(text), anchors=(topic,) if topic else (), relations=chain)
         return Plan(text, (step,))
 
@@ -219,7 +227,7 @@ class PredictedPathPlanner:
                 f"no relation path is predicted from the topic {question.topic!r} (no relation "
                 "the predictor proposes leaves it in the graph)"
             )
-        return tuple(top[0][0])
+        return _chain(top[0][0], f"the predicted chain of {_example(None, question)}")
 
     def plan(self, question: BlindQuestion) -> Plan:
         path = self.predicted(question)
@@ -342,9 +350,10 @@ class HypergraphTemplatePlanner:
         self.hypergraph = hypergraph
 
     def plan(self, question: Any) -> Plan:
-        roles = tuple(getattr(question, "roles", ()) or ())
-        if not roles:
-            raise ValueError(f"the question has no role chain: {question!r}")
+        roles = getattr(question, "roles", None)
+        if roles is None:
+            raise ValueError(f"the question has no role chain: {question!r:.200}")
+        roles = _role_chain(roles, _example(None, question))
         texts = self.hypergraph.entity_texts
         subject = texts[self.hypergraph.entity_index(question.topic)].replace("{", "{{").replace(
             "}", "}}"

@@ -32,7 +32,7 @@ import numpy as np
 
 from grounding._checks import check_int
 from grounding.graph import INVERSE_SUFFIX, TypedGraph, inverse_relation
-from grounding.plans._common import _tempered_softmax, _unit
+from grounding.plans._common import _chain, _embed, _example, _tempered_softmax, _unit
 from grounding.query import BlindQuestion, relation_phrase
 
 __all__ = ["RelationChainPredictor", "chain_accuracy"]
@@ -95,17 +95,24 @@ class RelationChainPredictor:
 
     def fit(self, questions: Sequence[Any]) -> RelationChainPredictor:
         """Learn the candidate chains and their prototypes from training questions (each with
-        ``text`` and its gold ``chain``). Returns ``self``."""
+        ``text`` and its gold ``chain``, a non-empty sequence of relation names). Returns
+        ``self``.
+
+        Raises:
+            TypeError: a chain is a bare string or holds anything but relation names (the
+                message names the question).
+            ValueError: no question, an empty chain, or an encoder output that is not finite.
+        """
+        questions = list(questions)
         if not questions:
             raise ValueError("fit needs at least one training question")
-        chains = [tuple(q.chain) for q in questions]
-        self.chains = tuple(sorted(set(chains)))
-        index = {c: i for i, c in enumerate(self.chains)}
-        emb = _unit(self.encode([q.text for q in questions]))
-        proto = np.zeros((len(self.chains), emb.shape[1]))
+        chains = [_chain(q.chain, _example(i, q)) for i, q in enumerate(questions)]
+        index = {c: i for i, c in enumerate(sorted(set(chains)))}
+        emb = _embed(self.encode, [q.text for q in questions])
+        proto = np.zeros((len(index), emb.shape[1]))
         np.add.at(proto, [index[c] for c in chains], emb)
-        self._proto = _unit(proto)
-        self._label = _unit(self.encode([self.chain_text(c) for c in self.chains]))
+        label = _embed(self.encode, [self.chain_text(c) for c in index])
+        self.chains, self._proto, self._label = tuple(index), _unit(proto), label
         self._first = [c[0] for c in self.chains]
         return self
 
@@ -115,7 +122,7 @@ class RelationChainPredictor:
             raise ValueError("the predictor is not fitted: call fit(training questions) first")
         if not all(isinstance(q, BlindQuestion) for q in questions):
             raise TypeError("predict takes BlindQuestion objects (grounding.query.blind(q))")
-        x = _unit(self.encode([q.text for q in questions]))
+        x = _embed(self.encode, [q.text for q in questions])
         s = x @ self._proto.T + self.label_weight * (x @ self._label.T)
         if self.graph is not None:
             s = np.where(self._walkable([q.topic for q in questions]), s, -np.inf)
@@ -165,12 +172,17 @@ def chain_accuracy(
     :class:`RelationChainPredictor`): the ceiling of a predictor over training chains."""
     from grounding.query import blind
 
+    questions = list(questions)
+    golds = [_chain(q.chain, _example(i, q)) for i, q in enumerate(questions)]
     preds = predictor.predict([blind(q) for q in questions], k)
-    known = set(predictor.chains if seen is None else map(tuple, seen))
+    if seen is None:
+        known = set(predictor.chains)
+    else:
+        known = {_chain(c, f"seen[{j}]") for j, c in enumerate(seen)}
     out: dict[int, dict[str, float]] = {}
-    for h in sorted({len(q.chain) for q in questions}):
-        rows = [(q, p) for q, p in zip(questions, preds) if len(q.chain) == h]
-        gold = [tuple(q.chain) for q, _ in rows]
+    for h in sorted({len(g) for g in golds}):
+        rows = [(g, p) for g, p in zip(golds, preds) if len(g) == h]
+        gold = [g for g, _ in rows]
         out[h] = dict(
             n=float(len(rows)),
             top1=float(np.mean([bool(p) and p[0][0] == g for (_, p), g in zip(rows, gold)])),

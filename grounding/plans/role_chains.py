@@ -56,7 +56,7 @@ import numpy as np
 
 from grounding._checks import check_int
 from grounding.hypergraph import KnowledgeHypergraph, role_name
-from grounding.plans._common import _tempered_softmax, _unit
+from grounding.plans._common import _embed, _example, _role_chain, _tempered_softmax, _unit
 from grounding.plans._roles import RoleWalk, nesting
 from grounding.plans.dag import Plan
 from grounding.plans.planners import HypergraphTemplatePlanner, PlanError
@@ -172,18 +172,21 @@ class RoleChainPredictor:
         gold ``roles``). Returns ``self``.
 
         Raises:
-            ValueError: no question.
+            TypeError: a role chain is a bare string, or a hop is not a pair of role names
+                (the message names the question).
+            ValueError: no question, an empty role chain, or an encoder output that is not
+                finite.
         """
+        questions = list(questions)
         if not questions:
             raise ValueError("fit needs at least one training question")
-        texts, pairs_of = [], []
-        for q in questions:
-            texts.append(q.text)
-            pairs_of.append({tuple(p) for p in q.roles})
+        chains = [_role_chain(q.roles, _example(i, q)) for i, q in enumerate(questions)]
+        texts = [q.text for q in questions]
+        pairs_of = [set(c) for c in chains]
         self.pairs: tuple[Pair, ...] = tuple(sorted(set().union(*pairs_of)))
-        self.hop_counts = tuple(sorted({len(q.roles) for q in questions}))
+        self.hop_counts = tuple(sorted({len(c) for c in chains}))
         index = {p: i for i, p in enumerate(self.pairs)}
-        emb = _unit(self.encode(texts))
+        emb = _embed(self.encode, texts)
         proto = np.zeros((len(self.pairs), emb.shape[1]))
         for e, ps in zip(emb, pairs_of):
             proto[[index[p] for p in ps]] += e
@@ -254,7 +257,7 @@ class RoleChainPredictor:
         hops = self.hop_count(q.text)
         if not kh.has_entity(q.topic):
             return []
-        proto = self._proto @ _unit(self.encode([q.text]))[0]
+        proto = self._proto @ _embed(self.encode, [q.text])[0]
         unused = np.zeros(len(self._phrases), np.int64)  # mentions not yet used by a hop
         for m in self.mentions(q.text):
             unused[self._phrase_id[m]] += 1
@@ -366,12 +369,13 @@ def role_chain_accuracy(
     chains whose every pair was seen in training (the prototypes' reach)."""
     from grounding.query import blind
 
+    questions = list(questions)
+    golds = [_role_chain(q.roles, _example(i, q)) for i, q in enumerate(questions)]
     preds = predictor.predict([blind(q) for q in questions], k)
     seen = set(predictor.pairs)
     out: dict[int, dict[str, Any]] = {}
-    for h in sorted({len(q.roles) for q in questions}):
-        rows = [(tuple(map(tuple, q.roles)), p) for q, p in zip(questions, preds)
-                if len(q.roles) == h]  # fmt: skip
+    for h in sorted({len(g) for g in golds}):
+        rows = [(g, p) for g, p in zip(golds, preds) if len(g) == h]
         top1 = [p[0][0] if p else () for _, p in rows]
         out[h] = dict(
             n=len(rows),

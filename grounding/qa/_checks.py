@@ -60,13 +60,22 @@ def _range(low: float, high: float, open_low: bool) -> str:
 
 
 def check_questions(questions: object) -> list:
-    """The batch as a list; a bare string (whose characters would be read as questions) is a
-    ``TypeError``."""
+    """The batch as a list, read once where the batch enters (a generator or any other
+    one-shot iterable gives the same questions as a list); a bare string (whose characters
+    would be read as questions) or anything that is not iterable is a ``TypeError``."""
     if isinstance(questions, (str, bytes)):
         raise TypeError(
             f"questions must be a sequence of questions, not a string: {questions!r:.100}"
         )
-    return list(questions)  # type: ignore[call-overload]
+    try:
+        return list(questions)  # type: ignore[call-overload]
+    except TypeError as err:
+        if hasattr(questions, "__iter__"):
+            raise
+        raise TypeError(
+            f"questions must be an iterable of questions (a list, a tuple, a generator), got "
+            f"{type(questions).__name__}: wrap one question in a list"
+        ) from err
 
 
 def checked_candidates(got: object) -> Candidates:

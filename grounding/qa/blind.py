@@ -28,7 +28,7 @@ from grounding._checks import check_int
 from grounding.evidence import EvidenceState
 from grounding.plans import RelationChainPredictor
 from grounding.problem import GroundingProblem, Realization
-from grounding.qa._checks import check_config
+from grounding.qa._checks import check_config, check_questions
 from grounding.qa.answerer import KGEAnswerer
 from grounding.qa.outcome import result_probabilities
 from grounding.qa.pipeline import (
@@ -151,13 +151,17 @@ class BlindQA:
 
     def answer_batch(self, questions: Sequence[BlindQuestion]) -> list[BlindOutcome]:
         """Run many blind questions; retrieval is batched per retriever and grounding is
-        batched (:mod:`grounding.qa.pipeline`). A question that fails gets its reason."""
+        batched (:mod:`grounding.qa.pipeline`). ``questions`` may be any iterable (read
+        once). A question that fails gets its reason, e.g. a text the predictor's encoder
+        cannot read (no tokens); the others are answered as if it were not there."""
+        questions = check_questions(questions)
         if not all(isinstance(q, BlindQuestion) for q in questions):
             raise TypeError("BlindQA takes BlindQuestion objects (grounding.query.blind(q))")
-        predicted = self.predictor.predict(list(questions), self.k_chains)
+        predicted, reasons = self._predict(questions)
         problems: dict[int, GroundingProblem] = {}
-        reasons: dict[int, str] = {}
         for i, (q, chains) in enumerate(zip(questions, predicted)):
+            if i in reasons:
+                continue
             try:
                 problems[i] = self.problem(q, chains)
             except QUESTION_ERRORS as err:
@@ -184,3 +188,41 @@ class BlindQA:
             BlindOutcome(q, tuple(c), results.get(i), states.get(i), reasons.get(i))
             for i, (q, c) in enumerate(zip(questions, predicted))
         ]
+
+    def _predict(
+        self, questions: list[BlindQuestion]
+    ) -> tuple[list[list[tuple[Chain, float]]], dict[int, str]]:
+        """The predicted chains of every question (``[]`` for one that failed) and the reasons
+        of the questions whose prediction failed. When the batch fails, each question is tried
+        alone to find the failing ones, and the others are predicted again as one batch (so
+        they get the chains they get in a batch without the failing ones)."""
+        k = self.k_chains
+        try:
+            return _checked(self.predictor.predict(questions, k), len(questions)), {}
+        except QUESTION_ERRORS:
+            pass  # find the failing questions: predict them one by one
+        reasons: dict[int, str] = {}
+        for i, q in enumerate(questions):
+            try:
+                self.predictor.predict([q], k)
+            except QUESTION_ERRORS as err:
+                reasons[i] = failure("chain prediction", err)
+        ok = [i for i in range(len(questions)) if i not in reasons]
+        out: list[list[tuple[Chain, float]]] = [[] for _ in questions]
+        try:
+            asked = [questions[i] for i in ok]
+            got = _checked(self.predictor.predict(asked, k), len(ok)) if ok else []
+        except QUESTION_ERRORS as err:
+            return out, reasons | {i: failure("chain prediction", err) for i in ok}
+        for i, chains in zip(ok, got):
+            out[i] = chains
+        return out, reasons
+
+
+def _checked(predicted: Sequence, n: int) -> list:
+    """The predictor's output for ``n`` questions, one list of chains each (``TypeError``
+    otherwise: a question would silently lose its outcome)."""
+    predicted = list(predicted)
+    if len(predicted) != n:
+        raise TypeError(f"the predictor returned {len(predicted)} predictions for {n} questions")
+    return predicted
