@@ -9,7 +9,8 @@ Li & Song):
 
 - the theory: :mod:`grounding.energy`, :mod:`grounding.bounds`, :mod:`grounding.geometry`,
   :mod:`grounding.worlds`, :mod:`grounding.regularize`, :mod:`grounding.alignment`;
-- the path engine: :mod:`grounding.semiring`, :mod:`grounding.paths`;
+- the path engine: :mod:`grounding.semiring`, :mod:`grounding.paths`; its compiled programs
+  in a long-lived process: :mod:`grounding.programs` (the cap, the counters, the release);
 - above the core: :mod:`grounding.retrieval`, :mod:`grounding.plans`, :mod:`grounding.qa`,
   :mod:`grounding.llm`, :mod:`grounding.learn`, :mod:`grounding.datasets`,
   :mod:`grounding.plot`, :mod:`grounding.testing`.
@@ -17,7 +18,7 @@ Li & Song):
 ``docs/theory.md`` maps results to code and tests; ``docs/architecture.md`` the floors.
 """
 
-from grounding import bounds, energy, geometry, paths, semiring  # noqa: F401  (namespaces)
+from grounding import bounds, energy, geometry, paths, programs, semiring  # noqa: F401
 from grounding.decision import (
     Action,
     IsotonicCalibrator,

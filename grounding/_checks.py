@@ -47,6 +47,14 @@ def is_concrete(*xs: object) -> bool:
     return not any(isinstance(x, jax.core.Tracer) for x in xs)
 
 
+def is_stand_in(x: object) -> bool:
+    """True for what JAX puts in a pytree's leaves when it rebuilds one itself (a tracer, a
+    lowered program's ``ArgInfo``, a ``ShapeDtypeStruct``): no value to check."""
+    if isinstance(x, jax.core.Tracer):
+        return True
+    return type(x).__module__.startswith("jax") and not isinstance(x, jax.Array)
+
+
 def as_float_array(x: ArrayLike, name: str, *, min_ndim: int = 0) -> jax.Array:
     """Convert to a floating JAX array, raising ``TypeError`` for non-numeric input."""
     if isinstance(x, (str, bytes)) or x is None:

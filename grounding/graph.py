@@ -385,15 +385,17 @@ class TypedGraph:
             keep = keep.astype(bool)
             if keep.shape != (self.n_edges,):
                 raise ValueError(f"keep must have shape ({self.n_edges},), got {keep.shape}")
-        # NumPy indexing then one transfer per array (device_put: jnp.asarray would compile a
-        # copy for every new edge count): cheap inside Monte-Carlo and per-question loops. A
-        # subset of valid edges over the same vocabulary is valid: no re-validation, and the
-        # name lookups are shared with this graph.
+        # NumPy indexing, kept on the host as read-only arrays (no transfer per subgraph: a
+        # batch of questions reaches the device once, stacked, when it is grounded). A subset
+        # of valid edges over the same vocabulary is valid: no re-validation, and the name
+        # lookups are shared with this graph.
         sub = object.__new__(TypedGraph)
         for f in dataclasses.fields(self):
             object.__setattr__(sub, f.name, getattr(self, f.name))
         for f in ("head", "relation", "tail", "reliability"):
-            object.__setattr__(sub, f, jax.device_put(np.asarray(getattr(self, f))[keep]))
+            part = np.asarray(getattr(self, f))[keep]
+            part.setflags(write=False)
+            object.__setattr__(sub, f, part)
         sub.__dict__.update(_entity_ix=self._entity_ix, _relation_ix=self._relation_ix)
         return sub
 

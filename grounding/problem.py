@@ -35,6 +35,7 @@ from grounding._checks import (
     check_int,
     check_log_prob,
     check_nonnegative_scalar,
+    is_stand_in,
 )
 from grounding.geometry import Identity, Metric, RelationMap, typed_residual
 from grounding.graph import Triple, TypedGraph
@@ -347,7 +348,7 @@ class Realization:
     metric: str | Metric = "euclidean"
 
     def __post_init__(self) -> None:
-        if isinstance(self.embeddings, jax.core.Tracer):
+        if is_stand_in(self.embeddings):  # rebuilt by JAX (tracing, lowering): not checked
             return
         emb = as_float_array(self.embeddings, "embeddings")
         if emb.ndim != 2:

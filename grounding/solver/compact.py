@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-import jax
 import numpy as np
 
 from grounding._shapes import bucket
@@ -51,7 +50,8 @@ def compact_evidence(
         )
         names = old.tolist()
         texts = tuple(map(g.texts.__getitem__, names)) + ("",) * len(pad) if g.texts else ()
-        head, tail = jax.device_put((head, tail))
+        head.setflags(write=False)
+        tail.setflags(write=False)
         graph = TypedGraph._trusted(
             head,
             g.relation,

@@ -1,9 +1,13 @@
 r"""Stage 1 of the solver: a (problem, evidence state) pair laid out as the padded arrays the
 compiled program consumes, with the static structure that selects the program.
 
-Candidates are padded to a power of two (zero prior, no admissible walk) and edges of small
-graphs too (``+inf`` cost: they do not exist), so questions of similar size share one
-compiled program; large graphs keep their exact edges and their ELL layout.
+Every dimension that reaches the compiled program is padded to a shape bucket
+(:func:`grounding._shapes.bucket`), so that questions of similar size share one compiled
+program and a workload meets finitely many programs: candidates (zero prior, no admissible
+walk), anchors (masked), the claim chains' width, the edges (``+inf`` cost: they do not exist)
+and the nodes (isolated padding nodes). Large graphs (from
+:data:`~grounding.semiring.layout.ELL_MIN_EDGES` edges) are padded in finer buckets (an
+eighth of a power of two) and carry a layout of the padded edges.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from grounding._shapes import bucket
 from grounding.evidence import EvidenceState
 from grounding.graph import TypedGraph
 from grounding.problem import GroundingProblem, Realization, check_realization
-from grounding.semiring.layout import ELL_MIN_EDGES
+from grounding.semiring.layout import ELL_MIN_EDGES, EdgeIndex
 from grounding.solver.config import GroundingConfig
 
 __all__ = [
@@ -214,14 +218,20 @@ def _candidate_arrays(problem: GroundingProblem, state: EvidenceState, c_pad: in
             if every_node
             else [0 if out else g.entity_index(a) for a, out in zip(problem.candidates, absent)]
         )
-        anchors = np.asarray(list(dict.fromkeys(g.entity_index(a) for a in problem.anchors)))
-        arrays = dict(answers=answers, anchors=anchors.astype(np.int32))
+        anchors = list(dict.fromkeys(g.entity_index(a) for a in problem.anchors))
+        a_pad = bucket(len(anchors), floor=1)  # padding repeats the first anchor, masked out
+        arrays = dict(
+            answers=answers,
+            anchors=np.asarray(anchors + anchors[:1] * (a_pad - len(anchors)), np.int32),
+            anchor_mask=np.arange(a_pad) < len(anchors),
+        )
         structure: Structure = AnswerFamily(problem.max_hops, problem.min_hops)
         plan = None
     else:
-        t_max = max(c.n_hops for c in problem.candidates)
-        mentions = np.full((c_pad, t_max + 1), -1, np.int32)
-        claimed = np.full((c_pad, t_max), -1, np.int32)
+        # columns past a chain's end are never read: the width is bucketed like every shape
+        width = bucket(max(c.n_hops for c in problem.candidates) + 1, floor=4)
+        mentions = np.full((c_pad, width), -1, np.int32)
+        claimed = np.full((c_pad, width), -1, np.int32)
         groups: dict[int, list[int]] = {}
         for i, c in enumerate(problem.candidates):
             schema[i] = all(r is None or r in g.relations for r in c.relations)
@@ -287,23 +297,33 @@ def _edge_arrays(graph: TypedGraph) -> tuple[dict, object]:
     return arrays, layout
 
 
+def padded_nodes(graph: TypedGraph) -> int:
+    """The node count the program sees: a bucket of the graph's (isolated padding nodes; a
+    large graph keeps one padding node beyond its own for the padding edges to join)."""
+    n, large = graph.n_nodes, graph.n_edges >= ELL_MIN_EDGES
+    return bucket(n + 1, steps=8) if large else bucket(n)
+
+
 def _build_edge_arrays(graph: TypedGraph, dtype: np.dtype) -> tuple[dict, object]:
     """The padded edge arrays; reliabilities in ``dtype``, the float dtype in use, so that the
     energies are computed in the dtype the result reports (a graph built before 64-bit mode
-    was switched on stores float32 reliabilities: they are widened, not recomputed)."""
-    E = graph.n_edges
-    e_pad = E if E >= ELL_MIN_EDGES else bucket(E)
-    pad = e_pad - E
+    was switched on stores float32 reliabilities: they are widened, not recomputed).
+
+    Padding edges join the last padding node to itself and are masked (``+inf`` cost); a large
+    graph gets the layout of its padded edges (None: small graphs build theirs from the
+    possibly traced padded arrays inside the core)."""
+    E, large = graph.n_edges, graph.n_edges >= ELL_MIN_EDGES
+    e_pad = bucket(E, steps=8) if large else bucket(E)
+    n_pad, pad = padded_nodes(graph), e_pad - E
+    ends = dict(constant_values=n_pad - 1) if large else {}
     arrays = dict(
-        head=np.pad(np.asarray(graph.head, np.int32), (0, pad)),
-        tail=np.pad(np.asarray(graph.tail, np.int32), (0, pad)),
+        head=np.pad(np.asarray(graph.head, np.int32), (0, pad), **ends),
+        tail=np.pad(np.asarray(graph.tail, np.int32), (0, pad), **ends),
         relation=np.pad(np.asarray(graph.relation, np.int32), (0, pad)),
         reliability=np.pad(np.asarray(graph.reliability, dtype), (0, pad), constant_values=1.0),
         edge_mask=np.arange(e_pad) < E,
     )
-    layout = (
-        graph.edge_index() if E >= ELL_MIN_EDGES else None
-    )  # None: built from the (possibly traced) padded arrays inside the core
+    layout = EdgeIndex.from_edges(arrays["head"], arrays["tail"], n_pad) if large else None
     return arrays, layout
 
 
@@ -336,10 +356,9 @@ def prepare(
     if layout is not None:
         ev = dict(ev, layout=layout)
     metric = "euclidean" if realization is None else realization.metric
-    # small graphs are padded with isolated nodes (no walk reaches them; every node cost there
-    # is +inf) so that questions with evidence graphs of similar size share one program
-    n = state.graph.n_nodes
-    n_nodes = n if layout is not None else bucket(n)
+    # graphs are padded with isolated nodes (no walk reaches them; every node cost there is
+    # +inf) so that questions with evidence graphs of similar size share one program
+    n_nodes = padded_nodes(state.graph)
     statics = Statics(structure, flags, metric, n_nodes, layout is not None)
     return Prepared(state, q, ev, statics, plan)
 

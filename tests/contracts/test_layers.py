@@ -17,6 +17,7 @@ FLOORS = {
     "grounding._checks": 0,
     "grounding._shapes": 0,
     "grounding.io": 0,
+    "grounding.programs": 1,
     "grounding.llm": 1,
     "grounding.posterior": 1,
     "grounding.geometry": 1,

@@ -1,0 +1,161 @@
+"""Compiled programs in a long-lived process: a bounded cache, its counters, and the call that
+releases them.
+
+Every compiled program the solver runs (:func:`grounding.ground`, :func:`grounding.ground_batch`
+and the systems built on them) is compiled ahead of time for one configuration and one set of
+input shapes, and kept in one least-recently-used cache of at most :func:`max_programs`
+programs (default :data:`DEFAULT_MAX_PROGRAMS`). Every input dimension is padded to a shape
+bucket first (:func:`grounding._shapes.bucket`: candidates, anchors, chain widths, nodes,
+edges and batch rows), so a workload meets finitely many shapes, compiles each once, and
+stops compiling once it has seen them; an evicted program's executable is freed with it.
+
+A compiled program holds tens to hundreds of memory maps, and Linux stops a process at
+``vm.max_map_count`` (65,530 by default), so the cap is what keeps a process that grounds for
+days alive: at the default cap the solver's programs hold at most a few tens of thousands of
+maps whatever the workload. :func:`release_programs` drops every compiled program of the
+process (the solver's and JAX's own caches) and returns the freed heap to the operating system;
+the QA systems call it between batches when built with ``release_programs=True``.
+
+Example:
+    >>> import grounding
+    >>> info = grounding.program_info()
+    >>> sorted(info) == ["by_kind", "compilations", "evictions", "live", "max_programs"]
+    True
+"""
+
+from __future__ import annotations
+
+import collections
+import ctypes
+import ctypes.util
+import gc
+import threading
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import jax
+
+from grounding._checks import check_int, is_concrete
+
+__all__ = ["max_programs", "program_info", "release_programs", "set_max_programs"]
+
+#: Programs the solver keeps compiled at once unless :func:`set_max_programs` says otherwise.
+#: A program holds about 70-400 memory maps, so 64 of them stay far below Linux's default
+#: ``vm.max_map_count`` of 65,530.
+DEFAULT_MAX_PROGRAMS = 64
+
+_LOCK = threading.RLock()
+_CACHE: collections.OrderedDict[Hashable, Any] = collections.OrderedDict()
+_STATE = {"max_programs": DEFAULT_MAX_PROGRAMS, "compilations": 0, "evictions": 0}
+_TRACED: dict[Hashable, Callable] = {}  # jit wrappers for traced arguments (jax.grad, jit)
+
+
+def max_programs() -> int:
+    """The cap on compiled programs kept at once (see the module docstring)."""
+    return _STATE["max_programs"]
+
+
+def set_max_programs(n: int) -> int:
+    """Set the cap on compiled programs kept at once (``n >= 1``); the least recently used
+    programs beyond it are dropped now. Returns the previous cap.
+
+    Raises:
+        ValueError, TypeError: ``n`` is not an integer ``>= 1``.
+    """
+    n = check_int(n, "max_programs", 1)
+    with _LOCK:
+        old, _STATE["max_programs"] = _STATE["max_programs"], n
+        _evict()
+    return old
+
+
+def program_info() -> dict[str, Any]:
+    """Counters of the program cache: ``live`` programs, the cap ``max_programs``, and since
+    the process started (or the last :func:`release_programs`) the ``compilations`` and
+    ``evictions``; ``by_kind``: live programs per kind (``"solver"``: the grounding program;
+    ``"chain costs"``: the walk report's costs)."""
+    with _LOCK:
+        kinds = collections.Counter(key[0][0] for key in _CACHE)
+        return dict(
+            live=len(_CACHE),
+            max_programs=_STATE["max_programs"],
+            compilations=_STATE["compilations"],
+            evictions=_STATE["evictions"],
+            by_kind=dict(kinds),
+        )
+
+
+def release_programs() -> dict[str, int]:
+    """Drop every compiled program of the process and return the freed memory: the solver's
+    cache, JAX's own compilation and tracing caches (``jax.clear_caches``), then a garbage
+    collection and, with glibc, ``malloc_trim(0)`` (without it the freed heap stays mapped to
+    the process). The next call of each program compiles it again. Returns
+    :func:`program_info` as it was before the release; the counters restart at zero.
+
+    Call it between batches, never while another thread is inside :func:`grounding.ground`.
+    """
+    with _LOCK:
+        before = program_info()
+        _CACHE.clear()
+        _TRACED.clear()
+        _STATE.update(compilations=0, evictions=0)
+    jax.clear_caches()
+    gc.collect()
+    _malloc_trim()
+    return before
+
+
+def _malloc_trim() -> None:
+    """Return freed heap pages to the operating system (glibc only; a no-op elsewhere)."""
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return
+    try:
+        trim = ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return
+    trim(0)
+
+
+def _evict() -> None:
+    while len(_CACHE) > _STATE["max_programs"]:
+        _CACHE.popitem(last=False)
+        _STATE["evictions"] += 1
+
+
+def _signature(args: tuple) -> Hashable:
+    """What an ahead-of-time executable is specific to: the arguments' tree structure and each
+    leaf's shape, dtype, weak type and (JAX arrays) sharding."""
+    leaves, tree = jax.tree_util.tree_flatten(args)
+    return tree, tuple(
+        (x.shape, x.dtype, x.weak_type, x.sharding)
+        if isinstance(x, jax.Array)
+        else (getattr(x, "shape", ()), getattr(x, "dtype", type(x)))
+        for x in leaves
+    )
+
+
+def run_program(key: tuple, make: Callable[[], Callable], *args: Any) -> Any:
+    """``jax.jit(make())(*args)`` through the bounded cache: the program of ``key`` (a hashable
+    description of everything ``make`` closes over) for these arguments' shapes is compiled
+    ahead of time on first use and kept until evicted. ``key[0]`` names the program's kind. Traced arguments (an outer ``jit``,
+    ``grad`` or ``vmap``) go through a plain ``jax.jit`` of ``make()``, kept per ``key``."""
+    if not is_concrete(*jax.tree_util.tree_leaves(args)):
+        with _LOCK:
+            fn = _TRACED.get(key)
+            if fn is None:
+                if len(_TRACED) >= 16:
+                    _TRACED.pop(next(iter(_TRACED)))
+                fn = _TRACED[key] = jax.jit(make())
+        return fn(*args)
+    full = (key, _signature(args))
+    with _LOCK:
+        exe = _CACHE.get(full)
+        if exe is not None:
+            _CACHE.move_to_end(full)
+        else:
+            exe = jax.jit(make()).lower(*args).compile()
+            _CACHE[full] = exe
+            _STATE["compilations"] += 1
+            _evict()
+    return exe(*args)
