@@ -71,7 +71,22 @@ def _check_texts(texts: Sequence[str], what: str = "texts") -> list[str]:
 
 
 def _no_tokens(i: int, text: str) -> ValueError:
-    return ValueError(f"texts[{i}] has no tokens ({text!r}); it cannot be embedded")
+    return ValueError(f"texts[{i}] has no tokens (runs of a-z, 0-9): {text!r:.80}")
+
+
+def checked_embeddings(encoder: object, texts: Sequence[str], x: object) -> np.ndarray:
+    """``encoder``'s output ``x`` for ``texts`` as float32 rows, one per text (``dim`` wide); a
+    ``ValueError`` names the encoder and the first text whose row holds NaN or inf."""
+    name, dim = getattr(encoder, "name", encoder), getattr(encoder, "dim", None)
+    x = np.asarray(x, dtype=np.float32)
+    if x.ndim != 2 or len(x) != len(texts) or x.shape[1] != (dim or x.shape[1]):
+        raise ValueError(f"the encoder {name!r} returned shape {list(x.shape)} for {len(texts)} "
+                         f"texts, expected [{len(texts)}, {dim or 'dim'}]")  # fmt: skip
+    if not np.isfinite(x).all():
+        i = int(np.flatnonzero(~np.isfinite(x).all(axis=1))[0])
+        raise ValueError(f"the encoder {name!r} returned non-finite values (NaN or inf) for "
+                         f"text {i} ({texts[i]!r:.100})")  # fmt: skip
+    return x
 
 
 @runtime_checkable
@@ -151,8 +166,7 @@ class HashingEncoder:
 
     @property
     def name(self) -> str:
-        lo, hi = self.ngram_range
-        name = f"hashing-v1:dim={self.dim}:ngram={lo}-{hi}"
+        name = "hashing-v1:dim={}:ngram={}-{}".format(self.dim, *self.ngram_range)
         if self.idf is not None:
             name += ":idf=" + hashlib.blake2b(self.idf.tobytes(), digest_size=6).hexdigest()
         return name
@@ -193,10 +207,8 @@ class HashingEncoder:
         if not corpus:
             raise ValueError("cannot fit idf on an empty corpus")
         row, col, _ = self._counts(corpus, strict=False)
-        df = np.zeros(self.dim)
-        if len(row):
-            pairs = np.unique(row * self.dim + col)
-            df = np.bincount(pairs % self.dim, minlength=self.dim).astype(np.float64)
+        pairs = np.unique(row * self.dim + col)  # (text, bucket) pairs: empty without tokens
+        df = np.bincount(pairs % self.dim, minlength=self.dim).astype(np.float64)
         idf = np.log((1.0 + len(corpus)) / (1.0 + df)) + 1.0
         return dataclasses.replace(self, idf=idf)
 
@@ -231,7 +243,7 @@ class SentenceTransformerEncoder:
     """
 
     def __init__(self, model: str | None = None, batch_size: int = 64):
-        check_int(batch_size, "batch_size")
+        self.batch_size = check_int(batch_size, "batch_size")
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         source = model
@@ -244,12 +256,9 @@ class SentenceTransformerEncoder:
         except ImportError as e:
             raise ImportError(_EXTRA) from e
         self.name = "sentence-transformers:" + ("all-MiniLM-L6-v2" if model is None else model)
-        self.batch_size = batch_size
-        self.model = SentenceTransformer(source, device="cpu")
-        m = self.model
-        self.dim = int(
-            (getattr(m, "get_embedding_dimension", None) or m.get_sentence_embedding_dimension)()
-        )
+        self.model = m = SentenceTransformer(source, device="cpu")
+        get_dim = getattr(m, "get_embedding_dimension", None) or m.get_sentence_embedding_dimension
+        self.dim = int(get_dim())
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """``[n, dim]`` float32 unit rows (ValueError for a text without tokens)."""
@@ -311,8 +320,7 @@ class EmbeddingCache:
         self.directory = Path(directory)
         if self.directory.exists() and not self.directory.is_dir():
             raise ValueError(f"EmbeddingCache: {self.directory} exists and is not a directory")
-        self.hits = 0
-        self.misses = 0
+        self.hits = self.misses = 0
 
     def path(self, encoder: Encoder, texts: Sequence[str]) -> Path:
         """``<directory>/<sha256 of encoder name and texts, each length-prefixed>.npy``."""
@@ -340,9 +348,7 @@ class EmbeddingCache:
                 self.hits += 1
                 return x
         self.misses += 1
-        x = np.asarray(encoder.encode(texts), dtype=np.float32)
-        if x.shape != shape:
-            raise ValueError(f"{encoder.name} returned shape {x.shape}, expected {shape}")
+        x = checked_embeddings(encoder, texts, encoder.encode(texts))
         buf = io.BytesIO()
         np.save(buf, x, allow_pickle=False)
         atomic_write_bytes(path, buf.getvalue())

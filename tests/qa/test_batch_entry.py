@@ -123,3 +123,29 @@ def test_blind_qa_refuses_a_predictor_that_loses_questions(blind_qa):
     qa = BlindQA(blind_qa.answerer, Short(), blind_qa.retriever.spec, CONFIG)
     with pytest.raises(TypeError, match="returned 1 predictions for 2 questions"):
         qa.answer_batch(GOOD)
+
+
+def test_blind_qa_a_non_finite_encoding_fails_its_question_naming_the_encoder(blind_qa):
+    enc = HashingEncoder(dim=64)
+
+    class Flaky:
+        name = "flaky-encoder"
+
+        def encode(self, texts):
+            x = enc.encode(texts)
+            x[[t == "currency of z" for t in texts]] = np.nan
+            return x
+
+    p = blind_qa.predictor
+    pred = RelationChainPredictor(Flaky().encode, p.labels, p.graph).fit(
+        [Q(text="currency of a", chain=("currency",)), Q(text="country of b", chain=("country",))]
+    )
+    qa = BlindQA(blind_qa.answerer, pred, blind_qa.retriever.spec, CONFIG)
+    outs = qa.answer_batch([GOOD[0], BlindQuestion("currency of z", "a"), GOOD[1]])
+    assert outs[1].answer is None and outs[1].reason == (
+        "chain prediction failed (ValueError): the encoder 'flaky-encoder' returned non-finite "
+        "values (NaN or inf) for text 0 ('currency of z')"
+    )
+    alone = blind_qa.answer_batch(GOOD)
+    _same(outs[0], alone[0])
+    _same(outs[2], alone[1])
