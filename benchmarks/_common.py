@@ -28,6 +28,7 @@ import numpy as np
 
 __all__ = [
     "parser",
+    "output_file",
     "sig3",
     "random_graph",
     "median_time",
@@ -53,8 +54,30 @@ def parser(
     if quick is not None:
         ap.add_argument("--quick", action="store_true", help=quick)
     if out is not None:
-        ap.add_argument("--out", default=out_default, help=out)
+        ap.add_argument("--out", default=out_default, type=output_file, help=out)
     return ap
+
+
+def output_file(value: str) -> str:
+    """An argument naming a file to write at the end of a run, checked when the arguments are
+    parsed (an ``argparse`` type), so that a run of minutes never ends on a path it cannot
+    write: not empty, no NUL byte, not a directory, its folder a directory (created if
+    missing) that this process may write in."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError(f"must name a file, got {value!r}")
+    if "\0" in value:
+        raise argparse.ArgumentTypeError("a path cannot hold a NUL byte")
+    path = Path(value)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{value!r} is a directory, not a file")
+    folder = path.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise argparse.ArgumentTypeError(f"cannot create the folder of {value!r}: {err}") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"cannot write in {str(folder)!r}")
+    return value
 
 
 def sig3(x: float) -> str:

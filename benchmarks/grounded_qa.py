@@ -39,7 +39,7 @@ import time
 
 import networkx as nx
 import numpy as np
-from _common import parser, save_png, write_json
+from _common import output_file, parser, save_png, write_json
 from scipy.special import logsumexp
 
 from grounding.datasets import kgqa_benchmark
@@ -252,7 +252,7 @@ def main(argv=None) -> None:
     ap.add_argument("--table", action="store_true", help="also 1-, 3-hop and 1,000-candidate rows")
     ap.add_argument("--curve", help="batch sizes to time, e.g. 1,8,64,256,1024")
     ap.add_argument("--stages", action="store_true", help="split a batch's time into stages")
-    ap.add_argument("--plot", help="write the batch-size curve as a PNG")
+    ap.add_argument("--plot", type=output_file, help="write the batch-size curve as a PNG")
     args = ap.parse_args(argv)
     import jax
 
