@@ -3,8 +3,8 @@ r"""One OpenAI-compatible chat-completions endpoint, safe against a misbehaving 
 :class:`Endpoint` holds everything every language-model client of the package needs to talk
 to a server — the API root, the model name, the key, a deadline, a reply-size cap and a retry
 policy — checked once at construction. :meth:`Endpoint.chat` sends one chat request and
-returns the reply's ``choices``. Standard library only (``http.client``); no key is stored in
-code: pass ``api_key`` or set the environment variable named by ``api_key_env``.
+returns the reply's ``choices``. Standard library only (``http.client``, :mod:`ssl`); no key is
+stored in code: pass ``api_key`` or set the environment variable named by ``api_key_env``.
 
 What a request guarantees, whatever the server does:
 
@@ -17,12 +17,30 @@ What a request guarantees, whatever the server does:
   server are retried ``retries`` times with exponential backoff (``Retry-After`` honoured when
   it fits the deadline); every other failure is raised at once.
 - **Redacted errors.** Every failure raises :class:`EndpointError` (HTTP error statuses:
-  :class:`HTTPStatusError`) whose message names the URL and what went wrong; the key never
-  appears in it (an echoed ``Authorization`` header is replaced by ``***``) and quoted server
-  text is cut to 300 characters. A ``base_url`` carrying ``user:password@``, a query or a
-  fragment is refused at construction.
+  :class:`HTTPStatusError`) whose message names the URL and what went wrong. Quoted server
+  text (an error body, a reason phrase, the ``error`` object of a reply without ``choices``)
+  is decoded, cleared of the key — as sent, JSON-escaped or percent-encoded — and of any
+  ``Bearer``/``Basic`` credential (replaced by ``***``), and only then cut to 300
+  characters; a start of the key (4 characters or more) left at the end of the cut is
+  replaced too. A ``base_url`` carrying ``user:password@``, a query or a fragment is refused
+  at construction.
 - **Bounded parsing.** A reply nested too deep for the JSON parser is an
   :class:`EndpointError`, not a ``RecursionError``.
+
+Network settings: ``http_proxy``/``https_proxy`` (either case; lowercase wins) send the
+request through an ``http://`` proxy — a forward proxy for an ``http`` URL, a ``CONNECT``
+tunnel for an ``https`` one, ``user:password@`` in the proxy URL sent as
+``Proxy-Authorization`` — unless ``no_proxy`` names the host (``*``: every host); the
+variables are read at each request, as :mod:`urllib` reads them (``all_proxy`` and the
+system's proxy settings are not read). ``https`` replies are verified against ``ca_bundle``
+when given, else the system's certificates (``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` also
+work).
+
+Pickling: a pickle of an endpoint never holds its key. An endpoint whose key came from the
+environment reads the variable again when unpickled; one whose key was passed as ``api_key``
+comes back without it, and its :meth:`~Endpoint.chat` raises :class:`EndpointError` saying so
+instead of sending a request without the key. ``copy.copy`` and ``copy.deepcopy`` keep the
+key (the copy stays in the process).
 
 Example:
     >>> ep = Endpoint("http://localhost:8000/v1", "qwen2.5-7b-instruct", api_key="sk-x")
@@ -40,7 +58,6 @@ import math
 import os
 import random
 import re
-import socket
 import ssl
 import threading
 import time
@@ -48,14 +65,16 @@ import urllib.parse
 from collections.abc import Mapping
 
 from grounding._checks import check_int
+from grounding.llm import _net
 
 __all__ = ["Endpoint", "EndpointError", "HTTPStatusError", "message_content", "json_content"]
 
 #: HTTP statuses worth another try: the server is busy or briefly down.
 RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 _QUOTE = 300  # characters of server text quoted in an error message
+_REASON = 100  # characters of an HTTP reason phrase quoted
 _CHUNK = 1 << 16
-_BEARER = re.compile(r"Bearer\s+\S+", re.IGNORECASE)
+_MAX_SECONDS = 86400.0  # the longest timeout and backoff: one day
 
 
 class EndpointError(RuntimeError):
@@ -88,13 +107,23 @@ class Endpoint:
         api_key: a key, sent as ``Authorization: Bearer``; default: the environment variable
             ``api_key_env`` (no header when neither is set).
         api_key_env: the variable read when ``api_key`` is ``None``.
-        timeout: seconds one :meth:`chat` call may take in all, retries included (``> 0``).
+        timeout: seconds one :meth:`chat` call may take in all, retries included (``> 0``,
+            at most one day, 86400).
         max_bytes: the largest reply body read, in bytes (``>= 1``).
         retries: further attempts after a retryable failure (``>= 0``).
-        backoff: seconds before the first retry, doubled for each further one (``>= 0``).
+        backoff: seconds before the first retry, doubled for each further one (``>= 0``, at
+            most one day).
+        ca_bundle: for an ``https`` URL, the certificates that verify the server (a PEM file,
+            or a directory of OpenSSL-hashed certificates) in place of the system's; checked
+            here. Without it the system's certificates are used, and ``SSL_CERT_FILE`` /
+            ``SSL_CERT_DIR`` name others.
+
+    Proxies come from ``http_proxy``/``https_proxy``/``no_proxy`` at each request, and a
+    pickle never holds the key (the module docstring says how each works).
 
     Raises:
-        ValueError: an argument is out of range (the message names it and never the key).
+        ValueError: an argument is out of range, or ``ca_bundle`` is missing, unreadable or
+            given for an ``http`` URL (the message names it and never the key).
     """
 
     def __init__(
@@ -108,8 +137,9 @@ class Endpoint:
         max_bytes: int = 8 << 20,
         retries: int = 2,
         backoff: float = 0.5,
+        ca_bundle: str | os.PathLike | None = None,
     ):
-        self.url = _chat_url(base_url)
+        self.url = _net.chat_url(base_url)
         if not isinstance(model, str) or not model.strip():
             raise ValueError(f"model must be a non-empty str, got {model!r}")
         if api_key is not None and not isinstance(api_key, str):
@@ -117,22 +147,63 @@ class Endpoint:
         if not isinstance(api_key_env, str) or not api_key_env:
             raise ValueError(f"api_key_env must be a non-empty str, got {api_key_env!r}")
         key = api_key if api_key is not None else os.environ.get(api_key_env)
-        if key and not all(33 <= ord(c) < 127 for c in key):  # a header value, never quoted
+        if key and not _printable(key):  # a header value, never quoted
             where = "api_key" if api_key is not None else f"${api_key_env}"
             raise ValueError(f"the key in {where} must be printable ASCII without spaces")
         self.model = model
-        self.timeout = _positive_number("timeout", timeout)
+        self.timeout = _seconds("timeout", timeout)
         self.max_bytes = check_int(max_bytes, "max_bytes")
         self.retries = check_int(retries, "retries", 0)
-        self.backoff = _positive_number("backoff", backoff, zero_ok=True)
+        self.backoff = _seconds("backoff", backoff, zero_ok=True)
         self._key = key or None
+        # a key read from the environment is read there again when unpickled
+        self._key_env = api_key_env if api_key is None and self._key else None
+        self._key_lost: str | None = None  # why an unpickled endpoint has no key
         split = urllib.parse.urlsplit(self.url)
-        self._https, self._path = split.scheme == "https", split.path
-        self._host, self._port = split.hostname or "", split.port
+        self._https, self._netloc = split.scheme == "https", split.netloc
+        if ca_bundle is not None and not self._https:
+            raise ValueError(
+                f"ca_bundle verifies https servers; {_net.origin(self.url)} is plain http"
+            )
+        self.ca_bundle = _net.check_ca_bundle(ca_bundle)
+        self._tls: ssl.SSLContext | None = None  # built at the first https request
 
     def __repr__(self) -> str:
-        key = "set" if self._key else "none"
+        key = "not pickled" if self._key_lost else "set" if self._key else "none"
         return f"Endpoint({self.url!r}, model={self.model!r}, key={key}, timeout={self.timeout:g})"
+
+    def __getstate__(self) -> dict:
+        """The endpoint's state without its key (and without the TLS context)."""
+        state = dict(self.__dict__, _key=None, _tls=None)
+        if self._key and not self._key_env:
+            state["_key_lost"] = (
+                "an api_key is never pickled; build the Endpoint again with api_key=..., or "
+                "pass the key through the environment (api_key_env), which an unpickled "
+                "endpoint reads again"
+            )
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        """Restore the state; a key from the environment is read there again."""
+        self.__dict__.update(state)
+        if self._key_env:
+            key, self._key_lost = os.environ.get(self._key_env), None
+            if not key:
+                self._key_lost = f"${self._key_env} is not set in this process"
+            elif not _printable(key):
+                self._key_lost = f"the key in ${self._key_env} is not printable ASCII"
+            else:
+                self._key = key
+
+    def __copy__(self) -> Endpoint:
+        """A copy that keeps the key (it stays in the process)."""
+        twin = object.__new__(type(self))
+        twin.__dict__.update(self.__dict__)  # the key included: a copy stays in the process
+        return twin
+
+    def __deepcopy__(self, memo: dict) -> Endpoint:
+        """As :meth:`__copy__`: every field is immutable (the TLS context is shared)."""
+        return self.__copy__()
 
     @property
     def has_key(self) -> bool:
@@ -147,8 +218,13 @@ class Endpoint:
             HTTPStatusError: the server answered an HTTP error status (after the retries, for
                 a retryable one).
             EndpointError: the deadline passed, no connection, a redirect, a reply over the
-                size cap, not JSON, or with no ``choices`` list.
+                size cap, not JSON, or with no ``choices`` list (quoting the server's
+                ``error`` object when it sent one); an unpickled endpoint that lost its key.
         """
+        if self._key_lost:
+            raise EndpointError(
+                f"{self.url}: this endpoint was unpickled without its key: {self._key_lost}"
+            )
         data = json.dumps({"model": self.model, **body}, allow_nan=False).encode()
         deadline = time.monotonic() + self.timeout
         for attempt in range(self.retries + 1):
@@ -174,21 +250,22 @@ class Endpoint:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise self._timed_out()
-        if self._https:
-            conn: http.client.HTTPConnection = http.client.HTTPSConnection(
-                self._host, self._port, timeout=remaining, context=ssl.create_default_context()
-            )
-        else:
-            conn = http.client.HTTPConnection(self._host, self._port, timeout=remaining)
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        try:
+            proxy = _net.proxy_for("https" if self._https else "http", self._netloc)
+        except ValueError as err:
+            raise self._error(f"{err} (set no_proxy to bypass it)") from None
+        via = f" through the proxy {proxy.origin}" if proxy else ""
+        tls = self._tls_context() if self._https else None
+        conn, target, extra = _net.connect(self.url, remaining, tls, proxy)
+        headers = {"Content-Type": "application/json", "Accept": "application/json", **extra}
         if self._key:
             headers["Authorization"] = f"Bearer {self._key}"
         expired = threading.Event()
-        watchdog = threading.Timer(remaining, _cut, (conn, expired))
+        watchdog = threading.Timer(remaining, _net.cut, (conn, expired))
         watchdog.daemon = True
         watchdog.start()
         try:
-            conn.request("POST", self._path, body=data, headers=headers)
+            conn.request("POST", target, body=data, headers=headers)
             with conn.getresponse() as resp:  # closed here: it holds the socket's file
                 raw = self._read(resp, deadline)
             if expired.is_set():  # the watchdog cut the body short
@@ -201,13 +278,13 @@ class Endpoint:
         except (ConnectionResetError, BrokenPipeError) as err:  # RemoteDisconnected included
             if expired.is_set():
                 raise self._timed_out() from None
-            raise _Retry(self._error(f"connection dropped ({_name(err)})")) from None
+            raise _Retry(self._error(f"connection dropped{via} ({self._name(err)})")) from None
         except ConnectionRefusedError:
-            raise self._error("cannot connect (connection refused)") from None
+            raise self._error(f"cannot connect{via} (connection refused)") from None
         except (OSError, http.client.HTTPException, ValueError) as err:
             if expired.is_set():
                 raise self._timed_out() from None
-            raise self._error(f"connection failed ({_name(err)})") from None
+            raise self._error(f"connection failed{via} ({self._name(err)})") from None
         finally:
             watchdog.cancel()
             conn.close()
@@ -216,21 +293,22 @@ class Endpoint:
         """The body of a success reply; an error for a redirect or an error status."""
         status = resp.status
         if 300 <= status < 400:
-            where = _origin(resp.getheader("Location") or "")
+            where = _net.origin(resp.getheader("Location") or "")
             raise self._error(
                 f"HTTP {status} redirect to {where} not followed "
                 "(set base_url to the server's final address)"
             )
-        if status >= 400:  # quote the start of the body: read a little more, redact, cut
-            head = self._body(resp, deadline, _QUOTE + 2 * len(self._key or "") + 64, cut=True)
-            detail = self._redact(head.decode("utf-8", "replace").strip())[:_QUOTE]
+        if status >= 400:  # quote the start of the body: decode, redact, then cut
+            head = self._body(resp, deadline, _net.quote_bytes(self._key, _QUOTE), cut=True)
+            detail = self._quote(head.decode("utf-8", "replace").strip())
+            reason = self._quote(resp.reason or "", _REASON)
             error = HTTPStatusError(
-                self._redact(f"{self.url}: HTTP {status} {resp.reason}")
+                self._redact(f"{self.url}: HTTP {status} {reason}")
                 + (f": {detail}" if detail else ""),
                 status,
             )
             if status in RETRY_STATUSES:
-                raise _Retry(error, _retry_after(resp.getheader("Retry-After")))
+                raise _Retry(error, _net.retry_after(resp.getheader("Retry-After")))
             raise error
         length = resp.getheader("Content-Length")
         if length is not None and length.strip().isdigit() and int(length) > self.max_bytes:
@@ -262,7 +340,9 @@ class Endpoint:
         except RecursionError:
             raise EndpointError(f"{self.url}: reply is nested too deep to parse") from None
         if not isinstance(reply, dict) or not isinstance(reply.get("choices"), list):
-            raise EndpointError(f"{self.url}: reply has no 'choices' list")
+            said = _net.server_error(reply.get("error")) if isinstance(reply, dict) else ""
+            said = f"; the server's error: {self._quote(said)}" if said else ""
+            raise self._error(f"reply has no 'choices' list{said}")
         return reply["choices"]
 
     # -- helpers -----------------------------------------------------------------------------
@@ -281,9 +361,21 @@ class Endpoint:
         return self.backoff * 2**attempt * (1 + 0.1 * random.random())
 
     def _redact(self, text: str) -> str:
-        """``text`` with the key (and an echoed ``Bearer`` header) replaced by ``***``."""
-        text = _BEARER.sub("Bearer ***", text)
-        return text.replace(self._key, "***") if self._key else text
+        """``text`` with the key (and any echoed credential) replaced by ``***``."""
+        return _net.redact(text, self._key)
+
+    def _quote(self, text: str, limit: int = _QUOTE) -> str:
+        """Server text, redacted and then cut to ``limit`` characters."""
+        return _net.redact(text, self._key, limit)
+
+    def _name(self, err: BaseException) -> str:
+        text = str(err)
+        return self._quote(f"{type(err).__name__}: {text}" if text else type(err).__name__)
+
+    def _tls_context(self) -> ssl.SSLContext:
+        if self._tls is None:
+            self._tls = _net.tls_context(self.ca_bundle)
+        return self._tls
 
 
 def message_content(url: str, i: int, choice: object) -> str:
@@ -315,79 +407,16 @@ def json_content(content: str) -> object:
         raise ValueError(f"the reply is nested too deep to parse: {content[:200]!r}") from None
 
 
-def _chat_url(base_url: object) -> str:
-    """The chat-completions URL of an API root, else ValueError (never quoting credentials)."""
-    if not isinstance(base_url, str):
-        raise ValueError(f"base_url must be an http(s) URL str, got {type(base_url).__name__}")
-    if any(not 33 <= ord(c) < 127 for c in base_url.strip()):
-        raise ValueError("base_url must be printable ASCII without spaces (percent-encode others)")
-    try:
-        parts = urllib.parse.urlsplit(base_url.strip())
-        port = parts.port
-    except ValueError as err:
-        raise ValueError(f"base_url is not a valid URL ({err})") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        shown = _origin(base_url) if "@" in base_url else repr(base_url[:100])
-        raise ValueError(
-            f"base_url must be an http(s) URL with a host, e.g. http://localhost:8000/v1, "
-            f"got {shown}"
-        )
-    if parts.username is not None or parts.password is not None:
-        raise ValueError(
-            "base_url must not carry credentials (user:password@host); pass api_key instead"
-        )
-    if parts.query or parts.fragment:
-        raise ValueError(
-            f"base_url must be the API root without '?query' or '#fragment', got {_origin(base_url)}"
-            f"{parts.path} with {'a query' if parts.query else 'a fragment'}"
-        )
-    path = parts.path.rstrip("/")
-    if not path.endswith("/chat/completions"):
-        path += "/chat/completions"
-    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname  # IPv6 literal
-    netloc = host if port is None else f"{host}:{port}"
-    return urllib.parse.urlunsplit((parts.scheme, netloc, path, "", ""))
+def _printable(key: str) -> bool:
+    return all(33 <= ord(c) < 127 for c in key)
 
 
-def _origin(url: str) -> str:
-    """``scheme://host[:port]`` of a URL, without credentials, path or query."""
-    try:
-        p = urllib.parse.urlsplit(url)
-        host = p.hostname or "?"
-        port = f":{p.port}" if p.port else ""
-    except ValueError:
-        return "an unparseable URL"
-    return f"{p.scheme or '?'}://{host}{port}"
-
-
-def _cut(conn: http.client.HTTPConnection, expired: threading.Event) -> None:
-    """The deadline watchdog: shut the socket down so a blocked read returns at once."""
-    expired.set()
-    sock = conn.sock
-    if sock is not None:
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-
-
-def _retry_after(value: str | None) -> float | None:
-    """Seconds of a ``Retry-After: <seconds>`` header (an HTTP date is ignored)."""
-    try:
-        seconds = float(value) if value is not None else None
-    except ValueError:
-        return None
-    return seconds if seconds is not None and math.isfinite(seconds) and seconds >= 0 else None
-
-
-def _name(err: BaseException) -> str:
-    text = str(err)
-    return f"{type(err).__name__}: {text}"[:_QUOTE] if text else type(err).__name__
-
-
-def _positive_number(name: str, x: object, *, zero_ok: bool = False) -> float:
+def _seconds(name: str, x: object, *, zero_ok: bool = False) -> float:
     ok = isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-    if not ok or x < 0 or (x == 0 and not zero_ok):  # type: ignore[operator]
+    if not ok or x < 0 or (x == 0 and not zero_ok) or x > _MAX_SECONDS:  # type: ignore[operator]
         bound = ">= 0" if zero_ok else "> 0"
-        raise ValueError(f"{name} must be a finite number of seconds {bound}, got {x!r}")
+        raise ValueError(
+            f"{name} must be a finite number of seconds {bound} and at most "
+            f"{_MAX_SECONDS:g} (one day), got {x!r}"
+        )
     return float(x)  # type: ignore[arg-type]

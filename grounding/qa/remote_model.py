@@ -13,9 +13,13 @@ stops sending ``n`` and makes one request per sample from then on.
 Weights: a completion's log-weight is the sum of its tokens' log-probabilities
 (``choices[i].logprobs.content[j].logprob``, the sequence log-probability). A completion that
 recurs verbatim is counted once (its probability is already its weight; summing repeats
-would square the distribution). When some completion comes without (valid)
-log-probabilities, every sample of the question counts once, repeats included: the prior is
-then the answers' sample frequency.
+would square the distribution). When some completion comes without log-probabilities (none
+sent, not numbers, or ``-inf``), every sample of the question counts once, repeats included:
+the prior is then the answers' sample frequency. A token log-probability above 0 (a
+probability over 1) or NaN is not a missing value but a broken one: ``propose`` raises
+:class:`~grounding.qa.CandidateModelError` naming the choice, the token and the value rather
+than let the prior silently change kind; values up to ``1e-6`` above 0 are rounding and count
+as 0.
 
 Linking (:mod:`grounding.qa.linking`): the first line of each completion is an answer, linked
 by an :class:`~grounding.qa.AnswerLinker` of ``entities`` and ``texts`` (exact comparison of
@@ -49,6 +53,9 @@ from grounding.qa.candidates import CandidateModelError, Candidates, QuestionLik
 from grounding.qa.linking import AnswerLinker
 
 __all__ = ["OpenAICompatibleModel"]
+
+#: How far above 0 a token log-probability may be and still count as 0 (rounding).
+LOGPROB_TOLERANCE = 1e-6
 
 SYSTEM_PROMPT = (
     "You answer questions about a knowledge graph. Reply with one entity name only: no "
@@ -117,7 +124,8 @@ class OpenAICompatibleModel:
 
         Raises:
             CandidateModelError: the endpoint timed out, could not be reached, answered an
-                HTTP error status or a reply that is not a chat completion.
+                HTTP error status or a reply that is not a chat completion, or a token
+                log-probability above 0 (or NaN).
         """
         body = {
             "messages": self.messages(question),
@@ -132,7 +140,7 @@ class OpenAICompatibleModel:
         try:
             choices = self._sample(body)
             raw = [
-                (self.endpoint.text(choices, i), _sequence_logprob(c))
+                (self.endpoint.text(choices, i), _sequence_logprob(self.url, i, c))
                 for i, c in enumerate(choices)
             ]
         except EndpointError as err:
@@ -185,8 +193,9 @@ def _first_line(content: str) -> str:
     return lines[0].strip() if lines else ""
 
 
-def _sequence_logprob(choice: dict) -> float | None:
-    """Sum of the completion's token log-probabilities, or ``None`` when absent/malformed."""
+def _sequence_logprob(url: str, i: int, choice: dict) -> float | None:
+    """Sum of the completion's token log-probabilities, or ``None`` when absent/malformed;
+    EndpointError for a value above :data:`LOGPROB_TOLERANCE` or NaN."""
     content = (choice.get("logprobs") or {}).get("content") if isinstance(choice, dict) else None
     if not isinstance(content, list) or not content:
         return None
@@ -194,6 +203,12 @@ def _sequence_logprob(choice: dict) -> float | None:
         values = [float(t["logprob"]) for t in content]
     except (KeyError, TypeError, ValueError):
         return None
-    if not all(math.isfinite(v) and v <= 0 for v in values):
+    for j, v in enumerate(values):
+        if math.isnan(v) or v > LOGPROB_TOLERANCE:
+            raise EndpointError(
+                f"{url}: choice {i}, token {j} has log-probability {v!r} (above 0: a "
+                "probability over 1); the server's log-probabilities are invalid"
+            )
+    if not all(math.isfinite(v) for v in values):  # -inf: treated as absent
         return None
-    return float(sum(values))
+    return float(sum(min(v, 0.0) for v in values))

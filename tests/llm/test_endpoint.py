@@ -4,14 +4,18 @@ deeply nested JSON, error bodies echoing the key, retryable and non-retryable st
 
 from __future__ import annotations
 
+import copy
 import json
+import pickle
+import random
 import re
 import socket
-import threading
+import string
 import time
+import urllib.parse
 
 import pytest
-from _stub import _choice, _completion
+from _stub import _choice, _completion, raw_reply, raw_servers
 
 from grounding.llm import Endpoint, EndpointError, HTTPStatusError, json_content
 from grounding.plans import LLMPlanner, PlanError
@@ -20,67 +24,12 @@ KEY = "sk-secret-0123456789abcdef"
 OK = _completion([_choice("Lipid", [-0.1])])
 
 
-class RawServer:
-    """A one-thread HTTP server on 127.0.0.1 whose replies are written by ``handler(sock,
-    request)`` byte for byte; records every request (``(request line, headers, body)``)."""
-
-    def __init__(self, handler):
-        self.handler, self.requests = handler, []
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.sock.settimeout(0.05)
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self):
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except TimeoutError:
-                continue
-            with conn:
-                conn.settimeout(5)
-                try:
-                    self.requests.append(_read_request(conn))
-                    self.handler(conn, self.requests[-1])
-                except OSError:  # the client hung up: what a misbehaving server sees
-                    pass
-
-    def close(self):
-        self._stop.set()
-        self._thread.join(timeout=5)
-        self.sock.close()
-
-
-def _read_request(conn):
-    data = b""
-    while b"\r\n\r\n" not in data:
-        data += conn.recv(65536)
-    head, body = data.split(b"\r\n\r\n", 1)
-    line, *fields = head.decode().split("\r\n")
-    headers = dict(f.split(": ", 1) for f in fields)
-    while len(body) < int(headers.get("Content-Length", 0)):
-        body += conn.recv(65536)
-    return line, headers, body
-
-
-def _reply(status, body=b"", headers=()):
-    head = [f"HTTP/1.1 {status} X", f"Content-Length: {len(body)}", "Connection: close"]
-    return ("\r\n".join([*head, *headers]) + "\r\n\r\n").encode() + body
+_reply = raw_reply
 
 
 @pytest.fixture()
-def serve():
-    servers = []
-
-    def start(handler):
-        servers.append(RawServer(handler))
-        return servers[-1]
-
-    yield start
-    for s in servers:
-        s.close()
+def serve(monkeypatch):
+    yield from raw_servers(monkeypatch)
 
 
 def _endpoint(server, **kw):
@@ -123,6 +72,149 @@ def test_a_key_split_by_the_quote_limit_is_still_redacted(serve):
     assert KEY[:8] not in str(e.value)
 
 
+def _key(n, alphabet=string.ascii_letters + string.digits + "-_"):
+    return "".join(random.Random(n).choices(alphabet, k=n))
+
+
+CLASSIC = "sk-" + _key(48)  # 51 characters
+PROJECT = "sk-proj-" + _key(154)  # 162 characters
+SLASHED = "tok/" + _key(40) + "+x/y"  # a base64-like token: JSON may escape its slashes
+
+
+def _leaks(message, key):
+    """The longest run of the key's characters (4 or more) that shows in the message."""
+    for n in range(len(key), 3, -1):
+        if any(key[i : i + n] in message for i in range(len(key) - n + 1)):
+            return key[:n]
+    return ""
+
+
+@pytest.mark.parametrize("key", [CLASSIC, PROJECT])
+@pytest.mark.parametrize(
+    "body",
+    [
+        lambda k: "错误" * 50 + k,  # CJK: 3 bytes a character, the key within the quote
+        lambda k: "错" * 250 + k,  # the key across the 300-character cut
+        lambda k: "错" * 298 + k,
+        lambda k: "😀" * 120 + k + " and again " + k,  # 4-byte emoji, the key echoed twice
+        lambda k: "é" * 280 + "Bearer " + k,
+        lambda k: json.dumps({"error": {"message": "密钥无效 " * 30 + k}}, ensure_ascii=False),
+        lambda k: json.dumps({"error": {"message": "bad key " + k}}),  # the same characters
+        lambda k: "x" * 290 + k[:20],  # a server that cuts the key itself
+        lambda k: "错" * 100 + k[:30],
+    ],
+)
+def test_no_part_of_the_key_survives_a_multibyte_error_body(serve, key, body):
+    text = body(key).encode()
+    server = serve(lambda c, r: c.sendall(_reply(400, text)))
+    with pytest.raises(HTTPStatusError) as e:
+        _endpoint(server, api_key=key).chat({"messages": []})
+    assert _leaks(str(e.value), key) == "" and "***" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "echo",
+    [
+        lambda k: json.dumps({"error": "bad key " + k}).replace("/", "\\/"),  # PHP-style JSON
+        lambda k: json.dumps({"error": "bad key " + k}),
+        lambda k: "GET /v1?key=" + urllib.parse.quote(k, safe=""),  # percent-encoded
+    ],
+)
+def test_an_escaped_key_is_redacted(serve, echo):
+    server = serve(lambda c, r: c.sendall(_reply(400, echo(SLASHED).encode())))
+    with pytest.raises(HTTPStatusError) as e:
+        _endpoint(server, api_key=SLASHED).chat({"messages": []})
+    assert "***" in str(e.value)
+    for form in (SLASHED, SLASHED.replace("/", "\\/"), urllib.parse.quote(SLASHED, safe="")):
+        assert _leaks(str(e.value), form) == ""
+
+
+def test_a_reason_phrase_echoing_the_key_is_redacted_and_cut(serve):
+    line = f"HTTP/1.1 400 {'错' * 120}{PROJECT}{'z' * 3000}\r\nContent-Length: 0\r\n\r\n"
+    line = line.encode()
+    server = serve(lambda c, r: c.sendall(line))
+    with pytest.raises(HTTPStatusError) as e:
+        _endpoint(server, api_key=PROJECT).chat({"messages": []})
+    assert _leaks(str(e.value), PROJECT) == "" and len(str(e.value)) < 800
+
+
+# ---------------------------------------------------------------------------- pickling
+
+
+def test_a_pickle_never_holds_the_key(serve):
+    server = serve(lambda c, r: c.sendall(_reply(200, OK)))
+    ep = _endpoint(server)
+    assert KEY not in repr(ep) and KEY not in str(ep)
+    for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+        assert KEY.encode() not in pickle.dumps(ep, protocol)
+    back = pickle.loads(pickle.dumps(ep))
+    assert not back.has_key and "key=not pickled" in repr(back)
+    assert (back.url, back.model, back.timeout) == (ep.url, ep.model, ep.timeout)
+    with pytest.raises(EndpointError, match=r"unpickled without its key.*api_key"):
+        back.chat({"messages": []})
+    assert server.requests == []  # nothing was sent without the key
+    ep.chat({"messages": []})  # the original keeps it
+    assert server.requests[-1][1]["Authorization"] == f"Bearer {KEY}"
+
+
+def test_a_key_from_the_environment_is_read_again_when_unpickled(serve, monkeypatch):
+    server = serve(lambda c, r: c.sendall(_reply(200, OK)))
+    monkeypatch.setenv("GROUNDING_TEST_KEY", KEY)
+    ep = Endpoint(server.url, "m", api_key_env="GROUNDING_TEST_KEY")
+    data = pickle.dumps(ep)
+    assert KEY.encode() not in data
+    pickle.loads(data).chat({"messages": []})
+    assert server.requests[-1][1]["Authorization"] == f"Bearer {KEY}"
+    monkeypatch.delenv("GROUNDING_TEST_KEY")
+    lost = pickle.loads(data)
+    with pytest.raises(EndpointError, match=r"\$GROUNDING_TEST_KEY is not set"):
+        lost.chat({"messages": []})
+    assert len(server.requests) == 1 and "key=not pickled" in repr(lost)
+    monkeypatch.setenv("GROUNDING_TEST_KEY", KEY)  # pickled again where the variable is set
+    pickle.loads(pickle.dumps(lost)).chat({"messages": []})
+    assert server.requests[-1][1]["Authorization"] == f"Bearer {KEY}"
+
+
+def test_copies_keep_the_key_and_a_model_pickles_without_it(serve):
+    from grounding.qa import OpenAICompatibleModel
+
+    server = serve(lambda c, r: c.sendall(_reply(200, OK)))
+    ep = _endpoint(server)
+    for twin in (copy.copy(ep), copy.deepcopy(ep)):
+        assert twin.has_key
+        twin.chat({"messages": []})
+        assert server.requests[-1][1]["Authorization"] == f"Bearer {KEY}"
+    model = OpenAICompatibleModel(ep, ["lipid"])
+    assert KEY.encode() not in pickle.dumps(model)
+    assert copy.deepcopy(model).endpoint.has_key
+
+
+# ---------------------------------------------------------------------------- a 200 error
+
+
+@pytest.mark.parametrize(
+    "error, shown",
+    [
+        ({"message": "The model `gpt-9` does not exist", "type": "invalid_request_error"}, "gpt-9"),
+        ({"message": "quota exceeded", "code": 429}, "quota exceeded"),
+        ("server overloaded", "server overloaded"),
+    ],
+)
+def test_a_200_reply_carrying_an_error_object_quotes_it(serve, error, shown):
+    server = serve(lambda c, r: c.sendall(_reply(200, json.dumps({"error": error}).encode())))
+    with pytest.raises(EndpointError, match="no 'choices' list") as e:
+        _endpoint(server).chat({"messages": []})
+    assert shown in str(e.value)
+
+
+def test_a_200_error_message_is_redacted_and_cut(serve):
+    error = {"error": {"message": "错" * 250 + PROJECT + "z" * 5000}}
+    server = serve(lambda c, r: c.sendall(_reply(200, json.dumps(error).encode())))
+    with pytest.raises(EndpointError, match="错") as e:
+        _endpoint(server, api_key=PROJECT).chat({"messages": []})
+    assert _leaks(str(e.value), PROJECT) == "" and len(str(e.value)) < 600
+
+
 @pytest.mark.parametrize(
     "url, words",
     [
@@ -155,6 +247,10 @@ def test_a_full_chat_completions_url_is_not_doubled():
         (dict(timeout=0), "timeout"),
         (dict(timeout=float("nan")), "timeout"),
         (dict(timeout=True), "timeout"),
+        (dict(timeout=1e10), "timeout"),
+        (dict(timeout=86400.5), "timeout"),
+        (dict(timeout=float("inf")), "timeout"),
+        (dict(backoff=1e10), "backoff"),
         (dict(max_bytes=0), "max_bytes"),
         (dict(retries=-1), "retries"),
         (dict(retries=1.5), "retries"),
@@ -167,6 +263,12 @@ def test_bad_arguments_name_themselves(kw, name):
     with pytest.raises(ValueError, match=name) as e:
         Endpoint("http://h/v1", **({"model": "m"} | kw))
     assert "X-Injected" not in str(e.value)
+
+
+def test_the_largest_timeout_is_one_day():
+    assert Endpoint("http://h/v1", "m", timeout=86400, backoff=86400).timeout == 86400.0
+    with pytest.raises(ValueError, match=r"timeout must be .* at most 86400"):
+        Endpoint("http://h/v1", "m", timeout=1e10)
 
 
 def test_the_key_comes_from_the_environment_and_never_from_repr(monkeypatch):
