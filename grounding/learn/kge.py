@@ -47,10 +47,10 @@ from tqdm import tqdm
 from grounding._checks import check_int
 from grounding.datasets.kg import KGSplits
 from grounding.geometry import Linear, RelationMap, Rotation, Translation, get_metric
-from grounding.learn.checkpoint import read_archive, write_archive
+from grounding.learn.checkpoint import check_kge_fields, read_archive, write_archive
 from grounding.learn.early_stopping import EarlyStopping, check_finite
 from grounding.learn.linkpred import filtered_ranks, mrr_interval, rank_metrics
-from grounding.learn.reciprocal import ReciprocalModel
+from grounding.learn.reciprocal import RECIPROCAL_KINDS, ReciprocalModel
 
 __all__ = [
     "KGEModel",
@@ -427,22 +427,18 @@ def load_checkpoint(path: str | Path) -> tuple[Any, dict]:
     """Read a checkpoint written by :func:`save_checkpoint`: ``(model, meta)``.
 
     Raises:
-        ValueError: naming ``path``, for a file that is not a readable KGE checkpoint (or
-            holds non-finite or non-float parameters).
+        ValueError: naming ``path`` (and the field), for a file that is not a readable KGE
+            checkpoint (:func:`~grounding.learn.checkpoint.read_archive`: sizes checked
+            before reading), an unknown model ``kind``, a ``p`` other than 1 or 2, parameters
+            that are not finite floats, or relation parameters whose shape does not fit the
+            kind and the entity width.
     """
     what = "grounding KGE checkpoint"
     header, arrays = read_archive(path, what)
     if not isinstance(header, dict) or header.get("format") != _KGE_FORMAT or len(arrays) != 2:
         raise ValueError(f"{path}: not a {what} (no {_KGE_FORMAT!r} header)")
-    for i, x in enumerate(arrays):
-        if not np.issubdtype(x.dtype, np.floating) or x.ndim != 2 or not np.isfinite(x).all():
-            raise ValueError(f"{path}: parameter p{i} must be a finite 2-D float array")
-    try:
-        entity, relation = (jnp.asarray(x) for x in arrays)
-        if header.get("reciprocal"):
-            model = ReciprocalModel(header["kind"], entity, relation)
-        else:
-            model = KGEModel(header["kind"], entity, relation, header["p"])
-    except (KeyError, TypeError, ValueError) as err:
-        raise ValueError(f"{path}: not a {what} ({err})") from None
-    return model, header.get("meta", {})
+    kind, reciprocal, p, meta = check_kge_fields(path, header, arrays, KINDS, RECIPROCAL_KINDS)
+    entity, relation = (jnp.asarray(x) for x in arrays)
+    if reciprocal:
+        return ReciprocalModel(kind, entity, relation), meta
+    return KGEModel(kind, entity, relation, p), meta
