@@ -52,6 +52,10 @@ of the vectors scanned); ``ann_*`` report the cheapest sweep point with recall@1
 the most accurate one, said so). A control repeats the sweep on clustered vectors (1,000
 Gaussian clusters; not the specified data) to show what the index does where vectors have
 structure.
+
+Beside the profile (and at 1M), PCR's ranking of one batch's largest candidate group is timed
+against the previous exact selection (every candidate's screening score gathered and
+partitioned per query), interleaved, answers compared.
 """
 
 from __future__ import annotations
@@ -71,6 +75,7 @@ from scipy.sparse import csgraph
 from grounding import TypedGraph
 from grounding.datasets import load_pathrag6
 from grounding.retrieval import PCR, ANNIndex, Query, SoftPCR, TextIndex
+from grounding.retrieval._rank import _cut_margin, screen
 
 K, TOL = 10, 1e-5
 ANN_BATCH, RECALL_TARGET = 50, 0.95
@@ -221,6 +226,52 @@ def profile(p: dict, batch: int, repeats: int = 3) -> dict:
     return {k: 1e3 * v / len(qs) for k, v in best.items()}
 
 
+def partition_rank(pcr: PCR, qv: np.ndarray, cand: np.ndarray) -> list:
+    """The previous exact selection, kept to compare with: per query the screening scores of
+    all candidates gathered and their ``K``-th found by a full partition; the same cut and
+    fixed-order rescoring as :meth:`PCR._rank`."""
+    emb = pcr.index.embeddings
+    approx, margin = screen(emb, qv), _cut_margin(emb, pcr._row_norm_max, qv)
+    out = []
+    for q, a, cut in zip(qv, approx, margin):
+        s = a[cand]
+        near = cand[s >= np.float64(np.partition(s, len(s) - K)[len(s) - K]) - cut]
+        exact = np.einsum("nd,d->n", emb[near], q)
+        top = np.argsort(-exact, kind="stable")[:K]
+        out.append((near[top], exact[top]))
+    return out
+
+
+def selection_ab(p: dict, batch: int, repeats: int = 5) -> tuple[float, float, bool]:
+    """PCR's ranking (screen, block-maxima selection, rescoring) against
+    :func:`partition_rank` on the largest group of candidates of one batch, interleaved:
+    medians of ``repeats`` in ms/query, and whether every answer is identical."""
+    pcr, qs = PCR(p["index"]), p["queries"][:batch]
+    groups: dict[int, tuple[np.ndarray, list[int]]] = {}
+    for i, q in enumerate(qs):
+        c = pcr.candidates(pcr.graph.entity_index(q.anchor))
+        groups.setdefault(id(c), (c, []))[1].append(i)
+    c, ids = max(groups.values(), key=lambda g: len(g[1]))
+    qv = pcr.index.embed_queries([qs[i].text for i in ids])
+    ours, before = partial(pcr._rank, cand=c, k=K), partial(partition_rank, pcr, cand=c)
+    ours(qv), before(qv)  # warm (the row norms)
+    runs = [timed(fn, [qv]) for _ in range(repeats) for fn in (ours, before)]
+    same = all(
+        np.array_equal(x[0], y[0]) and np.array_equal(x[1], y[1])
+        for x, y in zip(runs[0][0][0], runs[1][0][0])
+    )
+    ms = [1e3 * np.median([r[1][0] for r in runs[j::2]]) / len(ids) for j in (0, 1)]
+    return ms[0], ms[1], same
+
+
+def show_ab(tag: str, ab: tuple[float, float, bool], repeats: int = 5) -> None:
+    print(f"ranking of one batch's largest group, {tag} (ms/query, median of {repeats}, "
+          f"interleaved): "
+          f"block-maxima selection {sig3(ab[0])}, full partition per query (previous) "
+          f"{sig3(ab[1])}, {sig3(ab[1] / ab[0])}x; answers identical: "
+          f"{'yes' if ab[2] else 'NO'}")  # fmt: skip
+
+
 def soft_pcr(p: dict, batch: int, n_single: int) -> dict:
     """Soft PCR on one graph: ``retrieve_batch`` on one batch (after an untimed call on it)
     against ``retrieve`` on its first ``n_single`` queries, answers compared."""
@@ -320,6 +371,7 @@ def million(a) -> dict:
     print(f"exactness vs direct search (scipy breadth_first_order + NumPy; NetworkX skipped at "
           f"this size), {len(ids)} queries: exact/tie/err {counts['exact']}/{counts['tie']}/"
           f"{counts['error']} (reference {sig3(1e3 * np.median(lat))} ms/query)")  # fmt: skip
+    show_ab(tag, ab := selection_ab(p, a.batch, repeats=3), repeats=3)
     build, rows, nlist = ann_sweep(
         p["index"], qs[: a.ann_queries], exact, a.seed, (1, 4, 16, 32, 48, 60, 64)
     )
@@ -334,8 +386,8 @@ def million(a) -> dict:
     control(a, graph, p, rng)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
     print(f"peak RSS {rss:.2f} GiB (the whole run)")
-    if counts["error"]:
-        raise SystemExit(f"ERROR: {counts['error']} answers at {tag} differ from direct search")
+    if counts["error"] or not ab[2]:
+        raise SystemExit(f"ERROR: answers at {tag} differ from direct search or between rankings")
     return {f"pcr_p50_ms_{tag}": 1e3 * p50, f"ann_p50_ms_{tag}": best[2],
             f"ann_recall10_{tag}": best[3]}  # fmt: skip
 
@@ -406,7 +458,7 @@ def main() -> None:
         for d_max in (None, 2):
             rn = (a.reference_queries or None) if parts is large and d_max is None else None
             rows[(name, d_max)] = measure(parts, d_max, a.batch, a.repeats, rn, a.seed)
-    prof = profile(large[0], a.batch)
+    prof, ab = profile(large[0], a.batch), selection_ab(large[0], a.batch)
     soft = soft_pcr(large[0], a.batch, a.soft_single)
     cols = "ref_q/s ref_p50 single_q/s single_p50 batch_q/s batch_p50 cold_p50 batch/ref"
     print(" " * 19 + "".join(f"{c:>11}" for c in cols.split()) + " comps")
@@ -426,13 +478,14 @@ def main() -> None:
     print(f"TypedGraph construction {big}: {sig3(t_graph)} s")
     print(f"profile, one warm batch, {big}, unlimited depth (ms/query): "
           + ", ".join(f"{k} {sig3(v)}" for k, v in prof.items()))  # fmt: skip
+    show_ab(big, ab)
     c = soft["counts"]
     print(f"soft PCR {big}, unlimited depth, tau 0: batched {sig3(soft['batched'])} q/s (one "
           f"batch of {soft['n']}), one at a time {sig3(soft['single'])} q/s "
           f"({a.soft_single} queries), answers exact/tie/err {c['exact']}/{c['tie']}/"
           f"{c['error']}")  # fmt: skip
     print(f"# wall {time.perf_counter() - t_start:.0f} s, load average {os.getloadavg()[0]:.2f}")
-    if errors := sum(r["counts"]["error"] for r in (*rows.values(), soft)):
+    if errors := sum(r["counts"]["error"] for r in (*rows.values(), soft)) + (not ab[2]):
         raise SystemExit(f"ERROR: {errors} answers differ from the reference")
     final = million(a) if a.million else {}
     if a.million:

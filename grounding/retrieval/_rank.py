@@ -5,19 +5,38 @@ The scores that rank are ``einsum`` dot products, each summed in one fixed order
 score does not depend on which other nodes are scored with it or where it sits (identical
 rows tie exactly, and ties break by node index). Computing them for every candidate is slow
 (a gather and a non-BLAS sum per query), so a BLAS product over all nodes — one ``[Q, N]``
-product for a batch of queries — screens first. Its entries differ from the fixed-order ones
-by at most :math:`2\gamma_d \|q\|\,\|e\|` (the standard bound on a floating-point dot product
-of length :math:`d`, :math:`\gamma_d = d u / (1 - d u)`, whichever order either sum takes), so
-every node that can reach the top ``k`` in the fixed-order scores has a screening score
-within twice that of the ``k``-th largest screening score. Only those are rescored. The result
-is exactly the top ``k`` of the fixed-order scores, for one query or a batch alike.
+product for a batch of queries — screens first, and only the few candidates that can reach the
+top ``k`` are rescored in the fixed order.
+
+Why that is exact (:func:`top_k_exact`). Write :math:`a_v` for node ``v``'s screening score,
+:math:`e_v` for its fixed-order score and :math:`t_v` for the exact real dot product of the
+same float vectors. Any floating-point sum of the :math:`d` products, in whatever order and
+with or without fused multiply-adds, satisfies
+:math:`|{\rm fl}(q\cdot x) - q\cdot x| \le \gamma_d \sum_i |q_i x_i| + d\eta
+\le \gamma_d \|q\|\,\|x\| + d\eta` (Cauchy–Schwarz; :math:`\gamma_d = du / (1 - du)`, :math:`u`
+the unit roundoff, :math:`\eta` the smallest subnormal, for gradual underflow). So
+:math:`|a_v - e_v| \le \delta = 2(\gamma_d \|q\| R + d\eta)`, :math:`R` the largest row norm.
+Let :math:`L` be a value that at least ``k`` candidates reach in screening (:math:`a \ge L`).
+Those ``k`` have :math:`e \ge L - \delta`, so the ``k``-th largest fixed-order score is at
+least :math:`L - \delta`, and every candidate in the answer (or tied with its ``k``-th entry)
+has :math:`e_v \ge L - \delta`, hence :math:`a_v \ge L - 2\delta`. Rescoring every candidate
+with :math:`a_v \ge L - 2\delta` therefore finds exactly the top ``k`` of the fixed-order
+scores, ties included. :math:`L` is the ``k``-th largest of the block maxima of the screening
+row (blocks of :data:`_BLOCK` entries; the ``k`` best blocks hold ``k`` distinct candidates
+scoring at least it), which costs one pass over the row instead of a selection; usually it is
+the ``k``-th largest score itself. The cut :math:`L - 2\delta` and the comparisons are made in
+float64 (exact for float32 scores), and the margin :math:`\delta` is widened by 0.1 % for the
+float64 rounding of the norms and of :math:`\gamma_d`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["screen", "top_k", "top_k_exact"]
+__all__ = ["row_norm_max", "screen", "top_k", "top_k_exact"]
+
+_BLOCK = 256  # screening entries per block maximum
+_NORM_ROWS = 1 << 15  # rows per chunk of the float64 row norms (bounds the copy)
 
 
 def top_k(scores: np.ndarray, k: int, among: np.ndarray | None = None):
@@ -44,33 +63,104 @@ def screen(embeddings: np.ndarray, qv: np.ndarray) -> np.ndarray:
     return np.asarray(qv, embeddings.dtype) @ embeddings.T
 
 
+def row_norm_max(embeddings: np.ndarray) -> float:
+    """The largest row norm of ``embeddings``, summed in float64 (in chunks of rows: no copy
+    of the whole matrix); float32 products are exact there."""
+    best = 0.0
+    for s in range(0, len(embeddings), _NORM_ROWS):
+        x = np.asarray(embeddings[s : s + _NORM_ROWS], np.float64)
+        best = max(best, float(np.einsum("nd,nd->n", x, x).max(initial=0.0)))
+    return float(np.sqrt(best))
+
+
+def _cut_margin(embeddings: np.ndarray, norm_max: float, qv: np.ndarray) -> np.ndarray:
+    """``[Q]`` the margin :math:`2\\delta` of the module docstring per query (``inf`` when
+    :math:`du \\ge 1/2`: then every candidate is rescored)."""
+    d = embeddings.shape[1]
+    info = np.finfo(embeddings.dtype)
+    u = float(info.eps) / 2
+    if d * u >= 0.5:
+        return np.full(len(qv), np.inf)
+    gamma = d * u / (1 - d * u)
+    q = np.asarray(qv, np.float64)
+    q_norm = np.sqrt(np.einsum("gd,gd->g", q, q))
+    return 4 * (gamma * q_norm * norm_max + d * float(info.smallest_subnormal)) * (1 + 1e-3)
+
+
+def _within(rows: np.ndarray, k: int, margin: np.ndarray) -> list[np.ndarray]:
+    """Per row of ``rows`` (``[G, L]`` screening scores, ``L > k``, at most half of each row
+    masked to ``-inf``): the sorted positions scoring at least ``L_row - margin_row``, with
+    ``L_row`` the ``k``-th largest block maximum.
+
+    That maximum is finite: with blocks of ``b >= 2`` there are ``nb = L // b >= 4k`` full
+    blocks (``b = min(256, L // 4k)``), and the at most ``L / 2`` masked entries fill at most
+    ``L / 2b < (nb + 1) / 2`` of them, so at least ``2k`` blocks hold a finite score; with
+    ``b = 1`` the row has more than ``k`` finite entries."""
+    g, n = rows.shape
+    b = max(1, min(_BLOCK, n // (4 * k)))
+    nb = n // b
+    blocks = rows[:, : nb * b].reshape(g, nb, b)
+    tail = rows[:, nb * b :]  # shorter than a block: one more block when not empty
+    bm = blocks.max(axis=2) if b > 1 else rows[:, :nb]
+    if tail.shape[1]:
+        bm = np.concatenate([bm, tail.max(axis=1, keepdims=True)], axis=1)
+    m = bm.shape[1]
+    kth = np.partition(bm, m - k, axis=1)[:, m - k].astype(np.float64)
+    cut = kth - margin  # float64: no rounding towards the k-th; compared in float64 below
+    r, blk = np.nonzero(bm >= cut[:, None])  # the blocks that can hold an answer
+    full = blk < nb
+    rf, bf = r[full], blk[full]
+    hit = blocks[rf, bf] >= cut[rf][:, None]  # [P, b]: one contiguous copy per block
+    keys = [(rf[:, None] * n + bf[:, None] * b + np.arange(b))[hit]]
+    if tail.shape[1]:
+        rt = r[~full]
+        hit = tail[rt] >= cut[rt][:, None]
+        keys.append((rt[:, None] * n + nb * b + np.arange(tail.shape[1]))[hit])
+    key = np.sort(np.concatenate(keys))  # by row, then position
+    bounds = np.searchsorted(key, np.arange(g + 1) * n)
+    return [key[bounds[i] : bounds[i + 1]] - i * n for i in range(g)]
+
+
+def _rescore(embeddings: np.ndarray, q: np.ndarray, nodes: np.ndarray, k: int) -> tuple:
+    """The ``k`` best of ``nodes`` (sorted) by fixed-order score, ties by lower index."""
+    exact = np.einsum("nd,d->n", embeddings[nodes], q)
+    order = np.argsort(-exact, kind="stable")[:k]  # stable: ties keep the lower node first
+    return nodes[order], exact[order]
+
+
 def top_k_exact(
     embeddings: np.ndarray,
-    row_norm_max: float,
-    q: np.ndarray,
+    norm_max: float,
+    qv: np.ndarray,
     approx: np.ndarray,
     cand: np.ndarray,
     k: int,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` best candidates by fixed-order score (ties: lower index first) and their
-    scores, from the screening scores ``approx`` (``[N]``, :func:`screen`) of query ``q``.
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """For each query, the ``k`` best candidates by fixed-order score (ties: lower index
+    first) and their scores, from the screening scores ``approx`` (:func:`screen`).
 
     Args:
         embeddings: ``[N, d]`` node embeddings.
-        row_norm_max: the largest row norm of ``embeddings``.
-        q: ``[d]`` the query vector.
-        approx: ``[N]`` its screening scores.
-        cand: sorted candidate node indices.
-        k: how many.
+        norm_max: the largest row norm of ``embeddings`` (:func:`row_norm_max`).
+        qv: ``[G, d]`` the query vectors.
+        approx: ``[G, N]`` their screening scores; overwritten (scratch).
+        cand: sorted distinct candidate node indices, shared by the ``G`` queries.
+        k: how many (``>= 1``).
     """
-    if k < len(cand):
-        d = embeddings.shape[1]
-        u = float(np.finfo(embeddings.dtype).eps) / 2
-        gamma = d * u / (1 - d * u)
-        slack = 4 * gamma * float(np.linalg.norm(q)) * row_norm_max * (1 + 1e-3)
-        s = approx[cand]
-        kth = np.partition(s, len(s) - k)[len(s) - k]
-        cand = cand[s >= kth - slack]  # every node that can reach the exact top k
-    exact = np.einsum("nd,d->n", embeddings[cand], np.asarray(q, embeddings.dtype))
-    idx, scores = top_k(exact, k)
-    return cand[idx], scores
+    n = embeddings.shape[0]
+    qv = np.asarray(qv, embeddings.dtype)
+    margin = _cut_margin(embeddings, norm_max, qv)
+    if k >= len(cand) or not np.all(np.isfinite(margin)):  # no screening: rescore them all
+        return [_rescore(embeddings, q, cand, k) for q in qv]
+    if 2 * len(cand) >= n:  # few non-candidates: mask them in place (no [G, |C|] copy)
+        if len(cand) < n:
+            outside = np.ones(n, bool)
+            outside[cand] = False
+            approx[:, np.flatnonzero(outside)] = -np.inf
+        picks, owner = _within(approx, k, margin), None
+    else:
+        picks, owner = _within(np.take(approx, cand, axis=1), k, margin), cand
+    return [
+        _rescore(embeddings, q, pos if owner is None else owner[pos], k)
+        for q, pos in zip(qv, picks)
+    ]

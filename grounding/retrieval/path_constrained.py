@@ -29,7 +29,7 @@ from grounding.posterior import gibbs_log_posterior
 from grounding.problem import GroundingProblem, edge_costs_from_arrays
 from grounding.result import GroundingResult
 from grounding.retrieval._batch import retrieve_bounded
-from grounding.retrieval._rank import screen, top_k_exact
+from grounding.retrieval._rank import row_norm_max, screen, top_k_exact
 from grounding.retrieval.ann import ANNIndex
 from grounding.retrieval.base import (
     AnchoredRetriever,
@@ -115,15 +115,14 @@ class PCR(AnchoredRetriever):
         """Top-k node indices and cosines within ``cand`` for each query vector ``[G, dim]``:
         exactly the top ``k`` of fixed-order dot products (ties: lower index first), screened
         by one matrix product over all nodes (``approx``, ``[G, N]``, computed here when not
-        given; see :mod:`grounding.retrieval._rank`). With an approximate index, a large
+        given, overwritten when given; see :mod:`grounding.retrieval._rank`). With an approximate index, a large
         candidate set is searched there instead (its nodes rescored in the fixed order; the
         exact path for the rows it leaves short)."""
         emb, n = self.index.embeddings, self.graph.n_nodes
         if ann and self.ann is not None and 2 * len(cand) >= n:
             return self._rank_ann(qv, cand, k)
-        approx = screen(emb, qv) if approx is None else approx
-        norm = self._row_norm_max
-        return [top_k_exact(emb, norm, q, a, cand, k) for q, a in zip(qv, approx)]
+        approx = screen(emb, qv) if approx is None else approx  # overwritten below
+        return top_k_exact(emb, self._row_norm_max, qv, approx, cand, k)
 
     def _rank_ann(self, qv: np.ndarray, cand: np.ndarray, k: int) -> list[tuple]:
         emb, n = self.index.embeddings, self.graph.n_nodes
@@ -139,7 +138,7 @@ class PCR(AnchoredRetriever):
 
     @functools.cached_property
     def _row_norm_max(self) -> float:
-        return float(np.linalg.norm(self.index.embeddings, axis=1).max(initial=0.0))
+        return row_norm_max(self.index.embeddings)
 
     def retrieve_batch(self, queries: Sequence[Query], k: int = 10) -> list[Retrieval]:
         """Batched PCR, same answers as :meth:`retrieve`. With ``max_hops``: candidates and

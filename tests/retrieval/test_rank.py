@@ -1,10 +1,13 @@
 """The screened top-k of PCR's ranking equals brute force: the top k of fixed-order (einsum)
 dot products over every candidate, ties broken by lower index, for one query or a batch —
-including rows that tie exactly (repeated texts) and rows that differ in the last bits."""
+including rows that tie exactly (repeated texts) and rows that differ in the last bits, on
+every selection path (all nodes, few non-candidates masked, a gathered small set, candidates
+packed into one stretch, a short last block)."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,6 +31,19 @@ def _embeddings(rng, n, d, n_distinct):
     return emb
 
 
+def _check(emb, qv, cand, k):
+    """The batch (one screening product), each query alone, and brute force agree."""
+    norm = _rank.row_norm_max(emb)
+    got = _rank.top_k_exact(emb, norm, qv, _rank.screen(emb, qv), cand, k)
+    assert len(got) == len(qv)
+    for q, g in zip(qv, got):
+        [single] = _rank.top_k_exact(emb, norm, q[None], _rank.screen(emb, q[None]), cand, k)
+        want = _brute(emb, q, cand, k)
+        for h in (g, single):
+            np.testing.assert_array_equal(h[0], want[0])
+            np.testing.assert_array_equal(h[1], want[1])
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     st.integers(0, 2**32 - 1),
@@ -35,20 +51,40 @@ def _embeddings(rng, n, d, n_distinct):
     st.sampled_from([3, 16, 300]),
     st.integers(1, 30),
     st.integers(1, 12),
+    st.sampled_from([0.1, 0.7, 0.97, 1.0]),
 )
-def test_screened_top_k_equals_brute_force(seed, n, d, k, n_distinct):
+def test_screened_top_k_equals_brute_force(seed, n, d, k, n_distinct, share):
     rng = np.random.default_rng(seed)
     emb = _embeddings(rng, n, d, n_distinct)
     qv = _embeddings(rng, 4, d, 4)
-    norm = float(np.linalg.norm(emb, axis=1).max())
-    approx = _rank.screen(emb, qv)  # one product for the batch
-    for q, a in zip(qv, approx):
-        cand = np.flatnonzero(rng.random(n) < 0.7)
-        if not len(cand):
-            continue
-        got = _rank.top_k_exact(emb, norm, q, a, cand, k)
-        single = _rank.top_k_exact(emb, norm, q, _rank.screen(emb, q[None])[0], cand, k)
-        want = _brute(emb, q, cand, k)
-        for g in (got, single):
-            np.testing.assert_array_equal(g[0], want[0])
-            np.testing.assert_array_equal(g[1], want[1])
+    cand = np.flatnonzero(rng.random(n) < share)
+    if len(cand):
+        _check(emb, qv, cand, k)
+
+
+@pytest.mark.parametrize("k", [1, 10, 37])
+@pytest.mark.parametrize("layout", ["all", "masked", "gathered", "packed", "tail"])
+def test_screened_top_k_on_long_rows(k, layout):
+    """Rows long enough for blocks of 256; 40 distinct vectors, so every score ties with
+    dozens of others across blocks (the k-th place is a tie)."""
+    rng = np.random.default_rng(k)
+    n = 20_011 if layout == "tail" else 20_480  # 'tail': a last, shorter block
+    emb = _embeddings(rng, n, 48, 40)
+    qv = np.concatenate([_embeddings(rng, 3, 48, 3), emb[[5, 9_000]]])  # some equal a row
+    cand = {
+        "all": np.arange(n),
+        "tail": np.arange(n),
+        "masked": np.flatnonzero(rng.random(n) < 0.9),
+        "gathered": np.flatnonzero(rng.random(n) < 0.2),
+        # more than half the nodes, in one stretch: most blocks are masked out entirely
+        "packed": np.arange(n // 2 - 300, n),
+    }[layout]
+    _check(emb, qv, cand, k)
+
+
+def test_row_norm_max_is_float64_and_chunked():
+    rng = np.random.default_rng(0)
+    emb = rng.normal(size=(70_000, 8)).astype(np.float32)
+    want = float(np.sqrt((emb.astype(np.float64) ** 2).sum(axis=1).max()))
+    assert _rank.row_norm_max(emb) == pytest.approx(want, rel=1e-15, abs=0)
+    assert _rank.row_norm_max(np.zeros((0, 4), np.float32)) == 0.0
