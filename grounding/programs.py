@@ -18,7 +18,7 @@ the QA systems call it between batches when built with ``release_programs=True``
 
 Example:
     >>> import grounding
-    >>> info = grounding.program_info()
+    >>> info = grounding.programs.program_info()
     >>> sorted(info) == ["by_kind", "compilations", "evictions", "live", "max_programs"]
     True
 """
