@@ -24,11 +24,13 @@ from typing import Any
 
 import numpy as np
 
+from grounding import programs
 from grounding._checks import check_int
 from grounding.evidence import EvidenceState
 from grounding.graph import Triple
 from grounding.problem import GroundingProblem, Realization
 from grounding.qa._checks import (
+    check_bool,
     check_config,
     check_has,
     check_questions,
@@ -154,6 +156,9 @@ class GroundedQA:
         max_hops: walk length bound of a free-text question's answer candidates (and its
             retrieval depth).
         realization: an optional :class:`~grounding.Realization` for ``ground``.
+        release_programs: release every compiled program of the process after each
+            :meth:`answer_batch` (:func:`grounding.programs.release_programs`: the memory of
+            a long-lived process returns to what it was; the next batch compiles again).
 
     Raises:
         TypeError, ValueError: an argument is of the wrong kind or out of range (the message
@@ -175,8 +180,10 @@ class GroundedQA:
         negative: frozenset[Triple] = frozenset(),
         max_hops: int = 3,
         realization: Realization | None = None,
+        release_programs: bool = False,
     ):
         self.config, self.realization = check_config("GroundedQA", config, realization)
+        self.release_programs = check_bool("release_programs", release_programs)
         check_has("model", model, "propose")
         self.model = model
         self.retriever = Retrievers(retriever)
@@ -237,6 +244,8 @@ class GroundedQA:
             list(problems), problems, states, self.config, self.realization
         )
         reasons.update(failed)
+        if self.release_programs:
+            programs.release_programs()
         return [
             QAOutcome(q, c, results.get(i), states.get(i), reasons.get(i))
             for i, (q, c) in enumerate(zip(questions, cands))

@@ -148,3 +148,23 @@ def test_soft_pcr_prior_normalizes_on_a_large_graph():
     soft = SoftPCR(TextIndex(bench.graph), max_hops=2)
     r = soft.retrieve(q.query(), 50)
     assert len(r.index) == 50 and np.all(np.isfinite(r.scores))
+
+
+def test_release_programs_after_each_batch(umls_loop):
+    """``release_programs=True`` leaves no compiled program behind a batch, and the answers
+    are those of a loop that keeps its programs."""
+    from grounding import programs
+
+    bench, answerer, pcr = umls_loop
+    qs = bench.split("test")[:4]
+    cfg = GroundingConfig(lam=2.0, kappa=1.0)
+    keep = GroundedQA(answerer, lambda d: pcr[d], cfg, k_candidates=5, k_nodes=20)
+    want = [o.answer for o in keep.answer_batch(qs)]
+    assert programs.program_info()["live"] > 0
+    free = GroundedQA(
+        answerer, lambda d: pcr[d], cfg, k_candidates=5, k_nodes=20, release_programs=True
+    )
+    assert [o.answer for o in free.answer_batch(qs)] == want
+    assert programs.program_info()["live"] == 0
+    with pytest.raises(TypeError, match="release_programs"):
+        GroundedQA(answerer, pcr[1], cfg, release_programs=1)
