@@ -71,7 +71,7 @@ def _check_texts(texts: Sequence[str], what: str = "texts") -> list[str]:
 
 
 def _no_tokens(i: int, text: str) -> ValueError:
-    return ValueError(f"texts[{i}] has no tokens (runs of a-z, 0-9): {text!r:.80}")
+    return ValueError(f"texts[{i}] has no tokens ({text!r:.60}, no a-z/0-9); it cannot be embedded")
 
 
 def checked_embeddings(encoder: object, texts: Sequence[str], x: object) -> np.ndarray:
