@@ -54,8 +54,8 @@ Gaussian clusters; not the specified data) to show what the index does where vec
 structure.
 
 Beside the profile (and at 1M), PCR's ranking of one batch's largest candidate group is timed
-against the previous exact selection (every candidate's screening score gathered and
-partitioned per query), interleaved, answers compared.
+against the previous exact ranking (a fresh screening matrix per call, every candidate's
+screening score gathered and partitioned per query), interleaved, answers compared.
 """
 
 from __future__ import annotations
@@ -227,9 +227,9 @@ def profile(p: dict, batch: int, repeats: int = 3) -> dict:
 
 
 def partition_rank(pcr: PCR, qv: np.ndarray, cand: np.ndarray) -> list:
-    """The previous exact selection, kept to compare with: per query the screening scores of
-    all candidates gathered and their ``K``-th found by a full partition; the same cut and
-    fixed-order rescoring as :meth:`PCR._rank`."""
+    """The previous exact ranking, kept to compare with: a fresh screening matrix, then per
+    query the screening scores of all candidates gathered and their ``K``-th found by a full
+    partition; the same cut and fixed-order rescoring as :meth:`PCR._rank`."""
     emb = pcr.index.embeddings
     approx, margin = screen(emb, qv), _cut_margin(emb, pcr._row_norm_max, qv)
     out = []
@@ -266,9 +266,9 @@ def selection_ab(p: dict, batch: int, repeats: int = 5) -> tuple[float, float, b
 
 def show_ab(tag: str, ab: tuple[float, float, bool], repeats: int = 5) -> None:
     print(f"ranking of one batch's largest group, {tag} (ms/query, median of {repeats}, "
-          f"interleaved): "
-          f"block-maxima selection {sig3(ab[0])}, full partition per query (previous) "
-          f"{sig3(ab[1])}, {sig3(ab[1] / ab[0])}x; answers identical: "
+          f"interleaved): now (kept buffer, block maxima) {sig3(ab[0])}, previous (fresh "
+          f"matrix, full partition per query) {sig3(ab[1])}, {sig3(ab[1] / ab[0])}x; answers "
+          f"identical: "
           f"{'yes' if ab[2] else 'NO'}")  # fmt: skip
 
 

@@ -58,9 +58,10 @@ def top_k(scores: np.ndarray, k: int, among: np.ndarray | None = None):
     return cand[order], s[order]
 
 
-def screen(embeddings: np.ndarray, qv: np.ndarray) -> np.ndarray:
-    """``[Q, N]`` screening scores of every node (one BLAS product)."""
-    return np.asarray(qv, embeddings.dtype) @ embeddings.T
+def screen(embeddings: np.ndarray, qv: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``[Q, N]`` screening scores of every node (one BLAS product), written into ``out``
+    (``[Q, N]``, C-contiguous, the embeddings' dtype) when given."""
+    return np.matmul(np.asarray(qv, embeddings.dtype), embeddings.T, out=out)
 
 
 def row_norm_max(embeddings: np.ndarray) -> float:

@@ -49,6 +49,7 @@ from grounding.solver import GroundingConfig, ground
 __all__ = ["PCR", "SoftPCR"]
 
 _SOFT_BATCH = 256  # queries per path-engine call of SoftPCR.retrieve_batch (bounds [Q, N])
+_SCREEN_ROWS = 256  # queries per screening product of PCR (bounds its [Q, N] buffer)
 
 
 class PCR(AnchoredRetriever):
@@ -67,7 +68,9 @@ class PCR(AnchoredRetriever):
             smaller sets, and queries it finds fewer than ``k`` candidates for, stay exact.
 
     Scores are cosine similarities. With several anchors (topic entities) the candidate set is
-    the union of their reachable sets. PCR paper, Sec. 3.2; hard grounding, Eq. (6).
+    the union of their reachable sets. PCR paper, Sec. 3.2; hard grounding, Eq. (6). Exact
+    search keeps its screening matrix between calls (up to 256 rows of ``N`` scores: 1 KiB per
+    node in float32).
 
     References:
         - Oladokun, "Path-Constrained Retrieval: A Structural Approach to Reliable LLM Agent
@@ -114,15 +117,27 @@ class PCR(AnchoredRetriever):
     def _rank(self, qv: np.ndarray, cand: np.ndarray, k: int, approx=None, ann=True) -> list:
         """Top-k node indices and cosines within ``cand`` for each query vector ``[G, dim]``:
         exactly the top ``k`` of fixed-order dot products (ties: lower index first), screened
-        by one matrix product over all nodes (``approx``, ``[G, N]``, computed here when not
-        given, overwritten when given; see :mod:`grounding.retrieval._rank`). With an approximate index, a large
-        candidate set is searched there instead (its nodes rescored in the fixed order; the
-        exact path for the rows it leaves short)."""
+        by one matrix product over all nodes (``approx``, ``[G, N]``, overwritten; else
+        computed here, :data:`_SCREEN_ROWS` queries at a time, into one buffer kept between
+        calls: a fresh matrix per call pays its page faults again; see
+        :mod:`grounding.retrieval._rank`). With an approximate index, a large candidate set is
+        searched there instead (its nodes rescored in the fixed order; the exact path for the
+        rows it leaves short)."""
         emb, n = self.index.embeddings, self.graph.n_nodes
         if ann and self.ann is not None and 2 * len(cand) >= n:
             return self._rank_ann(qv, cand, k)
-        approx = screen(emb, qv) if approx is None else approx  # overwritten below
-        return top_k_exact(emb, self._row_norm_max, qv, approx, cand, k)
+        if approx is not None:
+            return top_k_exact(emb, self._row_norm_max, qv, approx, cand, k)
+        buf = self.__dict__.pop("_screen_buffer", None)  # taken: no other call writes it
+        out = []
+        for s in range(0, len(qv), _SCREEN_ROWS):
+            rows = qv[s : s + _SCREEN_ROWS]
+            if buf is None or len(buf) < len(rows):
+                buf = np.empty((len(rows), n), emb.dtype)
+            approx = screen(emb, rows, out=buf[: len(rows)])  # overwritten below
+            out += top_k_exact(emb, self._row_norm_max, rows, approx, cand, k)
+        self._screen_buffer = buf
+        return out
 
     def _rank_ann(self, qv: np.ndarray, cand: np.ndarray, k: int) -> list[tuple]:
         emb, n = self.index.embeddings, self.graph.n_nodes

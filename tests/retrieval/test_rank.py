@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grounding.retrieval import _rank
+from grounding import TypedGraph
+from grounding.retrieval import PCR, Query, TextIndex, _rank, path_constrained
 from grounding.retrieval.base import top_k
 
 
@@ -88,3 +89,38 @@ def test_row_norm_max_is_float64_and_chunked():
     want = float(np.sqrt((emb.astype(np.float64) ** 2).sum(axis=1).max()))
     assert _rank.row_norm_max(emb) == pytest.approx(want, rel=1e-15, abs=0)
     assert _rank.row_norm_max(np.zeros((0, 4), np.float32)) == 0.0
+
+
+class _Table:
+    """Fixed vectors per text."""
+
+    name = "table"
+
+    def __init__(self, vectors: dict):
+        self.vectors, self.dim = vectors, len(next(iter(vectors.values())))
+
+    def encode(self, texts):
+        return np.stack([self.vectors[t] for t in texts]).astype(np.float32)
+
+
+def test_pcr_screens_in_chunks_of_rows_into_one_kept_buffer(monkeypatch):
+    """One query at a time, then groups longer than a screening chunk (the buffer grows), then
+    a shorter group reusing the larger buffer: always brute force's lists and scores."""
+    monkeypatch.setattr(path_constrained, "_SCREEN_ROWS", 3)
+    rng = np.random.default_rng(1)
+    n = 2_000
+    ids = [f"v{i}" for i in range(n)]
+    ring = [(ids[i], ids[(i + 1) % 1_500]) for i in range(1_500)]  # the rest is isolated
+    g = TypedGraph.from_edges(ids, ring, texts=ids)
+    emb = _embeddings(rng, n + 8, 16, 30)
+    vecs = dict(zip([*ids, *(f"q{j}" for j in range(8))], emb))
+    qs = [Query(f"q{j}", anchor=ids[a]) for j, a in enumerate(rng.integers(0, 1_500, 8))]
+    index = TextIndex(g, _Table(vecs))
+    pcr, cand = PCR(index), np.arange(1_500)
+    want = [_brute(index.embeddings, vecs[q.text], cand, 9) for q in qs]
+    one_by_one = [pcr.retrieve(q, 9) for q in qs]  # a one-row buffer, then longer chunks
+    for got in (one_by_one, pcr.retrieve_batch(qs, 9), pcr.retrieve_batch(qs[:2], 9)):
+        for r, (idx, s) in zip(got, want):
+            np.testing.assert_array_equal(r.index, idx)
+            np.testing.assert_array_equal(r.scores, s)
+    assert pcr._screen_buffer.shape == (3, n)  # kept, never larger than a chunk
