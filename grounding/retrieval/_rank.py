@@ -24,9 +24,10 @@ with :math:`a_v \ge L - 2\delta` therefore finds exactly the top ``k`` of the fi
 scores, ties included. :math:`L` is the ``k``-th largest of the block maxima of the screening
 row (blocks of :data:`_BLOCK` entries; the ``k`` best blocks hold ``k`` distinct candidates
 scoring at least it), which costs one pass over the row instead of a selection; usually it is
-the ``k``-th largest score itself. The cut :math:`L - 2\delta` and the comparisons are made in
-float64 (exact for float32 scores), and the margin :math:`\delta` is widened by 0.1 % for the
-float64 rounding of the norms and of :math:`\gamma_d`.
+the ``k``-th largest score itself. The cut :math:`L - 2\delta` is computed in float64 and
+moved one float64 step down (its subtraction rounds by at most half a step), scores are
+compared with it in float64 (exactly, for float32 or float64 scores), and :math:`\delta` is
+widened by 0.1 % for the rounding of the norms and of :math:`\gamma_d`.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ def _within(rows: np.ndarray, k: int, margin: np.ndarray) -> list[np.ndarray]:
         bm = np.concatenate([bm, tail.max(axis=1, keepdims=True)], axis=1)
     m = bm.shape[1]
     kth = np.partition(bm, m - k, axis=1)[:, m - k].astype(np.float64)
-    cut = kth - margin  # float64: no rounding towards the k-th; compared in float64 below
+    cut = np.nextafter(kth - margin, -np.inf)  # float64, rounded down; compared in float64
     r, blk = np.nonzero(bm >= cut[:, None])  # the blocks that can hold an answer
     full = blk < nb
     rf, bf = r[full], blk[full]
