@@ -10,6 +10,8 @@ branch cannot inject ``nan`` into reverse-mode gradients.
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
@@ -19,6 +21,7 @@ __all__ = [
     "logaddexp",
     "scaled_energy",
     "neg_scaled",
+    "temperature_floor",
     "safe_norm",
     "xlogy",
     "masked_log_normalize",
@@ -88,6 +91,31 @@ def neg_scaled(cost: ArrayLike, scale: ArrayLike) -> jax.Array:
     cost = jnp.asarray(cost)
     finite = jnp.isfinite(cost)
     return jnp.where(finite, -jnp.where(finite, cost, 0.0) / scale, -jnp.inf)
+
+
+def temperature_floor(dtype: jax.typing.DTypeLike) -> float:
+    r"""The smallest path temperature at which the entropic energy (Eq. (13)) is evaluated in
+    floating ``dtype``: :math:`\sqrt{\text{tiny}}`, the square root of the smallest normal
+    number (``1.1e-19`` in float32, ``1.5e-154`` in float64).
+
+    At or above it, ``tau`` and ``1 / tau`` are both normal numbers, so the log-weights
+    :math:`-c/\tau` (:func:`neg_scaled`) neither lose ``tau`` to underflow (a subnormal
+    ``tau`` reads as 0 on devices that flush subnormals, and ``c / 0`` is no weight at all)
+    nor overflow below a cost of ``max * floor`` (``3.7e19`` in float32). Below it Eq. (13)
+    equals its limit :math:`\tau \to 0^+`, the best walk's energy of Eq. (11), to within
+    :math:`\tau \log W` (``W`` the number of walks): far below the rounding of the energies,
+    so the solver evaluates Eq. (11) there.
+
+    References:
+        Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
+            Eqs. (11) and (13).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> f"{temperature_floor(jnp.float32):.3g}", f"{temperature_floor(jnp.float64):.3g}"
+        ('1.08e-19', '1.49e-154')
+    """
+    return math.sqrt(float(jnp.finfo(dtype).tiny))
 
 
 def safe_norm(x: ArrayLike, axis: int = -1, ord: int | float = 2) -> jax.Array:

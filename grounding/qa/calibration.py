@@ -114,16 +114,46 @@ def minimize(
     lr: float,
     trainable: Collection[str] | None = None,
 ) -> Any:
-    """``params`` (an array or a dict of arrays) after ``steps`` Adam steps of rate ``lr`` on
-    ``loss`` (its gradient compiled once); with ``trainable``, only those keys of a dict
-    move."""
+    """``params`` (an array, a dict of arrays, or a :class:`~grounding.GroundingConfig`) after
+    ``steps`` Adam steps of rate ``lr`` on ``loss`` (its gradient compiled once); with
+    ``trainable``, only those keys of a dict (fields of a config) move.
+
+    A config is stepped as a pytree: each step's config follows its own values (its path
+    rule is read from its ``tau``), and :func:`grounding.ground` checks them where the loss
+    meets the solver, so a step that takes a setting out of its range is an error at the
+    next concrete ``ground`` and a flagged result inside the compiled gradient (see
+    :class:`~grounding.GroundingConfig`): fit positive settings through their logarithm, as
+    :func:`fit_lambda` does.
+
+    Raises:
+        ValueError: ``trainable`` names an entry ``params`` lacks (or one that is ``None``).
+    """
+    if trainable is not None:
+        names = {_top_name(path) for path, _ in jax.tree_util.tree_leaves_with_path(params)}
+        unknown = set(trainable) - names
+        if unknown:
+            raise ValueError(
+                f"trainable names {sorted(unknown)}, which params lack (they hold "
+                f"{sorted(map(str, names))})"
+            )
     opt = optax.adam(lr)
     state = opt.init(params)
     grad = jax.jit(jax.grad(loss))
     for _ in range(steps):
         g = grad(params)
         if trainable is not None:
-            g = {k: v if k in trainable else jnp.zeros_like(v) for k, v in g.items()}
+            g = jax.tree_util.tree_map_with_path(
+                lambda path, v: v if _top_name(path) in trainable else jnp.zeros_like(v), g
+            )
         upd, state = opt.update(g, state)
         params = optax.apply_updates(params, upd)
     return params
+
+
+def _top_name(path: tuple) -> Any:
+    """The dict key or attribute name of a leaf's top-level entry (``None`` for a bare
+    array)."""
+    if not path:
+        return None
+    top = path[0]
+    return getattr(top, "key", getattr(top, "name", None))

@@ -3,17 +3,19 @@ pytree.
 
 The numeric settings (:math:`\lambda`, :math:`\kappa`, :math:`\tau`, :math:`\epsilon`, the
 edge-cost coefficients, thresholds, :math:`\omega`) are the pytree's leaves: they may be traced,
-so ``jax.grad`` of a loss through :func:`grounding.ground` with respect to ``lam`` or ``kappa``
-works, and a config can be passed through ``jit``. The report options, the counter-support
-threshold and whether ``tau`` is zero (best walk, Eq. (11), or entropic, Eq. (13)) are static.
-Values are checked once, when the config is built (concrete values only: a traced value
-passes through); JAX's own rebuilding of a config (tracers, cotangents) skips the checks.
+so ``jax.grad`` of a loss through :func:`grounding.ground` with respect to ``lam``, ``kappa`` or
+``tau`` works, a config can be passed through ``jit`` and ``vmap``, and ``tree_map`` or an
+optimizer step (``optax.apply_updates``) on a config gives a config. The report options and the
+counter-support threshold are static. The path rule (best walk, Eq. (11), or entropic, Eq.
+(13)) is read from ``tau`` where a config is used, never inherited: see
+:class:`GroundingConfig` for the contract of rebuilt and traced configs.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import jax
@@ -22,6 +24,7 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from grounding._checks import check_int, check_nonnegative_scalar, is_concrete
+from grounding._numerics import temperature_floor
 from grounding.evidence import check_min_reliability
 
 __all__ = ["GroundingConfig", "SUPPORT"]
@@ -38,8 +41,11 @@ class GroundingConfig:
         lam: grounding strength :math:`\lambda \ge 0` (Eq. (7)).
         kappa: slack :math:`\kappa_R > 0`, the finite energy of missing support (Eq. (19));
             ``inf``: no slack (then a candidate without a walk gets no mass).
-        tau: path temperature :math:`\tau \ge 0` (``0``: best walk, Eq. (11); a traced
-            ``tau`` takes the entropic path of Eq. (13) and must be ``> 0``).
+        tau: path temperature :math:`\tau \ge 0`: the entropic energy of Eq. (13) above
+            :func:`~grounding._numerics.temperature_floor` (``1.1e-19`` in float32,
+            ``1.5e-154`` in float64), its limit, the best walk's energy of Eq. (11), below it
+            (``0``, and a ``tau`` that would underflow: a subnormal float32 ``tau`` grounds as
+            ``tau = 0``, never as no walk at all).
         eps: tolerance of the hard feasible set :math:`F_R = \{E \le \epsilon\}` (Eqs.
             (5)-(6)) on the total energy without slack (``+inf`` for a contradicted or
             out-of-schema candidate, plus any claim energy); ``"support"`` (the default): the
@@ -69,6 +75,28 @@ class GroundingConfig:
             report's cost follows this number, not the number of candidates (each reported
             candidate costs one k-best sweep of the graph); the other candidates' slots are
             empty (``paths.length == -1``, no triples).
+
+    Rebuilt and traced configs:
+        A config built by JAX or by the caller from another one's leaves
+        (``jax.tree_util.tree_map``, ``optax.apply_updates``, the gradient ``jax.grad``
+        returns, ``jit``, ``vmap``) is rebuilt without checks, since a gradient with respect
+        to a config is a config whose leaves may be negative (it is a direction, not
+        settings) and JAX rebuilds configs around placeholders. It is checked where it meets
+        the solver, by :func:`grounding.ground` and :func:`grounding.ground_batch`:
+
+        - concrete values are checked as when a config is built: a value out of range is a
+          ``ValueError`` naming the field there (a step that takes ``lam`` below 0 fails at
+          the next ``ground``, it does not ground at the prior);
+        - the path rule follows ``tau`` itself, never the parent's: a concrete ``tau`` picks
+          Eq. (11) or Eq. (13) (:attr:`tropical`); a traced ``tau`` picks it at run time (both
+          are compiled: a ``vmap`` over ``tau`` that holds ``0`` grounds that row by Eq. (11));
+        - traced values cannot be checked without leaving the trace, so ``ground`` does not
+          raise there: a traced value out of its range (below 0, NaN, ``+inf`` where not
+          allowed, ``kappa`` or the contradiction penalty ``<= 0``, ``theta > 1``) is read as
+          ``0`` and the result is flagged, ``certificate.valid`` False (vacuous bounds) and
+          the action ABSTAIN, with no NaN in the result or its gradient (zero for the
+          replaced value). Answers over walks of any length (``max_hops=None``) have Eq. (11)
+          only: there a traced ``tau`` above the floor is flagged in the same way.
 
     Raises:
         ValueError: a concrete value out of range (the message names the field).
@@ -100,27 +128,21 @@ class GroundingConfig:
     min_reliability: float = 0.0
     n_paths: int = 3
     path_candidates: int | None = 16
-    tropical: bool = dataclasses.field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        _check_scalar("lam", self.lam)
-        _check_scalar("kappa", self.kappa, allow_inf=True, strict=True)
-        _check_scalar("tau", self.tau)
-        for name in ("alpha", "xi", "hop_cost"):
-            _check_scalar(name, getattr(self, name))
-        _check_scalar("mismatch_cost", self.mismatch_cost, allow_inf=True)
-        _check_scalar("margin_threshold", self.margin_threshold, allow_inf=True)
-        if isinstance(self.eps, str) and self.eps != SUPPORT:
-            raise ValueError(f"eps must be a number, {SUPPORT!r} or None, got {self.eps!r:.100}")
-        for name, kw in (
-            ("eps", dict(allow_inf=True)),
-            ("eps_s", dict(allow_inf=True)),
-            ("contradiction_penalty", dict(allow_inf=True, strict=True)),
-            ("theta", {}),
-            ("omega", dict(allow_inf=True)),
-        ):
-            if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
-                _check_scalar(name, getattr(self, name), **kw)
+        self._check()
+
+    def _check(self) -> None:
+        """Every concrete value in its range (traced ones pass through); the static settings
+        normalized. Marks the config checked."""
+        for name, (strict, allow_inf) in _RANGES.items():
+            x = getattr(self, name)
+            if name == "eps" and isinstance(x, str):
+                if x != SUPPORT:
+                    raise ValueError(f"eps must be a number, {SUPPORT!r} or None, got {x!r:.100}")
+                continue
+            if x is not None or name not in _OPTIONAL:
+                _check_scalar(name, x, allow_inf=allow_inf, strict=strict)
         if self.theta is not None and is_concrete(self.theta):
             if not float(np.asarray(self.theta)) <= 1.0:
                 raise ValueError(
@@ -133,10 +155,22 @@ class GroundingConfig:
             object.__setattr__(
                 self, "path_candidates", check_int(self.path_candidates, "path_candidates", 0)
             )
-        # Eq. (11) (best walk) or Eq. (13) (entropic): decided here, where tau is concrete
-        # unless the caller traces it, and carried through jit as static data
-        tropical = is_concrete(self.tau) and float(np.asarray(self.tau)) == 0.0
-        object.__setattr__(self, "tropical", tropical)
+        object.__setattr__(self, "_checked", True)
+
+    @property
+    def tropical(self) -> bool | None:
+        """The path rule ``tau`` selects: ``True`` for the best walk (Eq. (11): a concrete
+        ``tau`` below :func:`~grounding._numerics.temperature_floor` of the float width the
+        solver computes in, ``0`` included), ``False`` for the entropic energy (Eq. (13)),
+        ``None`` when ``tau`` is traced (the rule is then chosen at run time). Read from
+        ``tau`` (once per float width), never inherited from the config this one was rebuilt
+        from."""
+        key = jnp.result_type(float)
+        cached = self.__dict__.get("_tropical")
+        if cached is None or cached[0] != key:
+            cached = (key, _path_rule(self.tau, key))
+            object.__setattr__(self, "_tropical", cached)
+        return cached[1]
 
     @classmethod
     def fields(cls) -> tuple[str, ...]:
@@ -144,39 +178,39 @@ class GroundingConfig:
         return tuple(f.name for f in dataclasses.fields(cls) if f.init)
 
     def replace(self, **changes: Any) -> GroundingConfig:
-        """A copy with ``changes`` (checked like a new config; unknown names: TypeError). The
-        copy keeps this config's path rule (best walk or entropic) unless ``tau`` changes: a
-        config traced through ``jit`` has a traced ``tau``, which alone would read as
-        entropic."""
+        """A copy with ``changes`` (checked like a new config; unknown names: TypeError); its
+        path rule follows its own ``tau`` (:attr:`tropical`)."""
         unknown = set(changes) - set(self.fields())
         if unknown:
             raise TypeError(f"GroundingConfig has no setting {sorted(unknown)}")
-        out = dataclasses.replace(self, **changes)
-        if "tau" not in changes:
-            object.__setattr__(out, "tropical", self.tropical)
-        return out
+        return dataclasses.replace(self, **changes)
 
-    def flags(self) -> tuple[bool, bool, bool, bool]:
-        """The static flags of the compiled program: ``(tropical, eps set, theta set, omega
-        set)``."""
+    def flags(self) -> tuple[bool, bool, bool, bool, bool]:
+        """The static flags of the compiled program: ``(best walk compiled, eps set, theta set,
+        omega set, tau traced)``. The first is :attr:`tropical` for a concrete ``tau``; for a
+        traced ``tau`` it is True and the last flag says that the entropic rule is compiled
+        beside it, the one that applies chosen at run time."""
+        traced = not is_concrete(self.tau)
         return (
-            self.tropical,
+            traced or bool(self.tropical),
             self.eps is not None,
             self.theta is not None,
             self.omega is not None,
+            traced,
         )
 
     def arrays(self) -> dict[str, jax.Array]:
         """The scalars the compiled program reads, under the config's own field names
         (defaults filled in: ``eps_s`` and the contradiction penalty default to ``kappa``, a
         ``"support"`` ``eps`` to ``eps_s``). Built once per config and float width (a batch
-        reads them for every question), unless a value is traced."""
+        reads them for every question), unless a value is traced; each in the float width
+        the solver computes in (a float32 setting under 64-bit mode is widened)."""
         key = jnp.result_type(float)
         cached = self.__dict__.get("_arrays")
         if cached is not None and cached[0] == key:
             return cached[1]
         leaves = _leaves(self)
-        out = self._arrays_of_config({k: jnp.asarray(v) for k, v in leaves.items()})
+        out = self._arrays_of_config({k: jnp.asarray(v, key) for k, v in leaves.items()})
         if is_concrete(*leaves.values()):
             object.__setattr__(self, "_arrays", (key, out))
         return out
@@ -207,7 +241,9 @@ class GroundingConfig:
 
 def make_config(config: GroundingConfig | None, params: dict, caller: str) -> GroundingConfig:
     """``config`` updated by keyword ``params``, or a new config from ``params`` alone (a
-    TypeError names ``caller`` for unknown or missing settings)."""
+    TypeError names ``caller`` for unknown or missing settings). A config rebuilt from leaves
+    (``tree_map``, an optimizer step, JAX's transformations) is checked here, where it meets
+    the solver: its concrete values as a new config's (a ValueError names the field)."""
     unknown = set(params) - set(GroundingConfig.fields())
     if unknown:
         raise TypeError(f"{caller}: unknown settings {sorted(unknown)}")
@@ -216,11 +252,74 @@ def make_config(config: GroundingConfig | None, params: dict, caller: str) -> Gr
             raise TypeError(
                 f"{caller}: config must be a GroundingConfig, got {type(config).__name__}"
             )
-        return config.replace(**params) if params else config
+        if params:
+            return config.replace(**params)  # checked like a new config
+        if not config.__dict__.get("_checked"):
+            config._check()
+        return config
     missing = [k for k in ("lam", "kappa") if k not in params]
     if missing:
         raise TypeError(f"{caller}: missing setting {missing[0]!r} (or pass a GroundingConfig)")
     return GroundingConfig(**params)
+
+
+def checked_settings(a: Mapping[str, jax.Array]) -> tuple[dict[str, jax.Array], jax.Array]:
+    """The point-of-use check of possibly traced settings (the compiled program's ``q``, or
+    :meth:`GroundingConfig.arrays`): ``(settings, ok)`` where a value out of its range (NaN,
+    below 0, ``+inf`` where not allowed, ``kappa`` or the contradiction penalty ``<= 0``,
+    ``theta > 1``) is replaced by ``0`` and ``ok`` (a bool scalar) is False if any was.
+    ``jit``/``vmap``/``grad``-able: the replaced values get a zero gradient, never NaN. Keys
+    that are not settings pass through."""
+    out, ok = dict(a), jnp.asarray(True)
+    for name, (strict, allow_inf) in _RANGES.items():
+        if name not in a:
+            continue
+        x = jnp.asarray(a[name])
+        good = x > 0 if strict else x >= 0  # False at NaN
+        if not allow_inf:
+            good &= jnp.isfinite(x)
+        if name == "theta":
+            good &= x <= 1
+        out[name] = jnp.where(good, x, jnp.zeros_like(x))
+        ok &= good
+    return out, ok
+
+
+#: Each numeric setting's range: ``(strictly positive, +inf allowed)``; ``theta`` is also at
+#: most 1. The optional ones may be ``None``.
+_RANGES = {
+    "lam": (False, False),
+    "kappa": (True, True),
+    "tau": (False, False),
+    "alpha": (False, False),
+    "xi": (False, False),
+    "hop_cost": (False, False),
+    "mismatch_cost": (False, True),
+    "margin_threshold": (False, True),
+    "eps": (False, True),
+    "eps_s": (False, True),
+    "contradiction_penalty": (True, True),
+    "theta": (False, False),
+    "omega": (False, True),
+}
+_OPTIONAL = ("eps", "eps_s", "contradiction_penalty", "theta", "omega")
+
+
+def _path_rule(tau: object, dtype: Any) -> bool | None:
+    """Whether a concrete ``tau`` (read in the solver's float width ``dtype``) selects the best
+    walk, Eq. (11): below :func:`~grounding._numerics.temperature_floor`; ``None`` for a
+    traced ``tau`` or a leaf that is not a number (JAX's placeholders)."""
+    if not is_concrete(tau) or isinstance(tau, (bool, str, bytes)) or tau is None:
+        return None
+    try:
+        v = np.asarray(tau)
+        if v.ndim or v.dtype.kind in "bOSU":
+            return None
+        with np.errstate(over="ignore"):
+            x = float(v.astype(dtype))
+    except (TypeError, ValueError):
+        return None
+    return not x >= temperature_floor(dtype)
 
 
 _DATA = (
@@ -238,7 +337,7 @@ _DATA = (
     "theta",
     "omega",
 )
-_META = ("min_reliability", "n_paths", "path_candidates", "tropical")
+_META = ("min_reliability", "n_paths", "path_candidates")
 
 
 def _flatten(config: GroundingConfig):
@@ -247,9 +346,19 @@ def _flatten(config: GroundingConfig):
     return data, (*(getattr(config, k) for k in _META), eps_support)
 
 
+def _flatten_with_keys(config: GroundingConfig):
+    data, meta = _flatten(config)
+    return tuple(zip(map(jax.tree_util.GetAttrKey, _DATA), data)), meta
+
+
 def _unflatten(meta: tuple, data: tuple) -> GroundingConfig:
-    """Rebuilt without the checks: JAX rebuilds configs around tracers, cotangents (which may
-    be negative or zero) and placeholders."""
+    """Rebuilt without the checks (:func:`make_config` checks it where it meets the solver):
+    JAX rebuilds configs around tracers, cotangents (which may be negative or zero) and
+    placeholders (``None``, ``object()``, axis numbers). The static data hold no path rule:
+    :attr:`GroundingConfig.tropical` is read from the rebuilt ``tau`` when asked, so a config
+    stepped from ``tau = 0`` to ``tau > 0`` (or back) follows its new ``tau``, and configs of
+    every ``tau`` share one tree structure (an optimizer's state built at one ``tau`` fits
+    the parameters at another)."""
     config = object.__new__(GroundingConfig)
     for k, v in (*zip(_DATA, data), *zip(_META, meta)):
         object.__setattr__(config, k, v)
@@ -258,7 +367,9 @@ def _unflatten(meta: tuple, data: tuple) -> GroundingConfig:
     return config
 
 
-jax.tree_util.register_pytree_node(GroundingConfig, _flatten, _unflatten)
+jax.tree_util.register_pytree_with_keys(
+    GroundingConfig, _flatten_with_keys, _unflatten, flatten_func=_flatten
+)
 
 
 def _leaves(config: GroundingConfig) -> dict:

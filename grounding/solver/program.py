@@ -17,8 +17,14 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from grounding._numerics import logaddexp, logsumexp, neg_scaled, scaled_energy
-from grounding.decision import classify_status, decide_action, status_energy
+from grounding._numerics import (
+    logaddexp,
+    logsumexp,
+    neg_scaled,
+    scaled_energy,
+    temperature_floor,
+)
+from grounding.decision import Action, classify_status, decide_action, status_energy
 from grounding.geometry import Metric, get_metric
 from grounding.paths.chains import chain_energy_and_log_mass, chain_log_mass
 from grounding.paths.costs import step_costs
@@ -27,6 +33,7 @@ from grounding.problem import Realization, edge_costs_from_arrays
 from grounding.result import Certificate
 from grounding.semiring.layout import as_graph
 from grounding.semiring.recursion import exact_hops, run
+from grounding.solver.config import checked_settings
 from grounding.solver.prepare import ChainGroups, Statics
 
 __all__ = ["compiled", "chain_costs", "CHAIN_CHUNK_ELEMENTS"]
@@ -172,9 +179,45 @@ def _answer_energies(layout, cost, ev, q, structure, tropical, n_nodes):
     return e[q["answers"]], lm[q["answers"]]
 
 
+def _energies(layout, cost, ev, q, structure, tropical, realization, metric, n_nodes):
+    """Raw energies and log masses ``[C]`` by Eq. (11) (``tropical``) or Eq. (13)."""
+    if isinstance(structure, ChainGroups):
+        return _chain_energies(
+            layout, cost, ev, q, structure, tropical, realization, metric, n_nodes
+        )
+    return _answer_energies(layout, cost, ev, q, structure, tropical, n_nodes)
+
+
+def _by_temperature(layout, cost, ev, q, structure, flags, realization, metric, n_nodes):
+    """:func:`_energies` by the path rule ``tau`` selects, and whether it could apply it:
+    Eq. (11) below :func:`~grounding._numerics.temperature_floor` (``tau = 0`` and its
+    underflow: the limit of Eq. (13) as ``tau -> 0+``), Eq. (13) above. A concrete ``tau``
+    chose at build time (``flags``); a traced one chooses here, at run time (``lax.cond``:
+    under ``vmap`` both rules run and each row takes its own; the entropic rule reads a safe
+    ``tau`` of 1 on the rows below the floor, so no gradient is NaN). Answers over walks of
+    any length have Eq. (11) only: a traced ``tau`` above the floor is flagged."""
+    tropical, traced = flags[0], flags[4]
+    tau = q["tau"]
+    floor = temperature_floor(tau.dtype)
+
+    def at(t, rule):
+        args = (layout, cost, ev, dict(q, tau=t), structure, rule, realization, metric, n_nodes)
+        return tuple(x.astype(cost.dtype) for x in _energies(*args))
+
+    if not traced:
+        return (*at(tau, True), True) if tropical else (*at(jnp.maximum(tau, floor), False), True)
+    above = tau >= floor
+    if not isinstance(structure, ChainGroups) and structure[0] is None:  # max_hops=None
+        return (*at(tau, True), ~above)
+    safe = jnp.where(above, tau, jnp.ones_like(tau))
+    raw, log_mass = jax.lax.cond(above, lambda t: at(t, False), lambda t: at(t, True), safe)
+    return raw, log_mass, True
+
+
 def _core(ev, q, realization, *, statics: Statics):
     structure, flags, metric, n_nodes, has_layout = statics
-    tropical, has_eps, has_theta, has_omega = flags
+    has_eps, has_theta, has_omega = flags[1:4]
+    q, ok = checked_settings(q)  # traced settings out of range: read as 0, result flagged
     layout = ev["layout"] if has_layout else as_graph(ev["head"], ev["tail"], n_nodes)
     cost = edge_costs_from_arrays(
         ev["head"], ev["relation"], ev["tail"], ev["reliability"], realization,
@@ -182,15 +225,14 @@ def _core(ev, q, realization, *, statics: Statics):
     )  # fmt: skip
     cost = jnp.where(ev["edge_mask"], cost, jnp.inf)  # padded edges do not exist
     out = {"edge_cost": cost}
+    raw, log_mass, tau_ok = _by_temperature(
+        layout, cost, ev, q, structure, flags, realization, metric, n_nodes
+    )
+    ok = ok & tau_ok
+    # the largest energy any evidence state can assign
     if isinstance(structure, ChainGroups):
-        raw, log_mass = _chain_energies(
-            layout, cost, ev, q, structure, tropical, realization, metric, n_nodes
-        )
-        e_max = (
-            q["kappa"] + q["contradiction_penalty"]
-        )  # the largest energy any evidence state can assign
+        e_max = q["kappa"] + q["contradiction_penalty"]
     else:
-        raw, log_mass = _answer_energies(layout, cost, ev, q, structure, tropical, n_nodes)
         e_max = q["kappa"]
     # an out-of-graph candidate has no walk: raw +inf, no mass (as an entity without edges)
     raw = jnp.where(q["schema"] & ~q["absent"], raw, jnp.inf)
@@ -200,7 +242,8 @@ def _core(ev, q, realization, *, statics: Statics):
     energy = slack + q["claim"]
     log_post = gibbs_log_posterior(q["log_prior"], energy, q["lam"])  # Eq. (7)
     support = q["log_prior"] > -jnp.inf
-    valid = jnp.all(jnp.isfinite(energy) | ~support)  # Thm. 3 needs finite energies
+    # Thm. 3 needs finite energies (and settings in range: a flagged result has none)
+    valid = jnp.all(jnp.isfinite(energy) | ~support) & ok
     osc = jnp.max(jnp.where(support, slack, -jnp.inf)) - jnp.min(jnp.where(support, slack, jnp.inf))
     omega = q["omega"] if has_omega else osc + e_max  # default: every evidence state
     omega = jnp.where(valid, omega, jnp.inf)
@@ -211,8 +254,12 @@ def _core(ev, q, realization, *, statics: Statics):
         energy=energy,
         log_posterior=log_post,
         best=jnp.argmax(log_post),
-        action=decide_action(
-            log_post, status, q["margin_threshold"], q["theta"] if has_theta else None
+        action=jnp.where(
+            ok,
+            decide_action(
+                log_post, status, q["margin_threshold"], q["theta"] if has_theta else None
+            ),
+            int(Action.ABSTAIN),
         ),
         certificate=Certificate.build(q["lam"], omega, log_post, valid),
     )

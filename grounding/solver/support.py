@@ -26,6 +26,20 @@ from grounding.solver.program import chain_costs
 __all__ = ["finish", "supporting_paths"]
 
 
+def _weights(score: np.ndarray, log_mass: float) -> np.ndarray:
+    r""":math:`\nu^*` weights ``exp(score - log Z)`` of found walks, with ``log Z`` the
+    program's log mass, never below the log-sum of these walks' own weights (which it bounds
+    exactly): at a ``tau`` far below the costs (``c / tau`` past the float's precision) the
+    host's and the program's roundings of ``-c / tau`` differ, and a weight above 1 would
+    follow."""
+    s = np.asarray(score, float)
+    live = s[np.isfinite(s)]
+    if live.size:
+        top = live.max()
+        log_mass = max(log_mass, top + float(np.log(np.sum(np.exp(live - top)))))
+    return np.exp(s - log_mass)
+
+
 def _chain_walks(i, out, head, tail, N, E, k, tau):
     """Best walks of claim chain ``i``: ``(walks, energies, weights)``, from its node costs
     ``[T + 1, N]`` and step costs ``[T, E]`` in ``out["chain_costs"][i]``."""
@@ -44,7 +58,7 @@ def _chain_walks(i, out, head, tail, N, E, k, tau):
     if tau == 0:
         best, m = count_optimal_walks(head, tail, hop, start, node_score=nodes)
         return walks, energy, np.where(walks.score == best, 1.0 / max(m, 1), 0.0)
-    return walks, energy, np.exp(walks.score - float(out["log_mass"][i]))
+    return walks, energy, _weights(walks.score, float(out["log_mass"][i]))
 
 
 def _answer_walks(i, x, problem, anchors, out, head, tail, n_nodes, E, k, tau):
@@ -68,7 +82,7 @@ def _answer_walks(i, x, problem, anchors, out, head, tail, n_nodes, E, k, tau):
         if empty:  # the empty walk (score 0) beats or ties every walk (costs >= 0)
             best, m = (0.0, m + 1) if best == 0.0 else (0.0, 1)
         return walks, energy, np.where(walks.score == best, 1.0 / max(m, 1), 0.0)
-    return walks, energy, np.exp(walks.score - float(out["log_mass"][i]))
+    return walks, energy, _weights(walks.score, float(out["log_mass"][i]))
 
 
 def supporting_paths(
@@ -196,7 +210,8 @@ def finish(
             "(a finite kappa keeps unsupported candidates)"
         )
     paths, triples = None, ()
-    n_paths, tau = config.n_paths, float(np.asarray(config.tau))
+    # the program's rule: a tau below the temperature floor is Eq. (11), as tau = 0
+    n_paths, tau = config.n_paths, 0.0 if config.tropical else float(np.asarray(config.tau))
     if n_paths:
         which = _reported(out, C, config.path_candidates)
         if problem.kind == "chain":
