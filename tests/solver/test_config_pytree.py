@@ -123,7 +123,7 @@ def test_configs_of_every_tau_share_one_tree_structure_and_optax_steps_them():
 
 
 @pytest.mark.parametrize("kind", ["chain", "answer"])
-@pytest.mark.parametrize("tau", [np.float32(1e-39), np.float32(1e-45), 1e-310, 1e-200], ids=str)
+@pytest.mark.parametrize("tau", [np.float32(1e-39), np.float32(1e-45), 1e-310], ids=str)
 def test_a_tau_near_zero_grounds_as_tau_zero(kind, tau):
     """A ``tau`` that underflows (subnormal float32 and float64) grounds as its limit
     ``tau = 0`` (Eq. (11)), path report included, in 64-bit mode (a float32 ``tau`` is
