@@ -120,11 +120,12 @@ Structure = ChainGroups | AnswerFamily
 
 class Statics(NamedTuple):
     """What selects one compiled program (hashable): the candidates' structure, the config's
-    flags (``tropical, eps set, theta set, omega set``), the metric of the realization, the
-    (padded) node count, and whether the evidence brings its own ELL layout."""
+    flags (:meth:`~grounding.GroundingConfig.flags`: best walk compiled, eps set, theta set,
+    omega set, tau traced), the metric of the realization, the (padded) node count, and
+    whether the evidence brings its own layout (large graphs)."""
 
     structure: Structure
-    flags: tuple[bool, bool, bool, bool]
+    flags: tuple[bool, bool, bool, bool, bool]
     metric: str
     n_nodes: int
     has_layout: bool

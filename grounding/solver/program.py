@@ -30,6 +30,7 @@ from grounding.paths.chains import chain_energy_and_log_mass, chain_log_mass
 from grounding.paths.costs import step_costs
 from grounding.posterior import gibbs_log_posterior, hard_log_posterior
 from grounding.problem import Realization, edge_costs_from_arrays
+from grounding.programs import run_program
 from grounding.result import Certificate
 from grounding.semiring.layout import as_graph
 from grounding.semiring.recursion import exact_hops, run
@@ -160,6 +161,7 @@ def _shared_prefix(layout, cost, ev, q, t, idx, tropical, realization, metric, n
 def _answer_energies(layout, cost, ev, q, structure, tropical, n_nodes):
     max_hops, min_hops = structure
     anchors, tau = q["anchors"], q["tau"]
+    real = q["anchor_mask"][:, None]  # padding anchors (repeats of the first) count for nothing
     is_anchor = jnp.zeros(n_nodes, bool).at[anchors].set(True)
     if tropical:  # Eq. (11): min over anchors and walks
         e = run(layout, cost, None, anchors, tau, max_hops, True, False).min(axis=0)
@@ -167,13 +169,13 @@ def _answer_energies(layout, cost, ev, q, structure, tropical, n_nodes):
         return e[q["answers"]], -e[q["answers"]]  # log mass of the best walk (unused at tau 0)
     # Eq. (13) with the uniform prior over the family: walks from any anchor of min..max hops
     field = run(layout, cost, None, anchors, tau, max_hops, False, False)
-    lm = logsumexp(neg_scaled(field, tau), axis=0)
+    lm = logsumexp(jnp.where(real, neg_scaled(field, tau), -jnp.inf), axis=0)
     zero = jnp.where(ev["edge_mask"], 0.0, jnp.inf)
     count = run(layout, zero, None, anchors, 1.0, max_hops, False, False)  # -log #walks
-    log_w = logsumexp(jnp.where(jnp.isfinite(count), -count, -jnp.inf), axis=None)
+    log_w = logsumexp(jnp.where(jnp.isfinite(count) & real, -count, -jnp.inf), axis=None)
     if min_hops == 0:
         lm = logaddexp(lm, jnp.where(is_anchor, 0.0, -jnp.inf))
-        log_w = logaddexp(log_w, jnp.log(anchors.shape[0]))
+        log_w = logaddexp(log_w, jnp.log(jnp.sum(q["anchor_mask"])))
     log_w = jnp.where(jnp.isfinite(log_w), log_w, 0.0)
     e = scaled_energy(tau, -(lm - log_w))  # +inf where no walk reaches (lm = -inf)
     return e[q["answers"]], lm[q["answers"]]
@@ -273,12 +275,20 @@ def _core(ev, q, realization, *, statics: Statics):
     return out
 
 
-@functools.lru_cache(maxsize=64)
-def compiled(statics: Statics, batched_evidence: bool | None):
-    """One jitted program per configuration (bounded: least recently used ones are dropped,
-    with their executables). ``batched_evidence``: ``None`` unbatched, else ``vmap`` over
-    questions with the evidence batched (``True``) or shared (``False``)."""
+def _program(statics: Statics, batched_evidence: bool | None):
     core = functools.partial(_core, statics=statics)
     if batched_evidence is not None:
         core = jax.vmap(core, in_axes=(0 if batched_evidence else None, 0, None))
-    return jax.jit(core)
+    return core
+
+
+def compiled(statics: Statics, batched_evidence: bool | None):
+    """The program of a configuration, a function of ``(ev, q, realization)``, compiled per
+    input shapes in the bounded cache of :mod:`grounding.programs` (least recently used
+    programs are dropped, with their executables). ``batched_evidence``: ``None`` unbatched,
+    else ``vmap`` over questions with the evidence batched (``True``) or shared (``False``)."""
+    return functools.partial(
+        run_program,
+        ("solver", statics, batched_evidence),
+        functools.partial(_program, statics, batched_evidence),
+    )

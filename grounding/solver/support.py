@@ -18,6 +18,7 @@ import numpy as np
 from grounding.evidence import EvidenceState
 from grounding.paths.kbest import Walks, count_optimal_walks, kbest_walks
 from grounding.problem import GroundingProblem, Realization
+from grounding.programs import run_program
 from grounding.result import GroundingResult, SupportingPaths
 from grounding.solver.config import GroundingConfig
 from grounding.solver.prepare import Prepared, bucket
@@ -143,14 +144,18 @@ def _reported(out: dict, C: int, path_candidates: int | None) -> np.ndarray:
     return order if path_candidates is None else order[:path_candidates]
 
 
-@functools.partial(jax.jit, static_argnames=("metric", "n_nodes"))
-def _batched_chain_costs(mentions, claimed, cost, relation, mismatch, realization, metric, n_nodes):
+def _chain_costs_program(metric: str, n_nodes: int):
     """:func:`~grounding.solver.program.chain_costs` (Eqs. (9)-(10)) of a batch of chains of
-    one hop count, compiled once per padded shape."""
-    return chain_costs(
-        mentions, claimed, cost, {"relation": relation}, {"mismatch_cost": mismatch}, realization,
-        metric, n_nodes,
-    )  # fmt: skip
+    one hop count, as a function of arrays (compiled per padded shape in the bounded cache of
+    :mod:`grounding.programs`)."""
+
+    def program(mentions, claimed, cost, relation, mismatch, realization):
+        return chain_costs(
+            mentions, claimed, cost, {"relation": relation}, {"mismatch_cost": mismatch},
+            realization, metric, n_nodes,
+        )  # fmt: skip
+
+    return program
 
 
 def _report_chain_costs(which, problem, state, q, out, realization, statics) -> dict:
@@ -177,15 +182,15 @@ def _report_chain_costs(which, problem, state, q, out, realization, statics) -> 
     for t, members in sorted(by_hops.items()):
         idx = members + [members[0]] * (bucket(len(members), floor=1) - len(members))
         node, step = jax.device_get(
-            _batched_chain_costs(
+            run_program(
+                ("chain costs", statics.metric, statics.n_nodes),
+                functools.partial(_chain_costs_program, statics.metric, statics.n_nodes),
                 q["mentions"][idx, : t + 1],
                 q["claimed"][idx, :t],
                 cost,
                 relation,
                 q["mismatch_cost"],
                 realization,
-                statics.metric,
-                statics.n_nodes,
             )
         )
         for j, i in enumerate(members):

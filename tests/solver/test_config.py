@@ -235,7 +235,8 @@ def test_differently_arranged_chains_share_one_program_and_equal_ground(tau):
     compiled program: the candidate indices are inputs, empty slots point past the last
     candidate and are dropped. Each result equals ``ground``'s for the question alone, and the
     walk report's costs are compiled once per padded shape, not per question."""
-    from grounding.solver import prepare, program, support
+    from grounding import programs
+    from grounding.solver import prepare
 
     graph, problems = _blind_like(3)
     cfg = g.GroundingConfig(lam=1.0, kappa=2.0)
@@ -243,11 +244,11 @@ def test_differently_arranged_chains_share_one_program_and_equal_ground(tau):
     assert len({p.plan for p in laid}) == len(problems)  # every question arranged differently
     assert len({p.statics.structure for p in laid}) > 2  # and laid out in several shapes alone
     kw = dict(lam=1.0, kappa=2.0, tau=tau, n_paths=2, path_candidates=None)
-    program.compiled.cache_clear()
-    support._batched_chain_costs.clear_cache()
+    programs.release_programs()
     batch = g.ground_batch(problems, graph, **kw)
-    assert program.compiled.cache_info().misses == 1  # one program for the batch
-    assert support._batched_chain_costs._cache_size() <= 6  # hop counts x batch buckets
+    live = programs.program_info()["by_kind"]
+    assert live["solver"] == 1  # one program for the batch
+    assert live["chain costs"] <= 6  # hop counts x batch buckets
     for p, b in zip(problems, batch):
         one = g.ground(p, graph, **kw)
         for field in ("raw_energy", "energy", "status", "log_posterior", "best", "action"):
