@@ -179,11 +179,13 @@ def retrieve_bounded(pcr: Any, queries: Sequence[Any], k: int) -> list:
     for s in range(0, len(todo), step):
         chunk = todo[s : s + step]
         dist = g.distances_to_nearest([a for _, a in chunk], pcr.max_hops)
-        rows = qv[s : s + len(chunk)]
-        approx = screen(pcr.index.embeddings, rows)  # one product screens the whole chunk
+        rows, cands = qv[s : s + len(chunk)], [np.flatnonzero(row >= 0) for row in dist]
+        approx = None  # one product over all nodes screens the chunk, if one set is large
+        if any(2 * len(c) >= g.n_nodes for c in cands):
+            approx = screen(pcr.index.embeddings, rows)
         ranked = [
-            pcr._rank(rows[j : j + 1], np.flatnonzero(row >= 0), k, approx[j : j + 1])[0]
-            for j, row in enumerate(dist)
+            pcr._rank(rows[j : j + 1], c, k, None if approx is None else approx[j : j + 1])[0]
+            for j, c in enumerate(cands)
         ]
         edges = evidence_edges(g, dist, [a for _, a in chunk], [idx for idx, _ in ranked])
         for (i, anchors), (idx, scores), e in zip(chunk, ranked, edges):

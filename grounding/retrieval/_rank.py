@@ -134,27 +134,33 @@ def top_k_exact(
     embeddings: np.ndarray,
     norm_max: float,
     qv: np.ndarray,
-    approx: np.ndarray,
     cand: np.ndarray,
     k: int,
+    approx: np.ndarray | None = None,
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """For each query, the ``k`` best candidates by fixed-order score (ties: lower index
-    first) and their scores, from the screening scores ``approx`` (:func:`screen`).
+    first) and their scores, screened by ``approx`` (:func:`screen`) or, when not given, by a
+    product over the candidates alone (fewer than half the nodes) or over all nodes.
 
     Args:
         embeddings: ``[N, d]`` node embeddings.
         norm_max: the largest row norm of ``embeddings`` (:func:`row_norm_max`).
         qv: ``[G, d]`` the query vectors.
-        approx: ``[G, N]`` their screening scores; overwritten (scratch).
         cand: sorted distinct candidate node indices, shared by the ``G`` queries.
         k: how many (``>= 1``).
+        approx: ``[G, N]`` screening scores of every node for ``qv``; overwritten (scratch).
     """
     n = embeddings.shape[0]
     qv = np.asarray(qv, embeddings.dtype)
     margin = _cut_margin(embeddings, norm_max, qv)
     if k >= len(cand) or not np.all(np.isfinite(margin)):  # no screening: rescore them all
         return [_rescore(embeddings, q, cand, k) for q in qv]
-    if 2 * len(cand) >= n:  # few non-candidates: mask them in place (no [G, |C|] copy)
+    wide = 2 * len(cand) >= n
+    if approx is None and wide:
+        approx = screen(embeddings, qv)
+    if approx is None:  # few candidates: screen them alone
+        picks, owner = _within(screen(embeddings[cand], qv), k, margin), cand
+    elif wide:  # few non-candidates: mask them in place (no [G, |C|] copy)
         if len(cand) < n:
             outside = np.ones(n, bool)
             outside[cand] = False

@@ -117,17 +117,17 @@ class PCR(AnchoredRetriever):
     def _rank(self, qv: np.ndarray, cand: np.ndarray, k: int, approx=None, ann=True) -> list:
         """Top-k node indices and cosines within ``cand`` for each query vector ``[G, dim]``:
         exactly the top ``k`` of fixed-order dot products (ties: lower index first), screened
-        by one matrix product over all nodes (``approx``, ``[G, N]``, overwritten; else
-        computed here, :data:`_SCREEN_ROWS` queries at a time, into one buffer kept between
-        calls: a fresh matrix per call pays its page faults again; see
-        :mod:`grounding.retrieval._rank`). With an approximate index, a large candidate set is
+        by one matrix product: ``approx`` (``[G, N]``, overwritten) when given, else over the
+        candidates alone when they are fewer than half the nodes, else over all nodes,
+        :data:`_SCREEN_ROWS` queries at a time, into one buffer kept between calls (a fresh
+        matrix per call pays its page faults again); see :mod:`grounding.retrieval._rank`. With an approximate index, a large candidate set is
         searched there instead (its nodes rescored in the fixed order; the exact path for the
         rows it leaves short)."""
         emb, n = self.index.embeddings, self.graph.n_nodes
         if ann and self.ann is not None and 2 * len(cand) >= n:
             return self._rank_ann(qv, cand, k)
-        if approx is not None:
-            return top_k_exact(emb, self._row_norm_max, qv, approx, cand, k)
+        if approx is not None or 2 * len(cand) < n or k >= len(cand):
+            return top_k_exact(emb, self._row_norm_max, qv, cand, k, approx)
         buf = self.__dict__.pop("_screen_buffer", None)  # taken: no other call writes it
         out = []
         for s in range(0, len(qv), _SCREEN_ROWS):
@@ -135,7 +135,7 @@ class PCR(AnchoredRetriever):
             if buf is None or len(buf) < len(rows):
                 buf = np.empty((len(rows), n), emb.dtype)
             approx = screen(emb, rows, out=buf[: len(rows)])  # overwritten below
-            out += top_k_exact(emb, self._row_norm_max, rows, approx, cand, k)
+            out += top_k_exact(emb, self._row_norm_max, rows, cand, k, approx)
         self._screen_buffer = buf
         return out
 

@@ -33,14 +33,16 @@ def _embeddings(rng, n, d, n_distinct):
 
 
 def _check(emb, qv, cand, k):
-    """The batch (one screening product), each query alone, and brute force agree."""
+    """The batch (one screening product over all nodes, or screened by top_k_exact itself),
+    each query alone, and brute force agree."""
     norm = _rank.row_norm_max(emb)
-    got = _rank.top_k_exact(emb, norm, qv, _rank.screen(emb, qv), cand, k)
-    assert len(got) == len(qv)
-    for q, g in zip(qv, got):
-        [single] = _rank.top_k_exact(emb, norm, q[None], _rank.screen(emb, q[None]), cand, k)
+    got = _rank.top_k_exact(emb, norm, qv, cand, k, _rank.screen(emb, qv))
+    alone = _rank.top_k_exact(emb, norm, qv, cand, k)  # screened here (candidates or all)
+    assert len(got) == len(alone) == len(qv)
+    for q, g, a in zip(qv, got, alone):
+        [single] = _rank.top_k_exact(emb, norm, q[None], cand, k, _rank.screen(emb, q[None]))
         want = _brute(emb, q, cand, k)
-        for h in (g, single):
+        for h in (g, a, single):
             np.testing.assert_array_equal(h[0], want[0])
             np.testing.assert_array_equal(h[1], want[1])
 
