@@ -95,9 +95,11 @@ class _OnePlan:
         return self._plan
 
 
-def four_systems(config):
-    """The world's question through GroundedQA, BlindQA, PankRAG and PRoH with ``config``:
-    each outcome and the PRoH step's problem and evidence graph."""
+def four_systems(config, **kw):
+    """The world's question through GroundedQA, BlindQA, PankRAG and PRoH with ``config``
+    (and the keywords ``kw`` every system takes, e.g. ``release_programs``): each outcome
+    (from ``answer_batch`` of the one question) and the PRoH step's problem and evidence
+    graph."""
     from grounding.hypergraph import hop_relations
     from grounding.plans import Plan, SubQuestion
     from grounding.qa import BlindQA, PankRAG, PRoH
@@ -110,14 +112,31 @@ def four_systems(config):
     roles = hop_relations("subject:award", "object:award")
     hstep = SubQuestion("q1", _WORLD_TEXT, anchors=("alice",), relations=roles)
     index = HypergraphIndex(kh)
+    systems = {
+        "GroundedQA": (GroundedQA(_WorldModel(), _WholeGraph(graph), config, **kw), q),
+        "BlindQA": (
+            BlindQA(
+                _WorldAnswerer(graph.entities),
+                _WorldPredictor(),
+                _WholeGraph(graph),
+                config,
+                **kw,
+            ),
+            BlindQuestion(_WORLD_TEXT, "alice"),
+        ),  # fmt: skip
+        "PankRAG": (
+            PankRAG(
+                _OnePlan(Plan(_WORLD_TEXT, (step,))),
+                _WorldModel(),
+                TextIndex(graph),
+                config,
+                **kw,
+            ),
+            q,
+        ),  # fmt: skip
+        "PRoH": (PRoH(_OnePlan(Plan(_WORLD_TEXT, (hstep,))), index, config, **kw), q),
+    }
     outs = {
-        "GroundedQA": GroundedQA(_WorldModel(), _WholeGraph(graph), config).answer(q),
-        "BlindQA": BlindQA(
-            _WorldAnswerer(graph.entities), _WorldPredictor(), _WholeGraph(graph), config
-        ).answer(BlindQuestion(_WORLD_TEXT, "alice")),
-        "PankRAG": PankRAG(
-            _OnePlan(Plan(_WORLD_TEXT, (step,))), _WorldModel(), TextIndex(graph), config
-        ).answer(q),
-        "PRoH": PRoH(_OnePlan(Plan(_WORLD_TEXT, (hstep,))), index, config).answer(q),
+        name: system.answer_batch([question])[0] for name, (system, question) in systems.items()
     }
     return outs, index.graph

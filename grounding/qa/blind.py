@@ -28,7 +28,7 @@ from grounding._checks import check_int
 from grounding.evidence import EvidenceState
 from grounding.plans import RelationChainPredictor
 from grounding.problem import GroundingProblem, Realization
-from grounding.qa._checks import check_config, check_questions
+from grounding.qa._checks import check_bool, check_config, check_questions
 from grounding.qa.answerer import KGEAnswerer
 from grounding.qa.outcome import result_probabilities
 from grounding.qa.pipeline import (
@@ -36,6 +36,7 @@ from grounding.qa.pipeline import (
     Retrievers,
     RetrieverSpec,
     claim_chains,
+    done_batch,
     failure,
     ground_questions,
     retrieve_or_fail,
@@ -98,6 +99,9 @@ class BlindQA:
         k_candidates: answers proposed per chain.
         k_nodes: nodes asked of the retriever.
         realization: an optional :class:`~grounding.Realization` for ``ground``.
+        release_programs: release every compiled program of the process after each
+            :meth:`answer_batch` (:func:`grounding.programs.release_programs`: the memory of
+            a long-lived process returns to what it was; the next batch compiles again).
     """
 
     def __init__(
@@ -111,8 +115,10 @@ class BlindQA:
         k_candidates: int = 20,
         k_nodes: int = 100,
         realization: Realization | None = None,
+        release_programs: bool = False,
     ):
         self.config, self.realization = check_config("BlindQA", config, realization)
+        self.release_programs = check_bool("release_programs", release_programs)
         self.answerer, self.predictor = answerer, predictor
         self.retriever = Retrievers(retriever)
         self.k_chains = check_int(k_chains, "k_chains")
@@ -184,10 +190,11 @@ class BlindQA:
             list(states), problems, states, self.config, self.realization
         )
         reasons.update(failed)
-        return [
+        outcomes = [
             BlindOutcome(q, tuple(c), results.get(i), states.get(i), reasons.get(i))
             for i, (q, c) in enumerate(zip(questions, predicted))
         ]
+        return done_batch(outcomes, self.release_programs)
 
     def _predict(
         self, questions: list[BlindQuestion]

@@ -73,6 +73,7 @@ from grounding.qa.candidates import CandidateModel, Candidates
 from grounding.qa.pipeline import (
     QUESTION_ERRORS,
     claim_chains,
+    done_batch,
     failure,
     ground_or_fail,
     retrieve_or_fail,
@@ -124,6 +125,9 @@ class PankRAG:
         linker: links the entities a free-text step names (default: an
             :class:`~grounding.retrieval.EntityLinker` of ``index``, built when first needed).
         realization: an optional :class:`~grounding.Realization` for ``ground``.
+        release_programs: release every compiled program of the process after each
+            :meth:`answer_batch` (:func:`grounding.programs.release_programs`: the memory of
+            a long-lived process returns to what it was; the next batch compiles again).
 
     Raises:
         TypeError, ValueError: an argument is of the wrong kind or out of range (the message
@@ -155,8 +159,10 @@ class PankRAG:
         beam: int = 5,
         linker: EntityLinker | None = None,
         realization: Realization | None = None,
+        release_programs: bool = False,
     ):
         self.config, self.realization = check_config("PankRAG", config, realization)
+        self.release_programs = check_bool("release_programs", release_programs)
         if mode not in ("auto", "local", "global"):
             raise ValueError(f"mode must be 'auto', 'local' or 'global', got {mode!r:.100}")
         if agreement not in ("graph", "embedding"):
@@ -320,10 +326,11 @@ class PankRAG:
             for i, sid in jobs:
                 if sid in inject[i]:
                     done[i][sid] = with_injected(done[i][sid], inject[i][sid], float(inject_mass))
-        return [
+        outcomes = [
             PankRAGOutcome(q, p, d) if p is not None else PankRAGOutcome(q, None, {}, why)
             for q, p, d, why in zip(questions, plans, done, planned)
         ]
+        return done_batch(outcomes, self.release_programs)
 
     def _plan(self, question) -> Plan | str:
         """The question's plan, or why the planner failed."""

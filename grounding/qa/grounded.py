@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from grounding import programs
 from grounding._checks import check_int
 from grounding.evidence import EvidenceState
 from grounding.graph import Triple
@@ -44,6 +43,7 @@ from grounding.qa.pipeline import (
     Retrievers,
     RetrieverSpec,
     claim_chains,
+    done_batch,
     failure,
     ground_questions,
     retrieve_or_fail,
@@ -244,12 +244,11 @@ class GroundedQA:
             list(problems), problems, states, self.config, self.realization
         )
         reasons.update(failed)
-        if self.release_programs:
-            programs.release_programs()
-        return [
+        outcomes = [
             QAOutcome(q, c, results.get(i), states.get(i), reasons.get(i))
             for i, (q, c) in enumerate(zip(questions, cands))
         ]
+        return done_batch(outcomes, self.release_programs)
 
     def _propose(self, question: QuestionLike) -> Candidates:
         """The model's candidates, or an abstention naming the model's failure."""

@@ -66,7 +66,13 @@ from grounding.qa._checks import (
     check_real,
 )
 from grounding.qa._hypergraph_outcomes import PRoHOutcome, Solution, StepAnswer, mix
-from grounding.qa.pipeline import QUESTION_ERRORS, claim_chains, failure, ground_or_fail
+from grounding.qa.pipeline import (
+    QUESTION_ERRORS,
+    claim_chains,
+    done_batch,
+    failure,
+    ground_or_fail,
+)
 from grounding.retrieval import (
     HypergraphIndex,
     beam_search,
@@ -107,6 +113,9 @@ class PRoH:
             :class:`~grounding.retrieval.LLMRelevance`) replacing the relevance of the (at most
             ``max_refined``) entities whose embedding relevance reaches ``refine_threshold``.
         realization: an optional :class:`~grounding.Realization` for ``ground``.
+        release_programs: release every compiled program of the process after each
+            :meth:`answer_batch` (:func:`grounding.programs.release_programs`: the memory of
+            a long-lived process returns to what it was; the next batch compiles again).
 
     Raises:
         TypeError, ValueError: an argument is of the wrong kind or out of range (the message
@@ -145,8 +154,10 @@ class PRoH:
         refine_threshold: float = 0.3,
         max_refined: int = 50,
         realization: Realization | None = None,
+        release_programs: bool = False,
     ):
         self.config, self.realization = check_config("PRoH", config, realization)
+        self.release_programs = check_bool("release_programs", release_programs)
         if search not in ("dfs", "bfs"):
             raise ValueError(f"search must be 'dfs' or 'bfs', got {search!r:.100}")
         ints = dict(n_plans=n_plans, max_solutions=max_solutions, branch=branch,
@@ -224,7 +235,8 @@ class PRoH:
 
     def answer_batch(self, questions: Sequence) -> list[PRoHOutcome]:
         """:meth:`answer` of every question (a failing question does not stop the others)."""
-        return [self.answer(q) for q in check_questions(questions)]
+        outcomes = [self.answer(q) for q in check_questions(questions)]
+        return done_batch(outcomes, self.release_programs)
 
     def _plans(self, question, sketch: str) -> list[tuple[Plan, float]]:
         """Up to ``n_plans`` distinct plans and their log-probabilities: a planner with

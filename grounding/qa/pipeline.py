@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from grounding import programs
 from grounding.evidence import EvidenceState
 from grounding.llm import EndpointError
 from grounding.problem import ClaimChain, GroundingProblem, Realization
@@ -35,6 +36,7 @@ __all__ = [
     "RetrieverSpec",
     "Retrievers",
     "claim_chains",
+    "done_batch",
     "failure",
     "ground_or_fail",
     "ground_questions",
@@ -200,3 +202,12 @@ def claim_chains(
     relations = tuple(relations)
     mid = (None,) * (len(relations) - 1)
     return tuple(ClaimChain((d, *mid, a), relations) for d, a in pairs)
+
+
+def done_batch(outcomes: list, release: bool) -> list:
+    """A system's outcomes of one batch, after releasing every compiled program of the process
+    when the system was built with ``release_programs=True``
+    (:func:`grounding.programs.release_programs`)."""
+    if release:
+        programs.release_programs()
+    return outcomes

@@ -75,3 +75,24 @@ def test_the_four_systems_given_one_config_agree_on_one_question(settings, want,
     for name, post in posts.items():
         for a, p in posts["GroundedQA"].items():
             assert post[a] == pytest.approx(p, abs=1e-12), (name, a)
+
+
+def test_each_system_releases_its_programs_after_a_batch_when_asked(monkeypatch):
+    """``release_programs=True`` on any of the four systems: each releases once after its
+    batch (no compiled program live afterwards), and the grounded posteriors are those of the
+    same system keeping its programs."""
+    from grounding import programs
+
+    config = GroundingConfig(lam=2.0, kappa=1.0)
+    calls = []
+    release = programs.release_programs
+    monkeypatch.setattr(programs, "release_programs", lambda: calls.append(1) or release())
+    kept, _ = four_systems(config)
+    assert programs.program_info()["live"] > 0 and not calls
+    released, _ = four_systems(config, release_programs=True)
+    assert len(calls) == 4 and programs.program_info()["live"] == 0
+    for name in kept:
+        [a], [b] = kept[name].groundings(), released[name].groundings()
+        np.testing.assert_array_equal(a.log_posterior, b.log_posterior, err_msg=name)
+    with pytest.raises(TypeError, match="release_programs"):
+        four_systems(config, release_programs="yes")
