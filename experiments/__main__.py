@@ -10,10 +10,9 @@ import sys
 import time
 from collections.abc import Sequence
 
-import jax
-
 from experiments import EXPERIMENTS, QUICK, QUICK_SECONDS, SMOKE
 from experiments._io import checked_out_dir, parser
+from grounding import programs
 
 
 def _eta(names: Sequence[str], done: dict[str, float]) -> float:
@@ -85,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"[{i}/{len(names)}] {name} done in {done[name]:.0f} s{left}", flush=True)
         # each compiled program holds memory maps; one process running every experiment
         # would otherwise reach Linux's default limit (vm.max_map_count = 65,530)
-        jax.clear_caches()
+        programs.release_programs()
     width = max(len(n) for n, _, _ in summary)
     print(f"\n{'experiment':<{width}}  seconds  files")
     for name, dt, paths in summary:

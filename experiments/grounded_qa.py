@@ -56,7 +56,6 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import jax
 import numpy as np
 
 from experiments._io import (
@@ -84,7 +83,14 @@ from experiments._setup import (
     settings,
 )
 from experiments._stats import paired_bootstrap, seed_bootstrap
-from grounding import EvidenceStatus, GroundingResult, TypedGraph, gibbs_log_posterior, ground
+from grounding import (
+    EvidenceStatus,
+    GroundingResult,
+    TypedGraph,
+    gibbs_log_posterior,
+    ground,
+    programs,
+)
 from grounding import plot as gplot
 from grounding.plans import TemplateChainParser
 from grounding.qa import BlindQA, GroundedQA, grounding_problem, risk_coverage
@@ -424,7 +430,7 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
                 runs.append(run)
             else:
                 other_seeds.append(run[0])
-            jax.clear_caches()  # compiled programs hold memory maps (see docs/limits.md)
+            programs.release_programs()  # compiled programs hold memory maps (see docs/limits.md)
     reports, example = [r for r, _ in runs], runs[0][1]
     report = dict(full=args.full, reports=reports, seeds=over_seeds(reports + other_seeds, log))
     paths = [write_json(args.out / "grounded_qa.json", report)]

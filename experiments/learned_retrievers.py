@@ -57,7 +57,6 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import jax
 import numpy as np
 
 from experiments._io import float64, parse_args, plt, save_figure, write_csv, write_json
@@ -84,6 +83,7 @@ from experiments._setup import (
     summarize,
     train_variants,
 )
+from grounding import programs
 from grounding.retrieval import TripleRetriever
 
 
@@ -214,7 +214,7 @@ def main(argv: Sequence[str] | None = None, sc: Scale | None = None) -> list[Pat
         for n, table in rep["recall"].items():
             for h, ms in table.items():
                 rows += [(dataset, n, h, m, v[0], v[1]) for m, v in ms.items()]
-        jax.clear_caches()
+        programs.release_programs()
     # transfer: parameters trained on one graph's questions, applied to the other's
     transfer = {}
     for src, dst in (("codex-m", "umls"), ("umls", "codex-m")):

@@ -69,7 +69,6 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import jax
 import numpy as np
 from scipy.stats import binom
 
@@ -94,6 +93,7 @@ from experiments._setup import (
     mean_budget,
 )
 from experiments._stats import paired_bootstrap, seed_bootstrap
+from grounding import programs
 from grounding.datasets import load_fanoutqa, load_musique
 from grounding.llm import Endpoint
 from grounding.plans import (
@@ -572,7 +572,7 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
         runs.append(answer_seed(seed, args.full, log, args.per_hop))
         if seed == 0:  # with seed 0's programs still compiled
             probes = speed_and_propagation(runs[0])
-        jax.clear_caches()  # each seed compiles its own programs (see docs/limits.md)
+        programs.release_programs()  # each seed compiles its own programs (see docs/limits.md)
     first = runs[0]
     kg, test = first["kg"], first["test"]
     lam, blind_lam, paths, predictor = (
