@@ -27,7 +27,13 @@ from grounding.graph import TypedGraph
 from grounding.query import Query
 from grounding.retrieval._batch import subgraph_evidence_batch
 from grounding.retrieval._rank import top_k
-from grounding.retrieval.text import BM25, EmbeddingCache, Encoder, HashingEncoder
+from grounding.retrieval.text import (
+    BM25,
+    EmbeddingCache,
+    Encoder,
+    HashingEncoder,
+    checked_embeddings,
+)
 
 __all__ = [
     "Query",
@@ -243,16 +249,17 @@ class TextIndex:
         return cls(graph, encoder, _embeddings=emb)
 
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
+        """The encoder's rows for ``texts`` (node texts or queries), checked: one finite row
+        per text (a ``ValueError`` names the encoder and the first bad text)."""
+        texts = list(texts)
         if self.cache is not None:
-            return self.cache.encode(self.encoder, list(texts))
-        return self.encoder.encode(list(texts))
+            return self.cache.encode(self.encoder, texts)  # checked by the cache
+        return checked_embeddings(self.encoder, texts, self.encoder.encode(texts))
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        """``[Q, dim]`` unit query embeddings (ValueError for a query without tokens)."""
-        qv = self._encode(texts)
-        if not np.all(np.isfinite(qv)):
-            raise ValueError(f"the encoder {self.encoder.name!r} returned non-finite query vectors")
-        return qv
+        """``[Q, dim]`` unit query embeddings (ValueError for a query without tokens, or an
+        encoder row that is not finite, naming the text)."""
+        return self._encode(texts)
 
     def cosine(self, query: Query) -> np.ndarray:
         """``[N]`` cosine similarity of the query to every node."""

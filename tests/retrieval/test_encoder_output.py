@@ -65,3 +65,29 @@ def test_a_text_without_tokens_says_what_a_token_is():
             ValueError, match=r"texts\[1\] has no tokens \(.*, no a-z/0-9\); it cannot be embedded"
         ):
             HashingEncoder(dim=8).encode(["a cell", text])
+
+
+def test_a_text_index_checks_its_encoder_on_nodes_and_queries():
+    """A custom encoder's NaN row is an error naming the encoder and the text, whether it
+    comes while indexing the node texts or embedding a query (was: the index kept NaN rows and
+    every cosine against them was NaN, so the node ranked nowhere without a word)."""
+    import numpy as np
+    import pytest
+
+    from grounding import TypedGraph
+    from grounding.retrieval import TextIndex
+
+    class Poisoned:
+        name, dim = "poisoned", 4
+
+        def encode(self, texts):
+            out = np.tile(np.array([1.0, 0.0, 0.0, 0.0], np.float32), (len(texts), 1))
+            out[[i for i, t in enumerate(texts) if "bad" in t]] = np.nan
+            return out
+
+    graph = TypedGraph.from_triples([("good", "r", "fine")])
+    with pytest.raises(ValueError, match=r"'poisoned'.*'bad"):
+        TextIndex(TypedGraph.from_triples([("good", "r", "bad_node")]), Poisoned())
+    index = TextIndex(graph, Poisoned())
+    with pytest.raises(ValueError, match=r"'poisoned'.*'a bad query'"):
+        index.embed_queries(["a good query", "a bad query"])
