@@ -22,9 +22,9 @@ least :math:`L - \delta`, and every candidate in the answer (or tied with its ``
 has :math:`e_v \ge L - \delta`, hence :math:`a_v \ge L - 2\delta`. Rescoring every candidate
 with :math:`a_v \ge L - 2\delta` therefore finds exactly the top ``k`` of the fixed-order
 scores, ties included. :math:`L` is the ``k``-th largest of the block maxima of the screening
-row (blocks of :data:`_BLOCK` entries; the ``k`` best blocks hold ``k`` distinct candidates
-scoring at least it), which costs one pass over the row instead of a selection; usually it is
-the ``k``-th largest score itself. The cut :math:`L - 2\delta` is computed in float64 and
+row (blocks of :data:`_BLOCK` entries, any partition of the row will do; the ``k`` best blocks
+hold ``k`` distinct candidates scoring at least it), which costs one pass over the row instead
+of a selection; usually it is the ``k``-th largest score itself. The cut :math:`L - 2\delta` is computed in float64 and
 moved one float64 step down (its subtraction rounds by at most half a step), scores are
 compared with it in float64 (exactly, for float32 or float64 scores), and :math:`\delta` is
 widened by 0.1 % for the rounding of the norms and of :math:`\gamma_d`.
@@ -101,9 +101,11 @@ def _within(rows: np.ndarray, k: int, margin: np.ndarray) -> list[np.ndarray]:
     g, n = rows.shape
     b = max(1, min(_BLOCK, n // (4 * k)))
     nb = n // b
-    blocks = rows[:, : nb * b].reshape(g, nb, b)
+    # block j: the positions j, j + nb, j + 2 nb, ... (its maximum: an elementwise maximum of
+    # b contiguous stretches, a faster pass over the row than maxima of contiguous blocks)
+    stripes = rows[:, : nb * b].reshape(g, b, nb)
     tail = rows[:, nb * b :]  # shorter than a block: one more block when not empty
-    bm = blocks.max(axis=2) if b > 1 else rows[:, :nb]
+    bm = stripes.max(axis=1) if b > 1 else rows[:, :nb]
     if tail.shape[1]:
         bm = np.concatenate([bm, tail.max(axis=1, keepdims=True)], axis=1)
     m = bm.shape[1]
@@ -112,8 +114,8 @@ def _within(rows: np.ndarray, k: int, margin: np.ndarray) -> list[np.ndarray]:
     r, blk = np.nonzero(bm >= cut[:, None])  # the blocks that can hold an answer
     full = blk < nb
     rf, bf = r[full], blk[full]
-    hit = blocks[rf, bf] >= cut[rf][:, None]  # [P, b]: one contiguous copy per block
-    keys = [(rf[:, None] * n + bf[:, None] * b + np.arange(b))[hit]]
+    hit = stripes[rf, :, bf] >= cut[rf][:, None]  # [P, b]
+    keys = [(rf[:, None] * n + bf[:, None] + np.arange(b) * nb)[hit]]
     if tail.shape[1]:
         rt = r[~full]
         hit = tail[rt] >= cut[rt][:, None]
