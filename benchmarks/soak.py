@@ -20,7 +20,7 @@ its RSS, the compilations so far (every backend compilation of the process, coun
 monitoring listener, and the solver's own, :func:`grounding.programs.program_info`) and the
 p50 / p99 latency of the calls since the last record. The plateau is taken over the last
 half of the calls: the bound a process running this workload for longer stays under.
-Linux only (``/proc``).
+While it runs, ``<out>.<workload>.partial`` holds the curve so far. Linux only (``/proc``).
 """
 
 from __future__ import annotations
@@ -91,9 +91,7 @@ def _question(rng, graph):
     if rng.random() < 0.5:  # answer candidates
         anchors = tuple(names[i] for i in rng.choice(n, min(n, int(rng.integers(1, 5))), False))
         cands = tuple(names[i] for i in rng.choice(n, c, False))
-        return g.GroundingProblem(
-            "q", cands, lp, anchors=anchors, max_hops=int(rng.integers(1, 4))
-        )
+        return g.GroundingProblem("q", cands, lp, anchors=anchors, max_hops=int(rng.integers(1, 4)))
     hops = int(rng.integers(1, 4))
     topic = names[int(rng.integers(n))]
     rels = tuple(RELATIONS[i] for i in rng.integers(0, len(RELATIONS), hops))
@@ -104,7 +102,7 @@ def _question(rng, graph):
     return g.GroundingProblem("q", chains, lp)
 
 
-def mixed(calls: int, every: int, seed: int, compiles: Compiles):
+def mixed(calls: int, every: int, seed: int, compiles: Compiles, out: str | None = None):
     import grounding as g
 
     rng = np.random.default_rng(seed)
@@ -123,10 +121,10 @@ def mixed(calls: int, every: int, seed: int, compiles: Compiles):
         else:
             g.ground_batch(problems, [graph] * b, **kw)
 
-    return soak(call, calls, every, compiles)
+    return soak(call, calls, every, compiles, out)
 
 
-def service(calls: int, every: int, seed: int, compiles: Compiles):
+def service(calls: int, every: int, seed: int, compiles: Compiles, out: str | None = None):
     from grounding.datasets import kgqa_benchmark
     from grounding.learn import init_model
     from grounding.qa import GroundedQA, KGEAnswerer
@@ -148,10 +146,10 @@ def service(calls: int, every: int, seed: int, compiles: Compiles):
     questions = [q for q in bench.questions if q.hops in (1, 2)]
     rng = np.random.default_rng(seed)
     return soak(lambda: qa.answer(questions[int(rng.integers(len(questions)))]), calls, every,
-                compiles)  # fmt: skip
+                compiles, out)  # fmt: skip
 
 
-def soak(call, calls: int, every: int, compiles: Compiles) -> dict:
+def soak(call, calls: int, every: int, compiles: Compiles, out: str | None = None) -> dict:
     from grounding import programs
 
     curve = []
@@ -178,6 +176,8 @@ def soak(call, calls: int, every: int, compiles: Compiles) -> dict:
             )
             lat = []
             c = curve[-1]
+            if out:  # the curve so far: an interrupted run keeps what it recorded
+                write_json(out, dict(partial=True, curve=curve))
             print(
                 f"  {i:>7} calls: maps {c['maps']}, RSS {c['rss_mb']:.0f} MB, compilations "
                 f"{c['compiles']} (solver {c['solver_compiles']}, live {c['live_programs']}), "
@@ -239,7 +239,8 @@ def main(argv=None) -> None:
     print(f"soak: {args.calls} calls per workload, each in a fresh process; {info}", flush=True)
     results = {}
     for name in ("mixed", "service") if args.workload == "both" else (args.workload,):
-        results[name] = r = in_child(workload, name, args.calls, args.every, args.seed)
+        partial = None if args.out is None else f"{args.out}.{name}.partial"
+        results[name] = r = in_child(workload, name, args.calls, args.every, args.seed, partial)
         print(
             f"{name}: maps_plateau={r['maps_plateau']} rss_plateau_mb={r['rss_plateau_mb']:.0f} "
             f"compiles_after_warmup={r['compiles_after_warmup']}",
@@ -257,11 +258,11 @@ def main(argv=None) -> None:
     )
 
 
-def workload(name: str, calls: int, every: int, seed: int) -> dict:
-    """One workload in this (fresh) process."""
+def workload(name: str, calls: int, every: int, seed: int, partial: str | None) -> dict:
+    """One workload in this (fresh) process; its curve so far in ``partial`` as it runs."""
     compiles = Compiles()
     print(f"{name}: start maps {maps()}, RSS {rss_mb():.0f} MB", flush=True)
-    return (mixed if name == "mixed" else service)(calls, every, seed, compiles)
+    return (mixed if name == "mixed" else service)(calls, every, seed, compiles, partial)
 
 
 if __name__ == "__main__":
