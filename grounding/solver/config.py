@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from grounding._checks import check_int, check_nonnegative_scalar, is_concrete
+from grounding._checks import check_int, check_nonnegative_scalar, float_dtype, is_concrete
 from grounding._numerics import temperature_floor
 from grounding.evidence import check_min_reliability
 
@@ -165,7 +165,7 @@ class GroundingConfig:
         ``None`` when ``tau`` is traced (the rule is then chosen at run time). Read from
         ``tau`` (once per float width), never inherited from the config this one was rebuilt
         from."""
-        key = jnp.result_type(float)
+        key = float_dtype()
         cached = self.__dict__.get("_tropical")
         if cached is None or cached[0] != key:
             cached = (key, _path_rule(self.tau, key))
@@ -205,7 +205,7 @@ class GroundingConfig:
         ``"support"`` ``eps`` to ``eps_s``). Built once per config and float width (a batch
         reads them for every question), unless a value is traced; each in the float width
         the solver computes in (a float32 setting under 64-bit mode is widened)."""
-        key = jnp.result_type(float)
+        key = float_dtype()
         cached = self.__dict__.get("_arrays")
         if cached is not None and cached[0] == key:
             return cached[1]

@@ -16,9 +16,9 @@ import weakref
 from collections.abc import Iterable
 from typing import NamedTuple
 
-import jax.numpy as jnp
 import numpy as np
 
+from grounding._checks import float_dtype
 from grounding._shapes import bucket
 from grounding.evidence import EvidenceState
 from grounding.graph import TypedGraph
@@ -286,7 +286,7 @@ def _edge_arrays(graph: TypedGraph) -> tuple[dict, object]:
     many questions against one graph): a graph's edge arrays cannot change in place (JAX
     arrays are immutable and :class:`~grounding.TypedGraph` keeps read-only copies of NumPy
     ones), and an entry is for one float dtype (64-bit mode can be switched on later)."""
-    dtype = np.dtype(jnp.result_type(float))
+    dtype = float_dtype()
     hit = _EDGE_CACHE.get(id(graph))
     if hit is not None and hit[0]() is graph and hit[1] == dtype:
         return hit[2], hit[3]
@@ -315,13 +315,19 @@ def _build_edge_arrays(graph: TypedGraph, dtype: np.dtype) -> tuple[dict, object
     possibly traced padded arrays inside the core)."""
     E, large = graph.n_edges, graph.n_edges >= ELL_MIN_EDGES
     e_pad = bucket(E, steps=8) if large else bucket(E)
-    n_pad, pad = padded_nodes(graph), e_pad - E
-    ends = dict(constant_values=n_pad - 1) if large else {}
+    n_pad = padded_nodes(graph)
+    end = n_pad - 1 if large else 0
+
+    def padded(x, dtype, fill):
+        out = np.full(e_pad, fill, dtype)
+        out[:E] = np.asarray(x)
+        return out
+
     arrays = dict(
-        head=np.pad(np.asarray(graph.head, np.int32), (0, pad), **ends),
-        tail=np.pad(np.asarray(graph.tail, np.int32), (0, pad), **ends),
-        relation=np.pad(np.asarray(graph.relation, np.int32), (0, pad)),
-        reliability=np.pad(np.asarray(graph.reliability, dtype), (0, pad), constant_values=1.0),
+        head=padded(graph.head, np.int32, end),
+        tail=padded(graph.tail, np.int32, end),
+        relation=padded(graph.relation, np.int32, 0),
+        reliability=padded(graph.reliability, dtype, 1.0),
         edge_mask=np.arange(e_pad) < E,
     )
     layout = EdgeIndex.from_edges(arrays["head"], arrays["tail"], n_pad) if large else None
@@ -370,8 +376,9 @@ def relayout(prepared: Prepared, structure: ChainGroups, width: int) -> Prepared
     columns past a chain's end are never read), so that it shares a program with others."""
     q = dict(prepared.q)
     c_pad, w = q["mentions"].shape
-    q["mentions"] = np.pad(q["mentions"], ((0, 0), (0, width - w)), constant_values=-1)
-    q["claimed"] = np.pad(q["claimed"], ((0, 0), (0, width - w)), constant_values=-1)
+    if width != w:  # (widths are bucketed: usually equal)
+        q["mentions"] = np.pad(q["mentions"], ((0, 0), (0, width - w)), constant_values=-1)
+        q["claimed"] = np.pad(q["claimed"], ((0, 0), (0, width - w)), constant_values=-1)
     q = {k: v for k, v in q.items() if not k.startswith(("alone", "shared"))}
     q.update(chain_indices(prepared.plan, structure, c_pad))
     statics = prepared.statics._replace(structure=structure)
