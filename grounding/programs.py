@@ -137,9 +137,11 @@ def _signature(args: tuple) -> Hashable:
 
 def run_program(key: tuple, make: Callable[[], Callable], *args: Any) -> Any:
     """``jax.jit(make())(*args)`` through the bounded cache: the program of ``key`` (a hashable
-    description of everything ``make`` closes over) for these arguments' shapes is compiled
-    ahead of time on first use and kept until evicted. ``key[0]`` names the program's kind. Traced arguments (an outer ``jit``,
-    ``grad`` or ``vmap``) go through a plain ``jax.jit`` of ``make()``, kept per ``key``."""
+    description of everything ``make`` closes over; ``key[0]`` names its kind) for these
+    arguments' shapes is compiled ahead of time on first use and kept until evicted. Traced
+    arguments (an outer ``jit``, ``grad`` or ``vmap``) go through a plain ``jax.jit`` of
+    ``make()``, kept per ``key`` (at most 16 such wrappers; :func:`release_programs` drops
+    them with the rest)."""
     if not is_concrete(*jax.tree_util.tree_leaves(args)):
         with _LOCK:
             fn = _TRACED.get(key)
