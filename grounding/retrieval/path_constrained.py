@@ -120,9 +120,9 @@ class PCR(AnchoredRetriever):
         by one matrix product: ``approx`` (``[G, N]``, overwritten) when given, else over the
         candidates alone when they are fewer than half the nodes, else over all nodes,
         :data:`_SCREEN_ROWS` queries at a time, into one buffer kept between calls (a fresh
-        matrix per call pays its page faults again); see :mod:`grounding.retrieval._rank`. With an approximate index, a large candidate set is
-        searched there instead (its nodes rescored in the fixed order; the exact path for the
-        rows it leaves short)."""
+        matrix per call pays its page faults again); see :mod:`grounding.retrieval._rank`.
+        With an approximate index, a large candidate set is searched there instead (its nodes
+        rescored in the fixed order; the exact path for the rows it leaves short)."""
         emb, n = self.index.embeddings, self.graph.n_nodes
         if ann and self.ann is not None and 2 * len(cand) >= n:
             return self._rank_ann(qv, cand, k)
@@ -154,6 +154,13 @@ class PCR(AnchoredRetriever):
     @functools.cached_property
     def _row_norm_max(self) -> float:
         return row_norm_max(self.index.embeddings)
+
+    def __getstate__(self) -> dict:
+        """Pickles and copies leave out the screening buffer (scratch; a copy sharing it would
+        write into it from another call)."""
+        state = dict(self.__dict__)
+        state.pop("_screen_buffer", None)
+        return state
 
     def retrieve_batch(self, queries: Sequence[Query], k: int = 10) -> list[Retrieval]:
         """Batched PCR, same answers as :meth:`retrieve`. With ``max_hops``: candidates and

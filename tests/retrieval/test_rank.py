@@ -6,6 +6,9 @@ packed into one stretch, a short last block)."""
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -107,7 +110,8 @@ class _Table:
 
 def test_pcr_screens_in_chunks_of_rows_into_one_kept_buffer(monkeypatch):
     """One query at a time, then groups longer than a screening chunk (the buffer grows), then
-    a shorter group reusing the larger buffer: always brute force's lists and scores."""
+    a shorter group reusing the larger buffer: always brute force's lists and scores; copies
+    and pickles leave the buffer out."""
     monkeypatch.setattr(path_constrained, "_SCREEN_ROWS", 3)
     rng = np.random.default_rng(1)
     n = 2_000
@@ -126,3 +130,6 @@ def test_pcr_screens_in_chunks_of_rows_into_one_kept_buffer(monkeypatch):
             np.testing.assert_array_equal(r.index, idx)
             np.testing.assert_array_equal(r.scores, s)
     assert pcr._screen_buffer.shape == (3, n)  # kept, never larger than a chunk
+    for twin in (copy.copy(pcr), copy.deepcopy(pcr), pickle.loads(pickle.dumps(pcr))):
+        assert "_screen_buffer" not in vars(twin)  # scratch: neither shared nor carried
+        np.testing.assert_array_equal(twin.retrieve(qs[0], 9).index, want[0][0])
