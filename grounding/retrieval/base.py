@@ -254,7 +254,9 @@ class TextIndex:
         texts = list(texts)
         if self.cache is not None:
             return self.cache.encode(self.encoder, texts)  # checked by the cache
-        return checked_embeddings(self.encoder, texts, self.encoder.encode(texts))
+        x = self.encoder.encode(texts)
+        checked_embeddings(self.encoder, texts, x)  # in the encoder's own float width
+        return np.asarray(x)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """``[Q, dim]`` unit query embeddings (ValueError for a query without tokens, or an

@@ -591,7 +591,7 @@ def test_more_bad_input_is_rejected_clearly(tmp_path):
         def encode(self, texts):
             return np.full((len(texts), 3), np.nan)
 
-    bad = TextIndex(g, NaNEncoder({}), _embeddings=index.embeddings)  # node side is fine
+    bad = TextIndex(g, NaNEncoder({"q": (1.0, 0.0, 0.0)}), _embeddings=index.embeddings)
     with pytest.raises(ValueError, match="non-finite"):
         VectorRetriever(bad).retrieve(Query("q"), 2)
 
