@@ -196,31 +196,37 @@ def soak(call, calls: int, every: int, compiles: Compiles, out: str | None = Non
 
 
 def plot(path: str, results: dict, title: str) -> None:
+    """One row of panels per workload: maps, RSS, compilations, latency against the calls."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 4, figsize=(13, 3.0))
     panels = [
         ("maps", "memory maps"),
         ("rss_mb", "resident memory (MB)"),
         ("compiles", "compilations so far"),
-        ("p99_ms", "p50 (dashed) and p99 latency (ms)"),
+        ("p99_ms", "latency (ms): p50 dashed, p99"),
     ]
-    for ax, (key, label) in zip(axes, panels):
-        for name, res in results.items():
-            x = [c["calls"] for c in res["curve"]]
-            line = ax.plot(x, [c[key] for c in res["curve"]], label=name)[0]
+    fig, axes = plt.subplots(len(results), 4, figsize=(13, 2.9 * len(results)), squeeze=False)
+    for row, (name, res) in enumerate(results.items()):
+        curve, color = res["curve"], f"C{row}"
+        x = [c["calls"] for c in curve]
+        for ax, (key, label) in zip(axes[row], panels):
+            ax.plot(x, [c[key] for c in curve], color=color)
             if key == "p99_ms":
-                ax.plot(x, [c["p50_ms"] for c in res["curve"]], "--", color=line.get_color())
+                ax.plot(x, [c["p50_ms"] for c in curve], "--", color=color)
                 ax.set_yscale("log")
-        ax.set_xlabel("calls")
-        ax.set_title(label, fontsize=9)
-    axes[0].legend(fontsize=8)
-    fig.suptitle(title, fontsize=9)
+            else:
+                ax.set_ylim(0, max(c[key] for c in curve) * 1.15)
+            ax.set_xlabel("calls")
+            ax.set_title(f"{WHO[name]} ({x[-1]:,} calls)\n{label}", fontsize=8)
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    save_png(fig, path, dpi=110)
+    save_png(fig, path, dpi=100)
+
+
+WHO = {"service": "one question per call", "mixed": "random batches"}
 
 
 def main(argv=None) -> None:
@@ -250,7 +256,9 @@ def main(argv=None) -> None:
     if args.out:
         write_json(args.out, dict(machine=info, calls=args.calls, results=results))
     if args.plot:
-        plot(args.plot, results, f"{args.calls} calls per workload, at most {cap} programs")
+        plot(
+            args.plot, results, f"The solver in a long-lived process (cap: {cap} compiled programs)"
+        )
     print(
         f"maps_plateau={max(r['maps_plateau'] for r in results.values())} "
         f"rss_plateau_mb={max(r['rss_plateau_mb'] for r in results.values()):.0f} "
