@@ -244,7 +244,7 @@ def test_differently_arranged_chains_share_one_program_and_equal_ground(tau):
     assert len({p.plan for p in laid}) == len(problems)  # every question arranged differently
     assert len({p.statics.structure for p in laid}) > 2  # and laid out in several shapes alone
     kw = dict(lam=1.0, kappa=2.0, tau=tau, n_paths=2, path_candidates=None)
-    programs.release_programs()
+    programs.clear_solver_programs()
     batch = g.ground_batch(problems, graph, **kw)
     live = programs.program_info()["by_kind"]
     assert live["solver"] == 1  # one program for the batch

@@ -16,7 +16,7 @@ from grounding import programs
 
 @pytest.fixture
 def fresh():
-    programs.release_programs()
+    programs.clear_solver_programs()
     old = programs.max_programs()
     yield
     programs.set_max_programs(old)

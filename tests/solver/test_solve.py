@@ -647,7 +647,7 @@ def test_result_reports_without_paths_or_eps_hard_abstention_and_a_vacuous_certi
 def test_certificate_at_zero_strength_and_a_positive_contradiction_penalty():
     """At lam = 0 the posterior is the prior whatever the evidence: the best candidate is kept
     under any perturbation (radius inf) and every bound is 0. kappa_c must be > 0 (Axiom 4)."""
-    programs.release_programs()  # trace the core in this test (mutation runs map it so)
+    programs.clear_solver_programs()  # trace the core in this test (mutation runs map it so)
     p, graph = _report_problem(min_hops=0)
     cert = g.ground(p, graph, lam=0.0, kappa=2.0).certificate
     assert float(cert.radius) == np.inf and float(cert.margin) == 0.0 and bool(cert.valid)

@@ -192,12 +192,12 @@ def test_chain_energies_in_chunks_equal_one_vmap(monkeypatch):
     kw = dict(lam=1.0, kappa=2.0, n_paths=2)
     want = [g.ground(p, graph, tau=tau, **kw) for tau in (0.0, 0.5)]
     monkeypatch.setattr(program, "CHAIN_CHUNK_ELEMENTS", 1)  # one chain per chunk
-    programs.release_programs()
+    programs.clear_solver_programs()
     try:
         got = [g.ground(p, graph, tau=tau, **kw) for tau in (0.0, 0.5)]
         batch = g.ground_batch([p, p], graph, tau=0.5, **kw)  # chunks inside the vmap
     finally:
-        programs.release_programs()
+        programs.clear_solver_programs()
     for a, b in zip(got, want):
         np.testing.assert_allclose(a.raw_energy, b.raw_energy, **F64)
         np.testing.assert_allclose(a.paths.weight, b.paths.weight, **F64)
