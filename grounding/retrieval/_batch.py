@@ -10,16 +10,22 @@ CSR rows of all kept nodes; no Python loop over nodes.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from grounding.evidence import EvidenceState
-from grounding.graph import TypedGraph
+from grounding.graph import TypedGraph, _edges_of
 from grounding.retrieval._rank import screen
 
 _CHUNK_CELLS = 1 << 22  # [Q, N] distance cells per chunk of queries (bounds memory)
+
+#: A node with more edges than this in or out is a *hub*: the edges induced on a kept node set
+#: are read from the edge lists of its other nodes and a table of hub-to-hub edges, never from
+#: a hub's own (long) edge lists.
+HUB_DEGREE = 64
 
 
 def chunk_size(n_nodes: int) -> int:
@@ -51,13 +57,18 @@ def _predecessors(graph: TypedGraph, dist: np.ndarray, q, v, level: int):
     """For each distinct pair ``(q, v)`` (sorted by ``q``, then ``v``) with ``dist[q, v] ==
     level > 0``: the head of the first edge into ``v`` (lowest edge index, i.e. first in
     :meth:`~grounding.TypedGraph.in_edges` order) whose head is at ``level - 1`` in row ``q``.
-    Found by whichever side touches fewer edges: the edges into the nodes ``v``, or the edges
-    leaving every node at ``level - 1`` (e.g. the anchors), restricted to the pairs."""
+    Found by whichever side touches fewer edges: the edges leaving every node at ``level - 1``
+    (e.g. the anchors), restricted to the pairs; or, pair by pair, the edges into ``v`` or a
+    binary search for an edge from each node at ``level - 1`` of row ``q`` into ``v`` (a hub
+    ``v`` reached from a few nodes)."""
     n, n_e = dist.shape[1], graph.n_edges
     head, tail = np.asarray(graph.head), np.asarray(graph.tail)
-    lq, lu = np.nonzero(dist == level - 1)
-    n_in, n_out = np.bincount(tail, minlength=n)[v].sum(), np.bincount(head, minlength=n)[lu].sum()
-    if _forward(n_out, n_in):  # from the level below
+    lq, lu = np.nonzero(dist == level - 1)  # sorted by row
+    n_in = np.bincount(tail, minlength=n)[v]
+    per_row = np.bincount(lq, minlength=dist.shape[0])
+    search = per_row[q] * _SEARCH_COST < n_in
+    n_out = np.bincount(head, minlength=n)[lu].sum()
+    if _forward(n_out, np.minimum(n_in, per_row[q] * _SEARCH_COST).sum()):  # from the level below
         want = np.zeros(dist.shape, bool)
         want[q, v] = True
         edges, owner = graph.out_edges_of(lu)
@@ -65,11 +76,37 @@ def _predecessors(graph: TypedGraph, dist: np.ndarray, q, v, level: int):
         hit = want[eq, et]
         key = np.sort((eq[hit] * n + et[hit]) * n_e + edges[hit])
         pick = key[_first(key // n_e)] % n_e  # runs ordered by (q, v), as the pairs are
-    else:
-        edges, owner = graph.in_edges_of(v)
-        closer = np.flatnonzero(dist[q[owner], head[edges]] == level - 1)
-        pick = edges[closer[_first(owner[closer])]]  # in edge order per node: the first
+        return q, head[pick].astype(np.int64)
+    pick = np.empty(len(q), np.int64)
+    scan = np.flatnonzero(~search)
+    edges, owner = graph.in_edges_of(v[scan])
+    closer = np.flatnonzero(dist[q[scan][owner], head[edges]] == level - 1)
+    pick[scan] = edges[closer[_first(owner[closer])]]  # in edge order per node: the first
+    pick[search] = _first_edge_from(graph, q[search], v[search], lu, per_row)
     return q, head[pick].astype(np.int64)
+
+
+#: A binary search for one edge costs about this many steps of a scan of an edge list.
+_SEARCH_COST = 8
+
+
+def _first_edge_from(graph: TypedGraph, q, v, lu, per_row) -> np.ndarray:
+    """For each pair ``(q, v)``: the lowest-indexed edge into ``v`` from a node of
+    ``lu[start[q] : start[q] + per_row[q]]`` (the nodes at the level below in row ``q``), by a
+    binary search of each such node in ``v``'s in-edges sorted by head."""
+    if not len(q):
+        return np.zeros(0, np.int64)
+    keys, order = _hub_index(graph).by_tail_head
+    n, n_e = graph.n_nodes, graph.n_edges
+    start = np.cumsum(per_row) - per_row
+    reps = per_row[q]
+    pair = np.repeat(np.arange(len(q)), reps)
+    offset = np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)
+    want = v[pair] * n + lu[np.repeat(start[q], reps) + offset]
+    pos = np.minimum(np.searchsorted(keys, want), len(keys) - 1)
+    hit = keys[pos] == want  # the first of parallel edges: the lowest index (stable order)
+    best = np.sort(pair[hit] * n_e + order[pos[hit]])
+    return best[_first(best // n_e)] % n_e  # one per pair: each pair has a predecessor
 
 
 def _forward(n_out: int, n_in: int) -> bool:
@@ -117,17 +154,77 @@ def evidence_edges(
     keep[qa, a] = keep[qn, v] = keep[qg, head[g]] = keep[qg, tail[g]] = True
     if len(qa):
         _walk_back(graph, dist, keep, qn, v)
-    kq, kv = np.nonzero(keep)
-    edges, owner = graph.out_edges_of(kv)
-    eq = kq[owner]
-    inside = keep[eq, tail[edges]]
-    key = np.sort(eq[inside] * graph.n_edges + edges[inside])  # by query, then edge
+    key = _induced(graph, keep)  # by query, then edge
     bounds = np.searchsorted(key, np.arange(n_q + 1) * graph.n_edges)
     out = []
     for i in range(n_q):
         e = key[bounds[i] : bounds[i + 1]] - i * graph.n_edges
         out.append(np.union1d(e, given[i]) if len(given[i]) else e)
     return out
+
+
+class _HubIndex(NamedTuple):
+    """Which nodes are hubs, two CSR tables ``(order, indptr)`` of edges in edge order (the
+    edges from a hub into each non-hub node, the edges from each hub to a hub), and the edges
+    sorted by ``(tail, head)``, then edge index."""
+
+    hub: np.ndarray
+    from_hubs: tuple[np.ndarray, np.ndarray]
+    hub_to_hub: tuple[np.ndarray, np.ndarray]
+    by_tail_head: tuple[np.ndarray, np.ndarray]  # sorted keys tail * N + head, their edges
+
+
+_HUB_CACHE: dict[int, tuple[weakref.ref, _HubIndex]] = {}
+
+
+def _hub_index(graph: TypedGraph) -> _HubIndex:
+    """The graph's :class:`_HubIndex` (memoized for the last few graphs, as their edges cannot
+    change in place)."""
+    hit = _HUB_CACHE.get(id(graph))
+    if hit is not None and hit[0]() is graph:
+        return hit[1]
+    n, head, tail = graph.n_nodes, np.asarray(graph.head), np.asarray(graph.tail)
+    hub = np.maximum(np.bincount(head, minlength=n), np.bincount(tail, minlength=n)) > HUB_DEGREE
+
+    def csr(edges: np.ndarray, by: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        order = edges[np.argsort(by[edges], kind="stable")]
+        return order, np.searchsorted(by[order], np.arange(n + 1))
+
+    key = tail.astype(np.int64) * n + head
+    order = np.argsort(key, kind="stable")
+    index = _HubIndex(
+        hub,
+        csr(np.flatnonzero(hub[head] & ~hub[tail]), tail),
+        csr(np.flatnonzero(hub[head] & hub[tail]), head),
+        (key[order], order),
+    )
+    _HUB_CACHE.pop(id(graph), None)
+    if len(_HUB_CACHE) >= 8:
+        _HUB_CACHE.pop(next(iter(_HUB_CACHE)))
+    _HUB_CACHE[id(graph)] = (weakref.ref(graph), index)
+    return index
+
+
+def _induced(graph: TypedGraph, keep: np.ndarray) -> np.ndarray:
+    """Sorted keys ``q * n_edges + e`` of the edges ``e`` with both ends kept in row ``q`` of
+    ``keep`` (``[Q, N]``). Each such edge is read exactly once, from a short list: an edge
+    leaving a non-hub from its head's out-edges, an edge from a hub to a non-hub from its
+    tail's edges from hubs, an edge between hubs from the hub-to-hub table."""
+    head, tail = np.asarray(graph.head), np.asarray(graph.tail)
+    index = _hub_index(graph)
+    kq, kv = np.nonzero(keep)
+    small = ~index.hub[kv]
+    parts = []
+    for csr, rows, other in (
+        (graph._out_csr, small, tail),
+        (index.from_hubs, small, head),
+        (index.hub_to_hub, ~small, tail),
+    ):
+        edges, owner = _edges_of(csr, kv[rows])
+        eq = kq[rows][owner]
+        inside = keep[eq, other[edges]]
+        parts.append(eq[inside] * graph.n_edges + edges[inside])
+    return np.sort(np.concatenate(parts))
 
 
 def subgraph_evidence_batch(

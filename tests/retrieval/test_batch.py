@@ -120,11 +120,30 @@ def test_distances_to_nearest_rejects_bad_input():
 
 
 # ------------------------------------------------------------------ evidence
-@pytest.mark.parametrize("side", ["chosen", "forward", "backward"])
-@settings(max_examples=80)
+SIDES = ["chosen", "forward", "scan", "search"]
+
+
+def force(mp: pytest.MonkeyPatch, side: str, hub_degree: int = _batch.HUB_DEGREE) -> None:
+    """Make the batched evidence find predecessors one way: from the level below
+    (``forward``), by the edges into each node (``scan``) or by a binary search of each node
+    of the level below among them (``search``); and treat nodes with more than ``hub_degree``
+    edges as hubs (``-1``: every node) when it gathers the induced edges."""
+    mp.setattr(_batch, "HUB_DEGREE", hub_degree)
+    mp.setattr(_batch, "_HUB_CACHE", {})
+    if side != "chosen":
+        mp.setattr(_batch, "_forward", lambda n_out, n_in: side == "forward")
+        mp.setattr(_batch, "_SEARCH_COST", 0 if side == "search" else 1 << 40)
+
+
+@pytest.mark.parametrize("hub_degree", [_batch.HUB_DEGREE, 2, -1])
+@pytest.mark.parametrize("side", SIDES)
+@settings(max_examples=60)
 @given(g=typed_graphs(n_max=7, e_max=30), seed=seeds, max_hops=DEPTHS, with_triples=st.booleans())
-def test_subgraph_evidence_batch_equals_subgraph_evidence(side, g, seed, max_hops, with_triples):
-    """Both ways of finding predecessors (edges into the node, edges from the level below)."""
+def test_subgraph_evidence_batch_equals_subgraph_evidence(
+    side, hub_degree, g, seed, max_hops, with_triples
+):
+    """Every way of finding predecessors (edges into the node, a search among them, edges from
+    the level below) and of gathering the induced edges (no hubs, some, every node a hub)."""
     rng = np.random.default_rng(seed)
     anchors = draw_sets(rng, g.n_nodes, 5)
     nodes = [
@@ -136,8 +155,7 @@ def test_subgraph_evidence_batch_equals_subgraph_evidence(side, g, seed, max_hop
         triples = [rng.integers(0, g.n_edges, rng.integers(0, 3)) for _ in anchors]
     provs = [{"i": i} for i in range(len(anchors))]
     with pytest.MonkeyPatch.context() as mp:
-        if side != "chosen":
-            mp.setattr(_batch, "_forward", lambda n_out, n_in: side == "forward")
+        force(mp, side, hub_degree)
         got = subgraph_evidence_batch(g, anchors, nodes, max_hops, provs, triples)
     for i, state in enumerate(got):
         t = None if triples is None else triples[i]
@@ -146,12 +164,11 @@ def test_subgraph_evidence_batch_equals_subgraph_evidence(side, g, seed, max_hop
         assert state.provenance == want.provenance
 
 
-@pytest.mark.parametrize("side", ["chosen", "forward", "backward"])
+@pytest.mark.parametrize("side", SIDES)
 def test_evidence_walks_back_along_the_first_in_edge(side, monkeypatch):
     """Two shortest paths a->x->c and a->y->c: the edge into c listed first (x->c, edge 2)
-    decides which middle node the evidence keeps, in both paths."""
-    if side != "chosen":
-        monkeypatch.setattr(_batch, "_forward", lambda n_out, n_in: side == "forward")
+    decides which middle node the evidence keeps, in both paths; parallel edges x->c too."""
+    force(monkeypatch, side)
     g = TypedGraph.from_triples(
         [("a", "r", "x"), ("a", "r", "y"), ("x", "r", "c"), ("y", "r", "c")]
     )
@@ -163,6 +180,13 @@ def test_evidence_walks_back_along_the_first_in_edge(side, monkeypatch):
     )
     [got] = subgraph_evidence_batch(flipped, [[0]], [[3]], max_hops=2)
     assert got.graph.triples() == [("a", "r", "y"), ("y", "r", "c")]
+    parallel = TypedGraph.from_triples(
+        [("a", "r", "x"), ("a", "r", "y"), ("y", "s", "c"), ("x", "r", "c"), ("y", "r", "c")]
+    )
+    want = subgraph_evidence(parallel, [0], [3], max_hops=2)
+    [got] = subgraph_evidence_batch(parallel, [[0]], [[3]], max_hops=2)
+    assert got.graph.triples() == want.graph.triples()
+    assert got.graph.triples() == [("a", "r", "y"), ("y", "s", "c"), ("y", "r", "c")]
 
 
 def test_subgraph_evidence_batch_checks_lengths():
