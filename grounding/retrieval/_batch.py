@@ -64,10 +64,11 @@ def _predecessors(graph: TypedGraph, dist: np.ndarray, q, v, level: int):
     n, n_e = dist.shape[1], graph.n_edges
     head, tail = np.asarray(graph.head), np.asarray(graph.tail)
     lq, lu = np.nonzero(dist == level - 1)  # sorted by row
-    n_in = np.bincount(tail, minlength=n)[v]
+    index = _hub_index(graph)
+    n_in = index.in_degree[v]
     per_row = np.bincount(lq, minlength=dist.shape[0])
     search = per_row[q] * _SEARCH_COST < n_in
-    n_out = np.bincount(head, minlength=n)[lu].sum()
+    n_out = index.out_degree[lu].sum()
     if _forward(n_out, np.minimum(n_in, per_row[q] * _SEARCH_COST).sum()):  # from the level below
         want = np.zeros(dist.shape, bool)
         want[q, v] = True
@@ -164,10 +165,12 @@ def evidence_edges(
 
 
 class _HubIndex(NamedTuple):
-    """Which nodes are hubs, two CSR tables ``(order, indptr)`` of edges in edge order (the
+    """Each node's out- and in-degree, which nodes are hubs, two CSR tables ``(order, indptr)`` of edges in edge order (the
     edges from a hub into each non-hub node, the edges from each hub to a hub), and the edges
     sorted by ``(tail, head)``, then edge index."""
 
+    out_degree: np.ndarray
+    in_degree: np.ndarray
     hub: np.ndarray
     from_hubs: tuple[np.ndarray, np.ndarray]
     hub_to_hub: tuple[np.ndarray, np.ndarray]
@@ -184,7 +187,8 @@ def _hub_index(graph: TypedGraph) -> _HubIndex:
     if hit is not None and hit[0]() is graph:
         return hit[1]
     n, head, tail = graph.n_nodes, np.asarray(graph.head), np.asarray(graph.tail)
-    hub = np.maximum(np.bincount(head, minlength=n), np.bincount(tail, minlength=n)) > HUB_DEGREE
+    out_degree, in_degree = np.bincount(head, minlength=n), np.bincount(tail, minlength=n)
+    hub = np.maximum(out_degree, in_degree) > HUB_DEGREE
 
     def csr(edges: np.ndarray, by: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         order = edges[np.argsort(by[edges], kind="stable")]
@@ -193,6 +197,8 @@ def _hub_index(graph: TypedGraph) -> _HubIndex:
     key = tail.astype(np.int64) * n + head
     order = np.argsort(key, kind="stable")
     index = _HubIndex(
+        out_degree,
+        in_degree,
         hub,
         csr(np.flatnonzero(hub[head] & ~hub[tail]), tail),
         csr(np.flatnonzero(hub[head] & hub[tail]), head),
