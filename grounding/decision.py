@@ -122,6 +122,12 @@ def selective_rule(scores: ArrayLike, theta: ArrayLike) -> tuple[jax.Array, jax.
     r"""Selective grounding, Eq. (22): emit :math:`\hat\rho = \arg\max_\rho s_R(\rho)` iff
     :math:`\max_\rho s_R(\rho) \ge \theta`.
 
+    Subnormal scores and thresholds (nonzero, below the dtype's smallest normal number, e.g.
+    ``5e-324`` in float64) are read as 0, on every backend: XLA flushes them to zero on the
+    CPU, and the rule flushes them itself so that no backend decides otherwise. So a subnormal
+    score ties with 0 (the first of the tied candidates is the argmax), and a subnormal
+    ``theta`` emits whatever the scores.
+
     Returns:
         ``(emit, index)``: a boolean and the argmax index (meaningful only when ``emit``).
 
@@ -129,8 +135,15 @@ def selective_rule(scores: ArrayLike, theta: ArrayLike) -> tuple[jax.Array, jax.
         Li & Song, "Grounding LLM Reasoning under Incomplete Graph Evidence", n.d.:
             Eq. (22), Prop. 9.
     """
-    s = jnp.asarray(scores)
+    s, theta = _flush_subnormal(jnp.asarray(scores)), _flush_subnormal(jnp.asarray(theta))
     return jnp.max(s, axis=-1) >= theta, jnp.argmax(s, axis=-1)  # Eq. (22)
+
+
+def _flush_subnormal(x: jax.Array) -> jax.Array:
+    """``x`` with its subnormal entries set to 0 (see :func:`selective_rule`)."""
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        return x
+    return jnp.where(jnp.abs(x) < jnp.finfo(x.dtype).tiny, jnp.zeros_like(x), x)
 
 
 def decide_action(

@@ -2,7 +2,11 @@
 
 Profiles (select with ``HYPOTHESIS_PROFILE=<name>``; ``ci`` when ``CI`` is set, else ``dev``):
 
-- ``dev``: 50 examples per property, randomized, with a deadline, for quick local runs.
+- ``dev``: 50 examples per property, derandomized (the same examples on every run), no
+  deadline: the README's test command passes or fails the same way on every machine and every
+  run; a randomized search is opt-in.
+- ``explore``: ``dev`` randomized (new examples on every run; failures are saved in
+  ``.hypothesis/`` and replayed first), to look for counterexamples while developing.
 - ``ci``: 50 examples per property, derandomized (reproducible), no deadline. Most of a
   property's time is compiling its first shapes, so this keeps the default suite within its
   time budget on 2 cores; the core's mutation scores (``docs/theory.md``) are measured at 20.
@@ -27,7 +31,14 @@ jax.config.update("jax_enable_x64", True)
 settings.register_profile(
     "dev",
     max_examples=50,
+    derandomize=True,
     deadline=None,  # JIT compilation makes first-call timings meaningless
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "explore",
+    max_examples=50,
+    deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
 for name, n in (("ci", 50), ("ci-100", 100)):

@@ -295,11 +295,21 @@ def test_eq19_slack(raw, kappa):
 
 
 # ----------------------------------------------------------------------------- Eq. (22), Prop. 9
+def flushed(x: float) -> float:
+    """The rule's reading of a float64 score or threshold: a subnormal one is 0."""
+    return 0.0 if abs(x) < np.finfo(np.float64).tiny else x
+
+
 @given(st.lists(st.floats(0, 1), min_size=1, max_size=8), st.floats(0, 1))
+@example([5e-324], 5e-324)  # subnormal score and threshold: both read as 0, so it emits
+@example([0.0, 5e-324, 1e-310], 1e-320)  # a subnormal score ties with 0: the first is chosen
+@example([1e-300, 5e-324], 2e-308)  # normal numbers are kept, however small
 def test_eq22_selective_rule(scores, theta):
+    """Eq. (22) with subnormal inputs read as 0 (the rule's documented contract)."""
     emit, idx = g.selective_rule(np.asarray(scores), theta)
-    assert bool(emit) == (max(scores) >= theta)
-    assert scores[int(idx)] == max(scores)
+    read = [flushed(s) for s in scores]
+    assert bool(emit) == (max(read) >= flushed(theta))
+    assert int(idx) == read.index(max(read))
 
 
 def test_prop9_calibrated_scores_bound_selective_error():
