@@ -5,6 +5,7 @@ r"""What :func:`grounding.ground` returns: :class:`GroundingResult` (a pytree), 
 from __future__ import annotations
 
 import dataclasses
+import unicodedata
 from functools import partial
 from typing import Any
 
@@ -84,6 +85,12 @@ class Certificate:
             valid=jnp.asarray(valid),
         )
 
+    def __repr__(self) -> str:  # Certificate(lam=4, omega=2, ..., radius=0.1733, valid=True)
+        shown = ", ".join(
+            f"{f.name}={_show(getattr(self, f.name))}" for f in dataclasses.fields(self)
+        )
+        return f"Certificate({shown})"
+
     def tv_at(self, omega: ArrayLike) -> tuple[jax.Array, jax.Array]:
         """``(paper, sharp)`` TV bounds for another oscillation ``omega``."""
         ok = self.valid
@@ -130,9 +137,47 @@ def _json_float(x: ArrayLike) -> float | None:
     return v if np.isfinite(v) else None
 
 
+def _show(x: Any) -> str:
+    """A certificate field for ``repr``: a number (4 significant digits) or a bool, an array
+    of them (a batch), or the kind of a traced value."""
+    if isinstance(x, jax.core.Tracer):
+        return type(x).__name__
+    a = np.asarray(x)
+    if a.ndim:
+        return np.array2string(a, precision=4, separator=", ")
+    return str(bool(a)) if a.dtype == bool else f"{float(a):.4g}"
+
+
+#: The widest candidate name :meth:`GroundingResult.summary` prints, in terminal columns; a
+#: longer name is cut there and ends in an ellipsis (:meth:`GroundingResult.to_dict` has it
+#: whole).
+NAME_COLUMN = 48
+
+
+def _width(text: str) -> int:
+    """Terminal columns ``text`` takes: two for a wide (e.g. CJK) character, none for a
+    combining mark, one otherwise."""
+    return sum(
+        0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+        for ch in text
+    )
+
+
+def _cell(text: str, width: int) -> str:
+    """``text`` padded with spaces to ``width`` columns, or cut to them with an ellipsis."""
+    if _width(text) > width:
+        out = ""
+        for ch in text:
+            if _width(out + ch) > width - 1:
+                break
+            out += ch
+        text = out + "\u2026"
+    return text + " " * (width - _width(text))
+
+
 def _fmt(x: float | None, spec: str) -> str:
     """A :meth:`GroundingResult.to_dict` number for text (``None`` reads ``inf``)."""
-    return format(np.inf if x is None else x, spec)
+    return format((np.inf if x is None else x) + 0.0, spec)  # + 0.0: no "-0.000"
 
 
 @partial(
@@ -317,12 +362,15 @@ class GroundingResult:
         (:meth:`stability`); the paper's symbols are on the last line, in brackets."""
         d = self.to_dict()
         lines = [f"question: {self.question}", f"decision: {d['action']} (best: {d['best']})"]
+        names = [c["name"] for c in d["candidates"]]
+        width = min(max(map(_width, ["candidate", *names])), NAME_COLUMN)
         lines.append(
-            f"{'candidate':<28} {'prior':>7} {'walk E':>8} {'status':<13} {'energy':>7} {'post':>7}"
+            f"{_cell('candidate', width)} {'prior':>7} {'walk E':>8} {'status':<13} "
+            f"{'energy':>7} {'post':>7}"
         )
         for c in d["candidates"]:
             lines.append(
-                f"{c['name'][:28]:<28} {c['prior']:7.3f} {_fmt(c['raw_energy'], '8.3f')} "
+                f"{_cell(c['name'], width)} {c['prior']:7.3f} {_fmt(c['raw_energy'], '8.3f')} "
                 f"{c['status']:<13} {_fmt(c['energy'], '7.3f')} {c['posterior']:7.3f}"
             )
             for p in c["paths"][:1]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
+import unicodedata
 
 import jax
 import jax.numpy as jnp
@@ -518,7 +519,7 @@ def test_result_is_a_pytree_and_programs_are_reused():
     assert "decision" in res.summary()
 
 
-_LONG = "an_entity_with_a_rather_long_name"  # 33 characters: the summary cuts it to 28
+_LONG = "an_entity_with_a_rather_long_name"  # 33 characters: the summary keeps it whole
 
 
 def _assert_same_report(got, want, where="report"):
@@ -596,14 +597,15 @@ def test_result_reports_are_the_result_worked_by_hand():
     assert res.summary().split("\n") == [
         "question: who?",
         "decision: ANSWER (best: a)",
-        "candidate                      prior   walk E status         energy    post",
-        "a                              0.250    0.000 SUPPORTED       0.000   0.468",
+        # the name column is as wide as the longest name (33 columns)
+        "candidate                           prior   walk E status         energy    post",
+        "a                                   0.250    0.000 SUPPORTED       0.000   0.468",
         "    best walk (energy 0.000, weight 1.000 among its walks): (empty walk)",
-        "b                              0.250    0.693 SUPPORTED       0.693   0.234",
+        "b                                   0.250    0.693 SUPPORTED       0.693   0.234",
         "    best walk (energy 0.693, weight 1.000 among its walks): a -r-> b",
-        "an_entity_with_a_rather_long   0.250    0.693 SUPPORTED       0.693   0.234",
+        "an_entity_with_a_rather_long_name   0.250    0.693 SUPPORTED       0.693   0.234",
         f"    best walk (energy 0.693, weight 1.000 among its walks): a -r-> b ; b -r-> {_LONG}",
-        "c                              0.250      inf UNSUPPORTED     2.000   0.063",
+        "c                                   0.250      inf UNSUPPORTED     2.000   0.063",
         # margin ln 2 (0.468 / 0.234) over lam = 1; e^(ln 2) = 2
         "stability: a stays the best candidate unless new evidence raises its energy by 0.693 "
         "or more against a rival's, e.g. a rival gains a walk 0.693 cheaper, or its own "
@@ -612,6 +614,48 @@ def test_result_reports_are_the_result_worked_by_hand():
         "  [paper, Thm. 3: radius = margin / lambda = 0.693; at osc(dE) = omega = 4: "
         "TV <= 0.762 (sharp), 0.964 (Eq. (21))]",
     ]
+
+
+def test_summary_aligns_wide_names_and_cuts_only_past_its_column():
+    """CJK characters take two terminal columns, combining marks none: the prior column
+    lines up whatever the script; a name wider than the column is cut there with an ellipsis
+    (to_dict keeps it whole); no energy prints as -0.000."""
+    from grounding.result import NAME_COLUMN
+
+    def columns(text: str) -> int:
+        return sum(
+            0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF"
+            else 1 for ch in text
+        )  # fmt: skip
+
+    long = "x" * (NAME_COLUMN + 5)
+    names = ["東京都", "Ciudad de Me\u0301xico", long, "b"]
+    graph = g.TypedGraph.from_triples([("q", "r", "東京都")], entities=["q", *names])
+    p = g.GroundingProblem("where?", names, jnp.log(jnp.full(4, 0.25)), anchors=("q",), max_hops=1)
+    res = g.ground(p, graph, lam=2.0, kappa=1.0)
+    lines = res.summary().split("\n")
+    header, rows = lines[2], [line for line in lines[3:] if not line.startswith(" ")][:4]
+    # the name cell (NAME_COLUMN wide: the longest name is wider), a space, the prior in 7
+    assert columns(header[: header.index("prior")]) == NAME_COLUMN + 3
+    assert [columns(r[: r.index("0.250")]) for r in rows] == [NAME_COLUMN + 3] * 4, rows
+    assert rows[0].startswith("東京都 ") and rows[1].startswith("Ciudad de Me\u0301xico ")
+    assert rows[2].startswith("x" * (NAME_COLUMN - 1) + "\u2026 ")
+    assert "-0.000" not in res.summary()
+    assert res.to_dict()["candidates"][2]["name"] == long
+
+
+def test_certificate_repr_reads_as_numbers():
+    """print(result.certificate) shows numbers and a bool, not array(...) fields; a batch of
+    certificates shows arrays."""
+    graph = g.TypedGraph.from_triples([("q", "r", "a")], entities=["q", "a", "b"])
+    p = g.GroundingProblem("?", ["a", "b"], jnp.log(jnp.full(2, 0.5)), anchors=("q",), max_hops=1)
+    cert = g.ground(p, graph, lam=2.0, kappa=1.0).certificate
+    assert repr(cert) == (
+        "Certificate(lam=2, omega=2, log_ratio=4, tv_paper=0.964, tv_sharp=0.7616, margin=2, "
+        "radius=1, valid=True)"
+    )
+    both = jax.tree_util.tree_map(lambda x: jnp.stack([x, x]), cert)
+    assert "radius=[1., 1.]" in repr(both) and "valid=[ True,  True]" in repr(both)
 
 
 def test_result_reports_without_paths_or_eps_hard_abstention_and_a_vacuous_certificate():
