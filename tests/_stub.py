@@ -41,12 +41,14 @@ def _completion(choices) -> bytes:
 
 class Stub:
     """The server's next replies (``(status, body)``, served in order, the last one repeated),
-    a delay before each, and the ``(headers, json body)`` of every request received."""
+    a delay before each, and the ``(headers, json body)`` and target of every request
+    received."""
 
     def __init__(self):
         self.script: list[tuple[int, bytes]] = [(200, b"{}")]
         self.delay = 0.0
         self.requests: list[tuple[dict, dict]] = []
+        self.paths: list[str] = []  # the request target of each request
 
     def reply(self, choices, status=200):
         self.script = [(status, _completion(choices))]
@@ -64,6 +66,7 @@ def server(monkeypatch):
         def do_POST(self):  # noqa: N802 (http.server's name)
             n = int(self.headers.get("Content-Length", 0))
             stub.requests.append((dict(self.headers), json.loads(self.rfile.read(n))))
+            stub.paths.append(self.path)
             time.sleep(stub.delay)
             status, body = stub.next()
             self.send_response(status)

@@ -141,19 +141,20 @@ def connect(
     tunnel of the proxy (``https``)."""
     parts = urllib.parse.urlsplit(url)
     host, port = parts.hostname or "", parts.port
+    target = parts.path + (f"?{parts.query}" if parts.query else "")
     conn: http.client.HTTPConnection
     if proxy is None:
         if context is None:
             conn = http.client.HTTPConnection(host, port, timeout=timeout)
         else:
             conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=context)
-        return conn, parts.path, {}
+        return conn, target, {}
     if context is None:  # a forward proxy: the absolute URL is the request target
         conn = http.client.HTTPConnection(proxy.host, proxy.port, timeout=timeout)
         return conn, url, dict(proxy.headers)
     conn = http.client.HTTPSConnection(proxy.host, proxy.port, timeout=timeout, context=context)
     conn.set_tunnel(host, port, headers=dict(proxy.headers))
-    return conn, parts.path, {}
+    return conn, target, {}
 
 
 def chat_url(base_url: object) -> str:
@@ -177,17 +178,26 @@ def chat_url(base_url: object) -> str:
         raise ValueError(
             "base_url must not carry credentials (user:password@host); pass api_key instead"
         )
-    if parts.query or parts.fragment:
+    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    if parts.fragment or [name for name, _ in query] not in ([], [API_VERSION]):
         raise ValueError(
-            f"base_url must be the API root without '?query' or '#fragment', got {origin(base_url)}"
-            f"{parts.path} with {'a query' if parts.query else 'a fragment'}"
+            f"base_url must be the API root without '#fragment' or a '?query' other than "
+            f"'?{API_VERSION}=...' (Azure OpenAI's; a key goes in api_key, never in the URL), "
+            f"got {origin(base_url)}{parts.path} with "
+            f"{'a fragment' if parts.fragment else 'a query'}"
         )
+    if query and not re.fullmatch(r"[\w.\-]+", query[0][1]):
+        raise ValueError(f"base_url's {API_VERSION} must be a version such as 2024-06-01")
     path = parts.path.rstrip("/")
     if not path.endswith("/chat/completions"):
         path += "/chat/completions"
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname  # IPv6 literal
     netloc = host if port is None else f"{host}:{port}"
-    return urllib.parse.urlunsplit((parts.scheme, netloc, path, "", ""))
+    return urllib.parse.urlunsplit((parts.scheme, netloc, path, parts.query, ""))
+
+
+#: The one query parameter a ``base_url`` may carry: Azure OpenAI's API version.
+API_VERSION = "api-version"
 
 
 def cut(conn: http.client.HTTPConnection, expired: threading.Event) -> None:

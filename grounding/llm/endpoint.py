@@ -22,10 +22,15 @@ What a request guarantees, whatever the server does:
   is decoded, cleared of the key — as sent, JSON-escaped or percent-encoded — and of any
   ``Bearer``/``Basic`` credential (replaced by ``***``), and only then cut to 300
   characters; a start of the key (4 characters or more) left at the end of the cut is
-  replaced too. A ``base_url`` carrying ``user:password@``, a query or a fragment is refused
-  at construction.
+  replaced too. A ``base_url`` carrying ``user:password@``, a fragment or a query other than
+  ``?api-version=...`` is refused at construction.
 - **Bounded parsing.** A reply nested too deep for the JSON parser is an
   :class:`EndpointError`, not a ``RecursionError``.
+
+Headers: ``User-Agent: grounding/<version> (python http.client)`` on every request; the key
+as ``Authorization: Bearer <key>``, or as ``api-key: <key>`` with ``key_header="api-key"``
+(Azure OpenAI, whose ``base_url`` ends in ``?api-version=...``: the one query a ``base_url``
+may carry, kept on the request).
 
 Network settings: ``http_proxy``/``https_proxy`` (either case; lowercase wins) send the
 request through an ``http://`` proxy — a forward proxy for an ``http`` URL, a ``CONNECT``
@@ -53,6 +58,7 @@ Example:
 from __future__ import annotations
 
 import http.client
+import importlib.metadata
 import json
 import math
 import os
@@ -67,6 +73,14 @@ from collections.abc import Mapping
 from grounding._checks import check_int
 from grounding.llm import _net
 
+
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:  # a source tree that is not installed
+        return "unknown"
+
+
 __all__ = ["Endpoint", "EndpointError", "HTTPStatusError", "message_content", "json_content"]
 
 #: HTTP statuses worth another try: the server is busy or briefly down.
@@ -75,6 +89,10 @@ _QUOTE = 300  # characters of server text quoted in an error message
 _REASON = 100  # characters of an HTTP reason phrase quoted
 _CHUNK = 1 << 16
 _MAX_SECONDS = 86400.0  # the longest timeout and backoff: one day
+#: The headers a key can travel in: a bearer token (OpenAI) or Azure OpenAI's ``api-key``.
+KEY_HEADERS = ("Authorization", "api-key")
+#: Sent with every request, so that a server's logs can tell the client apart.
+USER_AGENT = f"grounding/{_version('grounding')} (python http.client)"
 
 
 class EndpointError(RuntimeError):
@@ -104,13 +122,17 @@ class Endpoint:
             host, no credentials, query or fragment). A URL that already ends in
             ``/chat/completions`` is used as it is.
         model: the model name the server expects.
-        api_key: a key, sent as ``Authorization: Bearer``; default: the environment variable
-            ``api_key_env`` (no header when neither is set).
+        api_key: a key, sent as ``Authorization: Bearer <key>``; default: the environment
+            variable ``api_key_env`` (no header when neither is set).
         api_key_env: the variable read when ``api_key`` is ``None``.
+        key_header: the header that carries the key: ``"Authorization"`` (a bearer token,
+            the OpenAI protocol) or ``"api-key"`` (the key as it is: Azure OpenAI's keys,
+            with a ``base_url`` ending in ``?api-version=...``).
         timeout: seconds one :meth:`chat` call may take in all, retries included (``> 0``,
             at most one day, 86400).
         max_bytes: the largest reply body read, in bytes (``>= 1``).
-        retries: further attempts after a retryable failure (``>= 0``).
+        retries: further attempts after a retryable failure (``>= 0``; default 2).
+        max_retries: the same setting by the official client's name (give one of the two).
         backoff: seconds before the first retry, doubled for each further one (``>= 0``, at
             most one day).
         ca_bundle: for an ``https`` URL, the certificates that verify the server (a PEM file,
@@ -135,9 +157,11 @@ class Endpoint:
         api_key_env: str = "OPENAI_API_KEY",
         timeout: float = 60.0,
         max_bytes: int = 8 << 20,
-        retries: int = 2,
+        retries: int | None = None,
         backoff: float = 0.5,
         ca_bundle: str | os.PathLike | None = None,
+        key_header: str = "Authorization",
+        max_retries: int | None = None,
     ):
         self.url = _net.chat_url(base_url)
         if not isinstance(model, str) or not model.strip():
@@ -153,7 +177,16 @@ class Endpoint:
         self.model = model
         self.timeout = _seconds("timeout", timeout)
         self.max_bytes = check_int(max_bytes, "max_bytes")
-        self.retries = check_int(retries, "retries", 0)
+        if retries is not None and max_retries is not None:
+            raise ValueError("give retries or max_retries (the same setting), not both")
+        self.retries = check_int(
+            next((x for x in (retries, max_retries) if x is not None), 2),
+            "retries" if max_retries is None else "max_retries",
+            0,
+        )
+        if key_header not in KEY_HEADERS:
+            raise ValueError(f"key_header must be one of {KEY_HEADERS}, got {key_header!r:.100}")
+        self.key_header = key_header
         self.backoff = _seconds("backoff", backoff, zero_ok=True)
         self._key = key or None
         # a key read from the environment is read there again when unpickled
@@ -257,9 +290,15 @@ class Endpoint:
         via = f" through the proxy {proxy.origin}" if proxy else ""
         tls = self._tls_context() if self._https else None
         conn, target, extra = _net.connect(self.url, remaining, tls, proxy)
-        headers = {"Content-Type": "application/json", "Accept": "application/json", **extra}
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": USER_AGENT,
+            **extra,
+        }
         if self._key:
-            headers["Authorization"] = f"Bearer {self._key}"
+            bearer = self.key_header == "Authorization"
+            headers[self.key_header] = f"Bearer {self._key}" if bearer else self._key
         expired = threading.Event()
         watchdog = threading.Timer(remaining, _net.cut, (conn, expired))
         watchdog.daemon = True

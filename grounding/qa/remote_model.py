@@ -31,6 +31,11 @@ names several entities is split equally over them; answers naming the same entit
 log-sum-exp. Only an empty answer is dropped (``Candidates.dropped``); when every answer is
 empty the model abstains with that reason.
 
+Refusals: a choice whose message content is ``null`` (OpenAI sends one with a ``refusal``
+message; a reasoning model can spend every token before its answer) gives no answer and is
+set aside; the other choices of the reply are answered as usual. When no choice has text the
+model abstains, quoting the refusals.
+
 The server, model name, key, deadline, reply-size cap and retries are those of the
 :class:`~grounding.llm.Endpoint` passed in (standard library only; no key in code).
 
@@ -48,7 +53,7 @@ import math
 from collections.abc import Sequence
 
 from grounding._checks import check_int
-from grounding.llm import Endpoint, EndpointError, HTTPStatusError
+from grounding.llm import Endpoint, EndpointError, HTTPStatusError, message_content
 from grounding.qa.candidates import CandidateModelError, Candidates, QuestionLike
 from grounding.qa.linking import AnswerLinker
 
@@ -125,7 +130,8 @@ class OpenAICompatibleModel:
         Raises:
             CandidateModelError: the endpoint timed out, could not be reached, answered an
                 HTTP error status or a reply that is not a chat completion, or a token
-                log-probability above 0 (or NaN).
+                log-probability above 0 (or NaN). A refused choice is no error (module
+                docstring).
         """
         body = {
             "messages": self.messages(question),
@@ -139,14 +145,19 @@ class OpenAICompatibleModel:
         }
         try:
             choices = self._sample(body)
+            texts = [_content(self.url, i, c) for i, c in enumerate(choices)]
             raw = [
-                (self.endpoint.text(choices, i), _sequence_logprob(self.url, i, c))
-                for i, c in enumerate(choices)
+                (text, _sequence_logprob(self.url, i, c))
+                for i, (c, (text, _)) in enumerate(zip(choices, texts))
+                if text is not None
             ]
         except EndpointError as err:
             raise CandidateModelError(str(err)) from None
-        if not raw:
+        if not choices:
             return Candidates.abstain(f"{self.url} returned no completion")
+        if not raw:  # every completion was refused or came without text
+            why = "; ".join(dict.fromkeys(reason for _, reason in texts))
+            return Candidates.abstain(f"{self.url}: no completion has text: {why[:600]}")
         if any(lp is None for _, lp in raw):  # frequency estimate: one sample, one vote
             raw = [(c, 0.0) for c, _ in raw]
         else:  # a verbatim repeat carries no new probability mass: first occurrence only
@@ -185,6 +196,22 @@ class OpenAICompatibleModel:
 
 def _finite(x: object) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _content(url: str, i: int, choice: object) -> tuple[str | None, str]:
+    """Choice ``i``'s text, or ``None`` and why it has none: a refusal (``content: null``
+    with a ``refusal`` message, as OpenAI sends) or a null content (e.g. every token spent on
+    hidden reasoning). A choice without a message content at all is an EndpointError."""
+    message = choice.get("message") if isinstance(choice, dict) else None
+    if isinstance(message, dict) and "content" in message and message["content"] is None:
+        refusal = message.get("refusal")
+        if isinstance(refusal, str) and refusal.strip():
+            return None, f"choice {i} was refused ({refusal.strip()[:200]!r})"
+        return (
+            None,
+            f"choice {i} has null content (finish_reason {choice.get('finish_reason')!r:.40})",
+        )  # type: ignore[union-attr]
+    return message_content(url, i, choice), ""
 
 
 def _first_line(content: str) -> str:

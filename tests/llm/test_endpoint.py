@@ -219,8 +219,8 @@ def test_a_200_error_message_is_redacted_and_cut(serve):
     "url, words",
     [
         ("http://user:pa55word@127.0.0.1:1/v1", "must not carry credentials"),
-        ("http://127.0.0.1:1/v1?x=1", "without '?query'"),
-        ("http://127.0.0.1:1/v1#frag", "without '?query'"),
+        ("http://127.0.0.1:1/v1?x=1", "a '?query' other than '?api-version=...'"),
+        ("http://127.0.0.1:1/v1#frag", "without '#fragment'"),
         ("localhost:8000", "http(s) URL with a host"),
         ("ftp://host/v1", "http(s) URL with a host"),
         ("http:///v1", "http(s) URL with a host"),
