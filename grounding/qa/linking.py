@@ -5,7 +5,10 @@ One matching form, :func:`normalize_answer`: Unicode case folding, ``_`` read as
 runs of white space collapsed, surrounding quotes and white space and final periods removed
 (repeated until nothing changes, so the form of a form is itself). :class:`AnswerLinker`
 links an answer to *every* entity whose normalized name or normalized text equals the
-answer's normalized form (in vocabulary order, each once).
+answer's normalized form (in vocabulary order, each once). Only when no entity has that form,
+a leading English article is set aside on both sides (``the``, ``a``, ``an``): "The MAPK
+pathway." links to ``mapk_pathway``, and "Hague" to ``the_hague``, while "The Beatles" links
+to ``the_beatles`` itself when the graph has it.
 
 :meth:`Candidates.from_answers <grounding.qa.Candidates.from_answers>` turns a model's
 answers and their log-weights into candidates with these rules:
@@ -51,6 +54,11 @@ def _once(x: str) -> str:
     x = x.casefold().replace("_", " ")
     x = re.sub(r"\s+", " ", x).strip()
     return x.strip(_QUOTES).rstrip(".").strip()
+
+
+def _without_article(form: str) -> str:
+    """A normalized form without its leading English article (``the``, ``a``, ``an``)."""
+    return re.sub(r"^(?:the|an|a) (?=\S)", "", form)
 
 
 def normalize_answer(text: str) -> str:
@@ -101,19 +109,25 @@ class AnswerLinker:
         self.entities = entities
         self.texts = None if texts is None else tuple(texts)
         found: dict[str, dict[str, None]] = {}
-        for i, e in enumerate(entities):
+        bare: dict[str, dict[str, None]] = {}  # the forms without a leading article
+        for i, e in enumerate(entities):  # in vocabulary order: each form's entities are too
             forms = {normalize_answer(e)}
             if self.texts is not None and self.texts[i]:
                 forms.add(normalize_answer(self.texts[i]))
             for f in forms:
                 found.setdefault(f, {})[e] = None
-        found.pop("", None)  # an empty form names nothing
+                bare.setdefault(_without_article(f), {})[e] = None
+        for table in (found, bare):
+            table.pop("", None)  # an empty form names nothing
         self._lookup = {f: tuple(es) for f, es in found.items()}
+        self._bare = {f: tuple(es) for f, es in bare.items()}
 
     def link(self, answer: str) -> tuple[str, ...]:
         """Every entity whose normalized name or text equals the normalized ``answer``, in
-        vocabulary order (``()``: the answer names no entity)."""
-        return self._lookup.get(normalize_answer(answer), ())
+        vocabulary order; when none does, every entity whose form equals it with a leading
+        article set aside on both sides (``()``: the answer names no entity)."""
+        form = normalize_answer(answer)
+        return self._lookup.get(form) or self._bare.get(_without_article(form), ())
 
     def __repr__(self) -> str:
         return f"AnswerLinker({len(self.entities)} entities, texts={self.texts is not None})"

@@ -37,13 +37,26 @@ def test_the_linker_links_every_entity_whose_name_or_text_matches():
     )
     assert linker.link(" BANK ") == ("bank.n.01", "bank.n.02", "Q1")  # vocabulary order
     assert linker.link("River_Bank.") == ("river_bank",)
-    assert linker.link("a bank") == () and linker.link("") == ()
+    assert linker.link("a bank loan") == () and linker.link("") == ()
     with pytest.raises(ValueError, match="entities is empty"):
         AnswerLinker([])
     with pytest.raises(ValueError, match="texts has 1 entries"):
         AnswerLinker(["a", "b"], ["a"])
     with pytest.raises(TypeError, match="not a string"):
         AnswerLinker("ab")
+
+
+def test_a_leading_article_is_set_aside_only_when_nothing_matches_with_it():
+    linker = AnswerLinker(["mapk_pathway", "the_beatles", "beatles", "the_hague", "a"])
+    assert linker.link("The MAPK pathway.") == ("mapk_pathway",)
+    assert linker.link("an MAPK pathway") == ("mapk_pathway",)
+    assert linker.link("The Beatles") == ("the_beatles",)  # the name itself first
+    assert linker.link("Beatles") == ("beatles",)
+    assert linker.link("Hague") == linker.link("a Hague") == ("the_hague",)
+    assert linker.link("A") == ("a",) and linker.link("the") == ()
+    assert linker.link("theatre") == () and linker.link("another pathway") == ()
+    c = Candidates.from_answers(["The MAPK pathway.", "The Shore"], [0.0, -1.0], linker)
+    assert c.entities == ("mapk_pathway", "the shore") and c.out_of_graph == ("the shore",)
 
 
 def test_from_answers_applies_the_three_rules():
