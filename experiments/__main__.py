@@ -1,7 +1,8 @@
 """Run the experiments in order (quick mode: the paper's figures and the grounded-QA loop;
 --all or --full: every experiment; --only: those named; --smoke: the fast theory figures
 alone, a first look in under a minute), with a progress line per experiment and the time
-left, then a table of the seconds each took and the files it wrote."""
+left, then a table of the seconds each took and the files it wrote; ``<out>/README.md``
+indexes the results folder (what each experiment is, its files, when it ran)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from experiments import EXPERIMENTS, QUICK, QUICK_SECONDS, SMOKE
+from experiments import EXPERIMENTS, QUICK, QUICK_SECONDS, SMOKE, _index
 from experiments._io import checked_out_dir, parser
 from grounding import programs
 
@@ -80,6 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         paths = importlib.import_module(f"experiments.{name}").main(child)
         done[name] = time.perf_counter() - t0
         summary.append((name, done[name], paths))
+        index = _index.record(args.out, name, done[name], paths, mode)
         left = "" if args.full or i == len(names) else f"; about {_eta(names, done):.0f} s left"
         print(f"[{i}/{len(names)}] {name} done in {done[name]:.0f} s{left}", flush=True)
         # each compiled program holds memory maps; one process running every experiment
@@ -90,6 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, dt, paths in summary:
         files = ", ".join(str(p) for p in paths)
         print(f"{name:<{width}}  {dt:7.1f}  {files}", flush=True)
+    print(f"\nindex of the results: {index[1]}", flush=True)
     return 0
 
 

@@ -194,8 +194,10 @@ def write_csv(
 
 
 def _fmt(v: Any) -> Any:
+    """A CSV cell: floats to 10 significant digits (``0.69``, not ``0.6900000000000002``; the
+    JSON beside each CSV keeps every digit), numpy scalars as Python ones."""
     if isinstance(v, (float, np.floating)):
-        return repr(float(v))
+        return format(float(v), ".10g")
     if isinstance(v, (np.integer, np.bool_)):
         return v.item()
     return v

@@ -40,7 +40,7 @@ holds, over the pooled test questions of all seeds, the blind prior / hard / sof
 the intervals of soft - prior, hard - prior and blind - oracle, each a two-level bootstrap
 (seeds, then questions within each seed, resampled: training variance included).
 
-Final line: ``grounded_hits1=<x> prior_hits1=<y> hard_hits1=<z> aurc=<w> oracle_hits1=<o>
+Final line: ``dataset=<name> hops=2 seed=0 grounded_hits1=<x> prior_hits1=<y> hard_hits1=<z> aurc=<w> oracle_hits1=<o>
 blind_hits1=<b> path_acc=<p> path_ceiling=<c> path_acc_training_chains=<t>
 blind_prior_hits1=<bp> blind_soft_hits1=<bs> blind_hard_hits1=<bh> parser_hits1=<ph>``
 (CoDEx-M, 2 hops, seed 0; soft grounding with the gold chain; the composed path predictor's
@@ -512,6 +512,7 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
     paths_two = reports[0]["blind_paths"]["per_hop"][2]
     blind_two = reports[0]["blind"]["per_hop"][2]
     print(
+        f"dataset={reports[0]['dataset']} hops=2 seed=0 "
         f"grounded_hits1={two['soft']['hits1']:.4f} prior_hits1={two['prior']['hits1']:.4f} "
         f"hard_hits1={two['hard']['hits1']:.4f} aurc={two['soft']['aurc']:.4f} "
         f"oracle_hits1={two['soft']['hits1']:.4f} blind_hits1={blind_two['soft']['hits1']:.4f} "

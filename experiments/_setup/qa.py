@@ -147,7 +147,7 @@ def _answerer(setting: Setting, seed: int):
     # the answerer trains in 32-bit floats (a model fit, half the time of 64-bit on a CPU);
     # its parameters are then widened, so the loop's measured values stay 64-bit
     with jax.enable_x64(False):
-        fit = train_one_vs_all(bench.kg, "transe", cfg, progress=False)
+        fit = train_one_vs_all(bench.kg, "transe", cfg)  # a progress bar on stderr
     model = jax.tree.map(lambda x: jnp.asarray(x, jnp.float64), fit.model)
     answerer = KGEAnswerer(model, bench.kg.entities, bench.kg.relations)
     valid = bench.split("valid")

@@ -5,6 +5,7 @@ numbers are sane."""
 from __future__ import annotations
 
 import importlib
+import json
 
 import numpy as np
 import pytest
@@ -52,7 +53,7 @@ def test_main_runs_all_with_a_start_line_each_and_a_summary_table(tmp_path, caps
     out = capsys.readouterr().out
     starts = [ln for ln in out.splitlines() if ln.startswith("[")]
     assert starts[0] == f"[1/{len(EXPERIMENTS)}] {EXPERIMENTS[0]} (full) ..."
-    table = out.split("\n\n", 1)[1].splitlines()
+    table = out.split("\n\n")[1].splitlines()
     assert table[0].split() == ["experiment", "seconds", "files"]
     assert [row.split()[0] for row in table[1:]] == list(EXPERIMENTS)
     assert all(f"{name}.png" in row for name, row in zip(EXPERIMENTS, table[1:]))
@@ -109,6 +110,33 @@ def test_main_smoke_seeds_and_time_left(tmp_path, capsys, monkeypatch):
     for bad in (["--smoke", "--full"], ["--smoke", "--only", "proh"], ["--seeds", "0"]):
         with pytest.raises(SystemExit):
             runner.main([*bad, "--out", str(tmp_path)])
+
+
+def test_the_main_job_indexes_the_results_folder(tmp_path, capsys, monkeypatch):
+    """README.md (people) and index.json (scripts) list each experiment run into the folder,
+    what it is and its files; a later --only run keeps the other entries; an index.json that
+    is not ours is written again, with a message."""
+    from experiments import SMOKE, _index
+
+    runner = _stub_experiments(monkeypatch, tmp_path, [])
+    assert runner.main(["--smoke", "--out", str(tmp_path)]) == 0
+    assert f"index of the results: {tmp_path / 'README.md'}" in capsys.readouterr().out
+    index = json.loads((tmp_path / "index.json").read_text())
+    assert list(index) == list(SMOKE)
+    assert index[SMOKE[0]]["files"] == [f"{SMOKE[0]}.{e}" for e in ("png", "csv", "json")]
+    assert index[SMOKE[0]]["mode"] == "quick"
+    readme = (tmp_path / "README.md").read_text()
+    assert f"- [{SMOKE[0]}.png]({SMOKE[0]}.png): figure" in readme
+    assert readme.count("\n## ") == len(SMOKE)
+    assert runner.main(["--only", "proh", "--out", str(tmp_path)]) == 0
+    assert list(json.loads((tmp_path / "index.json").read_text())) == [*SMOKE, "proh"]
+    (tmp_path / "index.json").write_text("[1, 2]")
+    assert runner.main(["--only", "proh", "--out", str(tmp_path)]) == 0
+    assert "not an index written here" in capsys.readouterr().err
+    assert list(json.loads((tmp_path / "index.json").read_text())) == ["proh"]
+    monkeypatch.undo()  # the real modules: each one's first sentence
+    assert _index.about("thm3_tv_bound").startswith("Thm. 3: posterior stability")
+    assert _index.about("kg_incomplete").endswith(".") and "\n" not in _index.about("proh")
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
