@@ -16,9 +16,9 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import networkx as nx
 import numpy as np
 
+from grounding import _graph_build
 from grounding._checks import check_reliability, first_bad_name, frozen_array
 from grounding.semiring import EdgeIndex, Reachability
 from grounding.semiring.reach import csr_slices
@@ -213,19 +213,7 @@ class TypedGraph:
             ([('a', 'related_to', 'b')], ('A.', 'B.'))
         """
         entities = tuple(entities)
-        if not entities:
-            raise ValueError("the graph has no nodes")
-        known = set(entities)
-        triples = []
-        for j, e in enumerate(edges):
-            e = tuple(e)
-            if len(e) not in (2, 3):
-                raise ValueError(f"edge {j} ({e!r}) must be (source, target) or a triple")
-            t = (e[0], default_relation, e[1]) if len(e) == 2 else e
-            for end in (t[0], t[2]):
-                if end not in known:
-                    raise ValueError(f"edge {j} ({e!r}) names an unknown node {end!r}")
-            triples.append(t)
+        triples = _graph_build.edge_triples(entities, edges, default_relation)
         rels = relations if relations is not None else list(dict.fromkeys(r for _, r, _ in triples))
         return cls.from_triples(
             triples, entities=entities, relations=tuple(rels) or (default_relation,), texts=texts
@@ -414,14 +402,29 @@ class TypedGraph:
             ),
         )
 
+    def with_entities(self, names: Iterable[str], texts: Sequence[str] | None = None) -> TypedGraph:
+        """This graph with ``names`` added as entities without edges, after its own (a name it
+        already holds, or a repeat, is added once): e.g. the answers a model may give, so that
+        they are graph entities with indices, or one vocabulary shared by several graphs.
+        Edges, relations and existing indices are unchanged; checked as any graph is, in
+        time linear in its size (no triple is read again). ``texts``: one per name (the
+        added ones keep theirs); a graph with texts gives an added name its own, ``_`` read
+        as a space, when none is given.
+
+        Example:
+            >>> g = TypedGraph.from_triples([("a", "r", "b")]).with_entities(["c", "a"])
+            >>> g.entities, g.n_edges
+            (('a', 'b', 'c'), 1)
+        """
+        entities, texts = _graph_build.new_entities(self, names, texts)
+        return TypedGraph(
+            self.head, self.relation, self.tail, self.reliability, entities, self.relations, texts
+        )
+
     # ---------------------------------------------------------------- NetworkX interop
     def to_networkx(self) -> Any:
         """A ``networkx.MultiDiGraph`` with ``relation`` and ``reliability`` edge attributes."""
-        g = nx.MultiDiGraph()
-        g.add_nodes_from(self.entities)
-        for (h, r, t), w in zip(self.triples(), np.asarray(self.reliability)):
-            g.add_edge(h, t, relation=r, reliability=float(w))
-        return g
+        return _graph_build.to_networkx(self)
 
     @classmethod
     def from_networkx(
@@ -432,15 +435,7 @@ class TypedGraph:
         reliability_attr: str = "reliability",
     ) -> TypedGraph:
         """From any NetworkX (multi)(di)graph; undirected edges become both ordered arcs."""
-        triples, rel = [], []
-        directed = g.is_directed()
-        for u, v, data in g.edges(data=True):
-            r = str(data.get(relation_attr, default_relation))
-            w = float(data.get(reliability_attr, 1.0))
-            arcs = [(u, v)] if directed else [(u, v), (v, u)]
-            for a, b in arcs:
-                triples.append((str(a), r, str(b)))
-                rel.append(w)
-        nodes = [str(n) for n in g.nodes]
-        relations = list(dict.fromkeys(t[1] for t in triples))
+        triples, rel, nodes, relations = _graph_build.networkx_triples(
+            g, relation_attr, default_relation, reliability_attr
+        )
         return cls.from_triples(triples, rel, entities=nodes, relations=relations)

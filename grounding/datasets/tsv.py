@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from importlib import resources  # noqa: F401  (used by the doctest)
 from importlib.resources.abc import Traversable
 from os import PathLike
@@ -62,7 +62,9 @@ def _parse_lines(lines: Iterable[str], source: str) -> tuple[list[Triple], list[
     return triples, weights
 
 
-def load_triples(path: str | PathLike | Traversable) -> TypedGraph:
+def load_triples(
+    path: str | PathLike | Traversable, *, entities: Sequence[str] | None = None
+) -> TypedGraph:
     """Load a typed evidence graph from a TSV file ``head<TAB>relation<TAB>tail[<TAB>reliability]``.
 
     Lines that are blank or start with ``#`` are skipped. Names are kept exactly as written
@@ -72,6 +74,10 @@ def load_triples(path: str | PathLike | Traversable) -> TypedGraph:
 
     Args:
         path: a filesystem path or an ``importlib.resources`` traversable.
+        entities: further entity names the file's triples do not mention (e.g. every answer
+            a model may give), added without edges after the file's own, in the order given
+            (:meth:`~grounding.TypedGraph.with_entities`; names the file mentions are kept
+            once, in their place).
 
     Returns:
         A :class:`grounding.TypedGraph`.
@@ -88,7 +94,8 @@ def load_triples(path: str | PathLike | Traversable) -> TypedGraph:
         >>> g.has_triple(("lou_seal", "mascot_of", "san_francisco_giants"))
         True
     """
-    return TypedGraph.from_triples(*read_triples(path))
+    graph = TypedGraph.from_triples(*read_triples(path))
+    return graph if entities is None else graph.with_entities(entities)
 
 
 def read_triples(path: str | PathLike | Traversable) -> tuple[list[Triple], list[float]]:
