@@ -117,6 +117,7 @@ class MyLLM:
         said = {  # stands in for a call to your model: answers and their log-probabilities
             "Who founded Alice's employer?": (["bob", "dave", "berlin"], [-0.9, -1.4, -2.8]),
             "Where was Bob born?": (["graz", "vienna"], [-0.1, -2.5]),
+            "Where does Alice live?": (["vienna", "berlin"], [-0.3, -1.5]),
         }
         names, lps = said[question.text]
         return Candidates.from_scores(names, lps, k=k)  # normalized here
@@ -135,6 +136,44 @@ print(outs[0].probabilities("prior"), outs[0].probabilities("soft"), outs[0].pro
 # --8<-- [end:qa]
 assert [o.answer for o in outs] == ["bob", "vienna"]
 assert outs[0].probabilities("hard").tolist() == [1.0, 0.0, 0.0]
+
+# --8<-- [start:choose]
+import math
+
+from grounding.qa import fit_lambda
+
+# kappa: what a candidate without support pays, in a walk's units (-log w per fact): the
+# energy of the weakest walk you would still call support. Two facts of reliability 0.6:
+kappa = -2 * math.log(0.6)  # 1.02
+# lam: between a supported candidate (energy 0) and one without support (energy kappa), the
+# posterior odds move by at most a factor e^(lam * kappa). Fit it on a few questions whose
+# answers you know; in one of them the graph is stale (Alice moved to Vienna):
+labelled = [
+    (Question("Who founded Alice's employer?", "alice", ("works_for", "founded_by")), ["bob"]),
+    (Question("Where was Bob born?", "bob", ("born_in",)), ["vienna"]),
+    (Question("Where does Alice live?", "alice", ("lives_in",)), ["vienna"]),
+]
+questions = [q for q, _ in labelled]
+retriever = PCR(TextIndex(graph), max_hops=2)
+base = g.GroundingConfig(lam=1.0, kappa=kappa)
+found = GroundedQA(MyLLM(), retriever, base).answer_batch(questions)
+lam = fit_lambda(found, [gold for _, gold in labelled])  # energies do not depend on lam
+print(f"lam = {lam:.2f}: the evidence moves the odds by up to {math.exp(lam * kappa):.0f}x")
+# theta: answer only when the best candidate's posterior mass is at least theta
+for theta in (None, 0.8):
+    fitted = GroundedQA(MyLLM(), retriever, base.replace(lam=lam, theta=theta))
+    for out in fitted.answer_batch(questions):
+        best = float(out.result.posterior().max())
+        radius = float(out.result.certificate.radius)
+        print(
+            f"theta {theta}: {out.result.decision.name:8} {out.answer!s:7} "
+            f"posterior {best:.2f}, radius {radius:.2f}"
+        )
+# --8<-- [end:choose]
+chosen = [[o.answer for o in GroundedQA(MyLLM(), retriever, base.replace(lam=lam, theta=t))
+           .answer_batch(questions)] for t in (None, 0.8)]  # fmt: skip
+assert 3.0 < lam < 5.0, lam
+assert chosen == [["bob", "vienna", "berlin"], ["bob", None, None]], chosen
 
 # --8<-- [start:server]
 import json
