@@ -50,10 +50,12 @@ prior, soft and hard Hits@1; the template parser's loop, soft).
 
 from __future__ import annotations
 
+import json
 import sys
 import textwrap
 import time
 from collections.abc import Sequence
+from importlib.resources import files
 from pathlib import Path
 
 import numpy as np
@@ -92,6 +94,8 @@ from grounding import (
     programs,
 )
 from grounding import plot as gplot
+from grounding.datasets import codex_labels
+from grounding.graph import INVERSE_SUFFIX
 from grounding.plans import TemplateChainParser
 from grounding.qa import BlindQA, GroundedQA, grounding_problem, risk_coverage
 from grounding.qa.calibration import gold_arrays
@@ -354,12 +358,34 @@ def contradiction_effect(plain, with_neg, lam: float) -> dict:
     )
 
 
+#: How the figure names the datasets and the three posteriors.
+DATASET_NAMES = {"codex-m": "CoDEx-M", "codex-s": "CoDEx-S", "umls": "UMLS"}
+METHOD_NAMES = {"prior": "prior (answerer alone)", "hard": "hard grounding (Eq. 6)",
+                "soft": "soft grounding (Eq. 7)"}  # fmt: skip
+
+
+def _readable(dataset: str, graph: TypedGraph) -> tuple[dict, dict]:
+    """Display texts of the example graph's entities and (forward) relations: the dataset's
+    node texts and relation names with ``_`` as a space; on CoDEx, its English relation labels
+    and, for an entity CoDEx labels (those that are also types), ``"<label> (<id>)"``."""
+    nodes = dict(zip(graph.entities, graph.node_texts))
+    rels = sorted({r.removesuffix(INVERSE_SUFFIX) for r in graph.relations})
+    names = dict(zip(rels, (r.replace("_", " ") for r in rels)))
+    if dataset.startswith("codex"):
+        names.update(zip(rels, codex_labels((), rels)[1]))
+        own = json.loads((files("grounding.datasets") / "data/codex/types_en.json").read_text())
+        nodes.update({e: f"{own[e]['label']} ({e})" for e in graph.entities if e in own})
+    return nodes, names
+
+
 @styled
 def figure(reports: list[dict], example: Example):
     """Top: risk-coverage (main dataset, 2 hops), Hits@1 against lambda, Hits@1 per dataset
     and hop. Bottom: one 2-hop test question through the loop, its posterior bars with the
-    candidates' evidence statuses and the supporting walks of its grounded answer."""
+    candidates' evidence statuses and the supporting walks of its grounded answer (entities
+    and relations by their labels where the dataset has them)."""
     main = reports[0]
+    data = DATASET_NAMES.get(main["dataset"], main["dataset"])
     fig, axes = plt.subplot_mosaic(
         [["rc", "lam", "hops", "hops"], ["post", "post", "walks", "walks"]],
         figsize=(17, 11),
@@ -370,9 +396,9 @@ def figure(reports: list[dict], example: Example):
     for m in METHODS:
         sel = two["selective"][m]
         gplot.risk_coverage(sel["confidence"], sel["hit"], ax,
-                            label=f"{m} (AURC {two[m]['aurc']:.2f})")  # fmt: skip
+                            label=f"{METHOD_NAMES[m]}, AURC {two[m]['aurc']:.2f}")  # fmt: skip
     ax.set(ylabel="selective risk (1 - Hits@1)", ylim=(0, 1))
-    ax.set_title(f"Risk-coverage, {main['dataset']} 2-hop")
+    ax.set_title(f"Risk-coverage, {data} 2-hop questions")
     ax = axes["lam"]
     for h in (1, 2, 3):
         ax.semilogx(LAMBDA_GRID, main["per_hop"][h]["lambda_sweep"], label=f"{h}-hop")
@@ -382,30 +408,34 @@ def figure(reports: list[dict], example: Example):
         ylabel="soft grounding Hits@1",
         ylim=(0, 1),
     )
-    ax.set_title(f"Hits@1 against $\\lambda$, {main['dataset']}")
+    ax.set_title(f"Hits@1 against $\\lambda$, {data}")
     ax.legend()
     ax = axes["hops"]
-    labels = [f"{r['dataset']}\n{h}-hop" for r in reports for h in (1, 2, 3)]
+    labels = [f"{DATASET_NAMES.get(r['dataset'], r['dataset'])}\n{h}-hop"
+              for r in reports for h in (1, 2, 3)]  # fmt: skip
     x = np.arange(len(labels))
     for j, m in enumerate(METHODS):
         vals = [r["per_hop"][h][m]["hits1"] for r in reports for h in (1, 2, 3)]
-        ax.bar(x + (j - 1) * 0.27, vals, 0.27, label=m)
+        ax.bar(x + (j - 1) * 0.27, vals, 0.27, label=METHOD_NAMES[m])
     ax.set(xticks=x, xlabel="dataset and hop count", ylabel="Hits@1 (test questions)", ylim=(0, 1))
     ax.set_xticklabels(labels)
     ax.set_title("Prior, hard (Eq. 6) and soft (Eq. 7) grounding per hop count")
     ax.legend()
     graph, result, answers = example
-    ax = gplot.posterior_bars(result, axes["post"], max_candidates=8, labels=answers)
+    nodes, relations = _readable(main["dataset"], graph)
+    shown = [textwrap.fill(nodes.get(a, a), 18) for a in answers]
+    ax = gplot.posterior_bars(result, axes["post"], max_candidates=8, labels=shown)
     ax.set_xlabel("candidate answer (label color: evidence status)")
+    best = nodes.get(answers[int(result.best)], answers[int(result.best)])
     ax.set_title(
-        textwrap.fill(f"One {main['dataset']} 2-hop test question: {result.question}", 90)
-        + f"\nAxiom 8 decision: {result.decision.name.lower()}; grounded top candidate: "
-        + answers[int(result.best)],
+        textwrap.fill(f"One {data} 2-hop test question: {result.question}", 90)
+        + f"\nAxiom 8 decision: {result.decision.name.lower()}; grounded top candidate: {best}",
         fontsize=10,
     )
-    gplot.evidence_paths(graph, result, axes["walks"])
+    gplot.evidence_paths(graph, result, axes["walks"], node_labels=nodes,
+                         relation_labels=relations)  # fmt: skip
     axes["walks"].set_title(
-        f"Supporting walks of {answers[int(result.best)]} in the retrieved evidence "
+        f"Supporting walks of {best} in the retrieved evidence "
         r"(width: posterior weight $\nu^*$, Prop. 2)",
         fontsize=10,
     )

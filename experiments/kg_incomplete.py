@@ -440,6 +440,11 @@ def run_dataset(name: str, full: bool) -> dict:
     return res
 
 
+#: How the figure names the hard rules of :mod:`experiments._kg_problem`.
+HARD_RULES = {"adjacent": "hard rule: answers one observed edge away",
+              "reach2": "hard rule: answers within two observed hops"}  # fmt: skip
+
+
 @styled
 def _figure(res: dict):
     fig, ax = plt.subplots(2, 3, figsize=(16, 9.5), layout="constrained")
@@ -450,17 +455,17 @@ def _figure(res: dict):
     a.loglog(lams, [c["floor_true"] for c in cur], "--",
              label=r"Prop. 11 floor $p_0e^{-\lambda B}$ (mean)")  # fmt: skip
     for name, st in (("adjacent", "-."), ("reach2", ":")):
-        a.axhline(sc["hard"][name]["mass_true"], ls=st, c="k", label=f"hard rule '{name}'")
+        a.axhline(sc["hard"][name]["mass_true"], ls=st, c="k", label=HARD_RULES[name])
     a.set(xlabel=r"grounding strength $\lambda$", ylabel="posterior mass of the true answer",
-          title="Prop. 3/11: hard deletion vs the soft floor")  # fmt: skip
+          title="Mass of the true answer: hard rules delete it,\nsoft grounding keeps a floor (Prop. 3, 11)")  # fmt: skip
     a.legend(loc="lower left")
     a = ax[0, 1]
     a.semilogx(lams, [c["soft_map_acc"] for c in cur], label="soft grounding, MAP")
     a.axhline(sc["prior_acc"], c="gray", label="prior alone (stand-in LLM)")
     for name, st in (("adjacent", "-."), ("reach2", ":")):
-        a.axhline(sc["hard"][name]["map_acc"], ls=st, c="k", label=f"hard rule '{name}'")
+        a.axhline(sc["hard"][name]["map_acc"], ls=st, c="k", label=HARD_RULES[name])
     a.set(xlabel=r"grounding strength $\lambda$", ylabel="accuracy of the top answer (test)",
-          title="Prop. 13: accuracy vs strength")  # fmt: skip
+          title="Accuracy of the top answer against\ngrounding strength (Prop. 13)")  # fmt: skip
     a.legend(loc="upper left")
     a = ax[0, 2]
     cov = res["coverage"]
@@ -485,13 +490,14 @@ def _figure(res: dict):
     a.plot([0, 1], [0, 1], "k--", lw=0.8, label="retention = coverage")
     a.set(xlabel=r"predicted coverage Cov$(q)=1-(1-c)^{m_q}$, Eq. (15)",
           ylabel=r"Monte-Carlo retention $\Pr[\rho^\dagger\in F_R]$",
-          title=r"Prop. 4: retention $\leq$ coverage (mean per $m_q$)")  # fmt: skip
+          title="How often the hard rule keeps the true answer:\nat most the predicted coverage (Prop. 4)")  # fmt: skip
     a.legend(loc="upper left")
     a = ax[1, 0]
     st = res["stability"]["scatter"]
     curve = np.linspace(0.0, max(1e-3, float(np.max(st["lam_omega"]))), 200)
     tv_bound_curves(curve, a, measured=(st["lam_omega"], st["tv"]))  # grounding.plot
-    a.set_title(f"Thm. 3: posterior shift when 1-10 % of $R$ is dropped ({st['tv'].size} pairs)")
+    a.set_title(f"Posterior shift when 1-10 % of the evidence is dropped\n"
+                f"({st['tv'].size} pairs), against its bound (Thm. 3)")  # fmt: skip
     a = ax[1, 1]
     tab = [r for r in res["selective"]["table"] if r["error_emitted"] is not None]
     for kind, m in (("calibrated", "o-"), ("raw", "s--")):
@@ -501,18 +507,25 @@ def _figure(res: dict):
     th = np.linspace(0.1, 0.95)
     a.plot(th, 1 - th, "k:", label=r"bound $1-\theta$ (Prop. 9)")
     a.set(xlabel=r"confidence threshold $\theta$ (answer when score $\geq\theta$)",
-          ylabel="error among the emitted answers", title="Prop. 9: selective risk")  # fmt: skip
+          ylabel="error among the emitted answers",
+          title="Answering only when confident: error among the\nanswers given vs the threshold (Prop. 9)")  # fmt: skip
     a.legend(loc="upper right")
     a = ax[1, 2]
     cal = res["calibration"]
     names = ["fixed_grid", "global_gradient", "coverage_aware"]
-    bars = a.bar(range(3), [cal[n]["test"]["nll"] for n in names], color="#4dabf7")
-    a.bar_label(bars, fmt="%.3f")
+    nll = [cal[n]["test"]["nll"] for n in names]
+    # points, not bars: the three differ in the third decimal, which a bar from 0 hides
+    a.plot(range(3), nll, "o", ms=9, c="C0", label="test NLL")
+    for i, v in enumerate(nll):
+        a.annotate(f"{v:.3f}", (i, v), xytext=(0, 9), textcoords="offset points", ha="center")
+    spread = max(max(nll) - min(nll), 1e-3)
+    a.set(xlim=(-0.5, 2.5), ylim=(min(nll) - 0.8 * spread, max(nll) + 0.8 * spread))
     a.set_xticks(range(3), [r"best fixed $(\lambda,\kappa)$", "gradient-fitted\nglobal pair",
                             "coverage-aware\n$\\lambda(c),\\kappa(c)$"])  # fmt: skip
     a.set(xlabel="how $(\\lambda, \\kappa)$ were chosen (on validation queries)",
-          ylabel="test negative log-likelihood of the true answer",
-          title=r"Axiom 6: calibrating $\lambda$, $\kappa$ (lower is better)")  # fmt: skip
+          ylabel="test NLL of the true answer\n(axis zoomed: does not start at 0)",
+          title=f"Choosing $\\lambda$, $\\kappa$: test NLL (lower is better),\n"
+                f"largest difference {max(nll) - min(nll):.2g} (Axiom 6)")  # fmt: skip
     fig.suptitle(f"{res['dataset'].upper()}: held-out triples as true-but-unobserved answers",
                  fontsize=13)  # fmt: skip
     return fig

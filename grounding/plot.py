@@ -14,7 +14,8 @@ write them next to each PNG), and :func:`mark_quick` labels a figure drawn from 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+import textwrap
+from collections.abc import Iterator, Mapping, Sequence
 
 import matplotlib
 import matplotlib.collections
@@ -27,7 +28,7 @@ from jax.typing import ArrayLike
 from grounding._checks import check_int
 from grounding.bounds import tv_bound, tv_bound_sharp
 from grounding.evidence import EvidenceStatus
-from grounding.graph import TypedGraph
+from grounding.graph import INVERSE_SUFFIX, TypedGraph, inverse_relation
 from grounding.result import GroundingResult
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "tv_bound_curves",
     "risk_coverage",
     "evidence_paths",
+    "relation_text",
     "mark_quick",
     "figure_data",
 ]
@@ -227,12 +229,19 @@ def evidence_paths(
     *,
     candidate: int | str | None = None,
     seed: int = 0,
+    node_labels: Mapping[str, str] | None = None,
+    relation_labels: Mapping[str, str] | None = None,
 ):
     r"""The evidence subgraph spanned by one candidate's reported supporting walks (default:
     the posterior's best; ``candidate``: an index or a name), edges labeled with their
     relation, and each walk's edges drawn with width proportional to its :math:`\nu^*`
     weight (Prop. 2; the weight is in the legend). Needs ``ground(..., n_paths >= 1)`` and
-    the ``graph`` grounded on (another graph is a ValueError: its edges would be wrong)."""
+    the ``graph`` grounded on (another graph is a ValueError: its edges would be wrong).
+
+    ``node_labels`` (entity name -> text) and ``relation_labels`` (relation name -> text)
+    name what is drawn; a name without a label is drawn as itself, and an inverse relation
+    ``r^-1`` whose ``r`` has a label reads ``"<label of r> (inverse)"``
+    (:func:`relation_text`). Long labels wrap."""
     if result.paths is None:
         raise ValueError("the result has no supporting paths: ground with n_paths >= 1")
     c = _candidate(result, candidate)
@@ -245,7 +254,8 @@ def evidence_paths(
     _check_graph(graph, result, c, slots)
     walks = [w for _, w in slots]
     ax = _axes(ax)
-    ax.set_title(f"supporting walks of {result.names[c]}")
+    nodes = dict(node_labels or {})
+    ax.set_title(f"supporting walks of {nodes.get(result.names[c], result.names[c])}")
     ax.set_axis_off()
     if not walks:
         ax.text(0.5, 0.5, "no supporting walk", ha="center", va="center", transform=ax.transAxes)
@@ -264,7 +274,9 @@ def evidence_paths(
     nx.draw_networkx_nodes(
         sub, pos, ax=ax, node_color="#e7f5ff", edgecolors="#1c7ed6", node_size=600
     )
-    nx.draw_networkx_labels(sub, pos, ax=ax, font_size=8)
+    shown = {n: textwrap.fill(nodes.get(n, n), 22) for n in sub.nodes}
+    nx.draw_networkx_labels(sub, pos, labels=shown, ax=ax, font_size=8,
+                            bbox={"alpha": 0.8, "color": "white", "lw": 0})  # fmt: skip
     colors = plt.get_cmap("tab10")
     for k, (w, weight, cost) in enumerate(walks):
         pairs = [(graph.entities[head[e]], graph.entities[tail[e]]) for e in w]
@@ -273,11 +285,29 @@ def evidence_paths(
                                node_size=600)  # fmt: skip
         ax.plot([], [], color=colors(k), linewidth=1 + 6 * weight,
                 label=f"walk {k + 1}: E={cost:.3g}, nu*={weight:.3f}")  # fmt: skip
-    labels = {(u, v): d["relation"] for u, v, d in sub.edges(data=True)}
+    labels = {(u, v): textwrap.fill(relation_text(d["relation"], relation_labels or {}), 28)
+              for u, v, d in sub.edges(data=True)}  # fmt: skip
     nx.draw_networkx_edge_labels(nx.DiGraph(sub), pos, edge_labels=labels, ax=ax, font_size=7,
                                  bbox={"alpha": 0.7, "color": "white", "lw": 0})  # fmt: skip
     ax.legend(loc="lower left", fontsize=8)
     return ax
+
+
+def relation_text(name: str, labels: Mapping[str, str]) -> str:
+    """How relation ``name`` reads in a figure: its label in ``labels``; for an inverse
+    relation ``r^-1`` without a label of its own, ``"<label of r> (inverse)"``; else the
+    name itself.
+
+    Example:
+        >>> relation_text("P37^-1", {"P37": "official language"})
+        'official language (inverse)'
+    """
+    if name in labels:
+        return labels[name]
+    base = inverse_relation(name)
+    if name.endswith(INVERSE_SUFFIX) and base in labels:
+        return f"{labels[base]} (inverse)"
+    return name
 
 
 def mark_quick(
