@@ -35,8 +35,6 @@ apart). ``--repeats`` runs each row that many times and reports the median and t
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import gc
 import os
 import platform
@@ -48,11 +46,11 @@ import numpy as np
 from _common import output_file, parser, save_png, write_json
 from scipy.special import logsumexp
 
-from grounding import TypedGraph
 from grounding.datasets import kgqa_benchmark
 from grounding.learn import init_model
 from grounding.qa import GroundedQA, KGEAnswerer, grounding_problem
-from grounding.retrieval import PCR, TextIndex, _batch
+from grounding.retrieval import PCR, Query, TextIndex
+from grounding.retrieval.base import subgraph_evidence_batch
 from grounding.solver import GroundingConfig, ground_batch
 from grounding.solver.compact import compact_evidence
 
@@ -218,10 +216,27 @@ def stages(env, hops: int, k_candidates: int, n: int, k_nodes: int) -> dict:
         timings[name] = (time.perf_counter() - t) * 1e3 / len(qs)
         return value
 
-    with split_timers(RETRIEVAL_PARTS) as parts:
-        states = timed("retrieval and evidence (PCR.retrieve_batch)", lambda: qa.evidence_batch(qs))
-    for name, seconds in parts.items():
-        timings[f"  of which {name}"] = seconds * 1e3 / len(qs)
+    states = timed("retrieval and evidence (PCR.retrieve_batch)", lambda: qa.evidence_batch(qs))
+    # its two halves, run again apart on the same questions through public functions
+    retriever = pcr[hops]
+    graph = retriever.graph
+    anchors = [[graph.entity_index(q.topic)] for q in qs]
+    found = retriever.retrieve_batch([Query(q.text, anchor=q.topic) for q in qs], k_nodes)
+    nodes = [r.index for r in found]
+    timed(
+        "  of which breadth-first search alone (TypedGraph.distances_to_nearest)",
+        lambda: graph.distances_to_nearest(anchors, hops),
+    )
+    timed(
+        "  of which evidence: BFS, shortest paths, induced edges (subgraph_evidence_batch)",
+        lambda: subgraph_evidence_batch(graph, anchors, nodes, hops),
+    )
+    timings["  of which ranking and the rest (the total less the evidence)"] = (
+        timings["retrieval and evidence (PCR.retrieve_batch)"]
+        - timings[
+            "  of which evidence: BFS, shortest paths, induced edges (subgraph_evidence_batch)"
+        ]
+    )
     problems = timed(
         "grounding problems", lambda: [grounding_problem(q, c) for q, c in zip(qs, cands)]
     )
@@ -234,43 +249,6 @@ def stages(env, hops: int, k_candidates: int, n: int, k_nodes: int) -> dict:
     for k, v in timings.items():
         print(f"  {k}: {v:.3f} ms/question")
     return timings
-
-
-#: The parts of batched retrieval timed apart by ``--stages``: (owner, attribute, label).
-RETRIEVAL_PARTS = (
-    (TypedGraph, "distances_to_nearest", "breadth-first search"),
-    (_batch, "screen", "similarity screen over all nodes"),
-    (PCR, "_rank", "exact ranking"),
-    (_batch, "evidence_edges", "evidence edges (shortest-path predecessors, induced edges)"),
-    (TypedGraph, "subgraph", "evidence subgraphs"),
-)
-
-
-@contextlib.contextmanager
-def split_timers(parts):
-    """Time each ``(owner, attribute, label)`` function while the block runs (wrapped, then
-    restored); yields ``{label: seconds}``."""
-    spent: dict[str, float] = {}
-    saved = [(owner, name, owner.__dict__[name]) for owner, name, _ in parts]
-
-    def timer(fn, label):
-        @functools.wraps(fn)
-        def run(*args, **kwargs):
-            t = time.perf_counter()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                spent[label] = spent.get(label, 0.0) + time.perf_counter() - t
-
-        return run
-
-    try:
-        for (owner, name, fn), (_, _, label) in zip(saved, parts):
-            setattr(owner, name, timer(fn, label))
-        yield spent
-    finally:
-        for owner, name, fn in saved:
-            setattr(owner, name, fn)
 
 
 def plot(path: str, points: dict, machine: str) -> None:

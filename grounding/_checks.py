@@ -61,12 +61,25 @@ def is_stand_in(x: object) -> bool:
     return type(x).__module__.startswith("jax") and not isinstance(x, jax.Array)
 
 
+def _to_jax(x: ArrayLike) -> jax.Array:
+    """``x`` as a JAX array. Host arrays go by ``jax.device_put``, which compiles nothing:
+    ``jnp.asarray`` of a NumPy array compiles (and keeps for the life of the process) one
+    small program per shape and dtype, so a long-lived process checking inputs of ever new
+    shapes would grow without bound (see :mod:`grounding.programs`)."""
+    if isinstance(x, (jax.Array, jax.core.Tracer)) or np.ndim(x) == 0:
+        return jnp.asarray(x)  # no copy for JAX arrays; scalars: one program per dtype
+    host = np.asarray(x)
+    if host.dtype == object:
+        raise TypeError(f"not numbers (dtype object: {type(host.flat[0]).__name__} inside)")
+    return jax.device_put(host)
+
+
 def as_float_array(x: ArrayLike, name: str, *, min_ndim: int = 0) -> jax.Array:
     """Convert to a floating JAX array, raising ``TypeError`` for non-numeric input."""
     if isinstance(x, (str, bytes)) or x is None:
         raise TypeError(f"{name} must be an array of numbers, got {type(x).__name__}")
     try:
-        arr = jnp.asarray(x)
+        arr = _to_jax(x)
     except TypeError as exc:  # e.g. objects, strings inside a list
         raise TypeError(f"{name} must be an array of numbers: {exc}") from None
     except ValueError:  # ragged nested lists

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import http.client
+import importlib.metadata
 import json
 import math
 import os
@@ -198,6 +199,17 @@ def chat_url(base_url: object) -> str:
 
 #: The one query parameter a ``base_url`` may carry: Azure OpenAI's API version.
 API_VERSION = "api-version"
+
+
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:  # a source tree that is not installed
+        return "unknown"
+
+
+#: Sent with every request, so that a server's logs can tell the client apart.
+USER_AGENT = f"grounding/{_version('grounding')} (python http.client)"
 
 
 def cut(conn: http.client.HTTPConnection, expired: threading.Event) -> None:

@@ -58,7 +58,6 @@ Example:
 from __future__ import annotations
 
 import http.client
-import importlib.metadata
 import json
 import math
 import os
@@ -73,14 +72,6 @@ from collections.abc import Mapping
 from grounding._checks import check_int
 from grounding.llm import _net
 
-
-def _version(package: str) -> str:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:  # a source tree that is not installed
-        return "unknown"
-
-
 __all__ = ["Endpoint", "EndpointError", "HTTPStatusError", "message_content", "json_content"]
 
 #: HTTP statuses worth another try: the server is busy or briefly down.
@@ -91,8 +82,7 @@ _CHUNK = 1 << 16
 _MAX_SECONDS = 86400.0  # the longest timeout and backoff: one day
 #: The headers a key can travel in: a bearer token (OpenAI) or Azure OpenAI's ``api-key``.
 KEY_HEADERS = ("Authorization", "api-key")
-#: Sent with every request, so that a server's logs can tell the client apart.
-USER_AGENT = f"grounding/{_version('grounding')} (python http.client)"
+USER_AGENT = _net.USER_AGENT
 
 
 class EndpointError(RuntimeError):
@@ -179,11 +169,8 @@ class Endpoint:
         self.max_bytes = check_int(max_bytes, "max_bytes")
         if retries is not None and max_retries is not None:
             raise ValueError("give retries or max_retries (the same setting), not both")
-        self.retries = check_int(
-            next((x for x in (retries, max_retries) if x is not None), 2),
-            "retries" if max_retries is None else "max_retries",
-            0,
-        )
+        name, n = ("retries", retries) if max_retries is None else ("max_retries", max_retries)
+        self.retries = check_int(2 if n is None else n, name, 0)
         if key_header not in KEY_HEADERS:
             raise ValueError(f"key_header must be one of {KEY_HEADERS}, got {key_header!r:.100}")
         self.key_header = key_header

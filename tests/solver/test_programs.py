@@ -150,3 +150,32 @@ def test_release_frees_the_memory_maps_of_compiled_programs(fresh):
     assert before["live"] == 6 and programs.program_info()["live"] == 0
     assert grown - base > 60  # six programs hold maps
     assert maps() - base < (grown - base) / 2
+
+
+def test_checking_inputs_of_new_shapes_compiles_nothing():
+    """Graphs, problems and evidence of ever new sizes are checked on the host: building them
+    compiles no program (``jnp.asarray`` of a NumPy array compiled and kept one per shape, so
+    a long-lived process grew with every new size it checked)."""
+    import jax
+
+    compiled = []
+
+    def count(event: str, duration: float, **_) -> None:
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiled.append(event)
+
+    jax.monitoring.register_event_duration_secs_listener(count)
+    try:
+        g.TypedGraph.from_triples([("a", "r", "b")], [0.5])  # scalars' and dtypes' first use
+        compiled.clear()
+        for n in range(3, 40, 3):  # 13 new sizes of each
+            graph = _star(n)
+            g.TypedGraph(graph.head, graph.relation, graph.tail, np.full(2 * n, 0.5),
+                         graph.entities, graph.relations)  # fmt: skip
+            g.GroundingProblem(
+                "?", graph.entities[:n], np.log(np.full(n, 1.0 / n)), anchors=("hub",)
+            )
+            g.EvidenceState(graph)
+        assert compiled == []
+    finally:
+        jax.monitoring.unregister_event_duration_listener(count)

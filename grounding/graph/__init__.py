@@ -18,8 +18,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from grounding import _graph_build
 from grounding._checks import check_reliability, first_bad_name, frozen_array
+from grounding.graph import _build as _graph_build
 from grounding.semiring import EdgeIndex, Reachability
 from grounding.semiring.reach import csr_slices
 
@@ -184,11 +184,14 @@ class TypedGraph:
                     f"reliability must have one value per triple ({len(triples)}), got shape "
                     f"{rel_arr.shape}"
                 )
+        # device_put, not jnp.asarray: no program compiled (and kept) per number of triples
+        ix = np.asarray([(e_ix[h], r_ix[r], e_ix[t]) for h, r, t in triples], np.int32)
+        ix = ix.reshape(-1, 3)
         return cls(
-            head=jnp.asarray([e_ix[h] for h, _, _ in triples], dtype=jnp.int32),
-            relation=jnp.asarray([r_ix[r] for _, r, _ in triples], dtype=jnp.int32),
-            tail=jnp.asarray([e_ix[t] for _, _, t in triples], dtype=jnp.int32),
-            reliability=jnp.asarray(rel_arr),
+            head=jax.device_put(ix[:, 0].copy()),
+            relation=jax.device_put(ix[:, 1].copy()),
+            tail=jax.device_put(ix[:, 2].copy()),
+            reliability=jax.device_put(rel_arr),
             entities=tuple(ents),
             relations=tuple(rels),
             texts=tuple(texts) if texts is not None else (),
@@ -392,14 +395,17 @@ class TypedGraph:
         extra = TypedGraph.from_triples(
             list(triples), None, entities=self.entities, relations=self.relations
         )
+
+        def joined(mine, theirs):  # on the host: no program compiled per size
+            return jax.device_put(np.concatenate([np.asarray(mine), np.asarray(theirs)]))
+
+        w = np.asarray(self.reliability)
         return dataclasses.replace(
             self,
-            head=jnp.concatenate([self.head, extra.head]),
-            relation=jnp.concatenate([self.relation, extra.relation]),
-            tail=jnp.concatenate([self.tail, extra.tail]),
-            reliability=jnp.concatenate(
-                [self.reliability, jnp.full(extra.n_edges, reliability, self.reliability.dtype)]
-            ),
+            head=joined(self.head, extra.head),
+            relation=joined(self.relation, extra.relation),
+            tail=joined(self.tail, extra.tail),
+            reliability=joined(w, np.full(extra.n_edges, reliability, w.dtype)),
         )
 
     def with_entities(self, names: Iterable[str], texts: Sequence[str] | None = None) -> TypedGraph:

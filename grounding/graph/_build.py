@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import networkx as nx
 import numpy as np
 
-if TYPE_CHECKING:
-    from grounding.graph import Triple, TypedGraph
+Triple = tuple[str, str, str]
+TypedGraph = Any  # grounding.graph.TypedGraph (not imported: the package imports this module)
 
 
 def edge_triples(
