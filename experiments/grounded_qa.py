@@ -423,7 +423,8 @@ def figure(reports: list[dict], example: Example):
     ax.legend()
     graph, result, answers = example
     nodes, relations = _readable(main["dataset"], graph)
-    shown = [textwrap.fill(nodes.get(a, a), 18) for a in answers]
+    shown = ["\n".join(textwrap.wrap(nodes.get(a, a), 13, max_lines=3, placeholder=" …"))
+             for a in answers]  # fmt: skip
     ax = gplot.posterior_bars(result, axes["post"], max_candidates=8, labels=shown)
     ax.set_xlabel("candidate answer (label color: evidence status)")
     best = nodes.get(answers[int(result.best)], answers[int(result.best)])
@@ -435,7 +436,7 @@ def figure(reports: list[dict], example: Example):
     gplot.evidence_paths(graph, result, axes["walks"], node_labels=nodes,
                          relation_labels=relations)  # fmt: skip
     axes["walks"].set_title(
-        f"Supporting walks of {best} in the retrieved evidence "
+        f"Supporting walks of {best} in the retrieved evidence\n"
         r"(width: posterior weight $\nu^*$, Prop. 2)",
         fontsize=10,
     )

@@ -98,13 +98,20 @@ def node_to_fact_ranking(facts, topics: Sequence[int], nodes: np.ndarray) -> np.
     return inside[np.lexsort((inside, worse[inside]))]
 
 
+#: How the figure names the retrievers and the GNN's gates.
+NAMES = {"subgraphrag": "SubgraphRAG", "gated": "GNN, structural gate",
+         "ungated": "GNN, mean aggregation (no gate)", "pcr": "path-constrained retrieval (PCR)",
+         "soft_pcr": "soft PCR", "structural": "structural gate", "semantic": "similarity gate",
+         "mean": "mean aggregation (no gate)"}  # fmt: skip
+
+
 def figure(recall: dict, smooth: dict, ceiling: dict):
     fig, axes = plt.subplots(1, 3, figsize=(17, 4.6))
     ax = axes[0]
     for name, table in recall.items():
         y = [table["all"][f"triple@{k}"][0] for k in KS]
         e = [table["all"][f"triple@{k}"][1] for k in KS]
-        ax.errorbar(KS, y, yerr=e, marker="o", capsize=3, label=name)
+        ax.errorbar(KS, y, yerr=e, marker="o", capsize=3, label=NAMES.get(name, name))
     ax.axhline(ceiling["all"], color="k", ls=":", label="candidate ceiling")
     ax.set(xscale="log", xlabel="K (facts kept)", ylabel="shortest-path triple recall@K",
            title="CoDEx-M, all hops (mean ± s.d. over seeds)")  # fmt: skip
@@ -116,14 +123,14 @@ def figure(recall: dict, smooth: dict, ceiling: dict):
     names = [n for n in recall if n in MAIN]
     for j, name in enumerate(names):
         y = [recall[name][str(h)]["triple@100"][0] / ceiling[str(h)] for h in HOPS]
-        ax.bar(x + (j - 1) * 0.27, y, 0.27, label=name)
+        ax.bar(x + (j - 1) * 0.27, y, 0.27, label=NAMES.get(name, name))
     ax.set(xticks=x, xlabel="hops", ylabel="recall@100 / candidate ceiling", ylim=(0, 1.05),
            title="CoDEx-M: share of the reachable targets in the top 100")  # fmt: skip
     ax.set_xticklabels([str(h) for h in HOPS])
     ax.legend(fontsize=8)
     ax = axes[2]
     for gate, e in smooth.items():
-        ax.plot(range(len(e)), e, marker="o", label=gate)
+        ax.plot(range(len(e)), e, marker="o", label=NAMES.get(gate, gate))
         ax.set_xticks(range(len(e)))
     ax.set(xlabel="layer", ylabel="normalized Dirichlet energy", yscale="log",
            title="Oversmoothing: entity states per layer")  # fmt: skip

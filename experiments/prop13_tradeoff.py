@@ -156,7 +156,7 @@ def plot(res: dict):
             sel = np.array([m == name for m in maps])
             if sel.any():
                 strip.scatter(x[sel], np.full(sel.sum(), row), s=10, marker="s",
-                              color=plt.cm.tab10(j), label=None if name in drawn else name)  # fmt: skip
+                              color=plt.cm.tab10(j), label=None if name in drawn else name.replace("_", " "))  # fmt: skip
                 drawn.add(name)
     strip.set_yticks([0, 1], ["MAP in $R$", "MAP, $W_1$ obs."])
     strip.set_ylim(-0.6, 1.6)

@@ -274,9 +274,10 @@ def evidence_paths(
     nx.draw_networkx_nodes(
         sub, pos, ax=ax, node_color="#e7f5ff", edgecolors="#1c7ed6", node_size=600
     )
-    shown = {n: textwrap.fill(nodes.get(n, n), 22) for n in sub.nodes}
-    nx.draw_networkx_labels(sub, pos, labels=shown, ax=ax, font_size=8,
-                            bbox={"alpha": 0.8, "color": "white", "lw": 0})  # fmt: skip
+    for n, xy in pos.items():  # each label under its node, which stays visible
+        ax.annotate(textwrap.fill(nodes.get(n, n), 22), xy, xytext=(0, -13), ha="center",
+                    va="top", textcoords="offset points", fontsize=8,
+                    bbox={"alpha": 0.8, "color": "white", "lw": 0})  # fmt: skip
     colors = plt.get_cmap("tab10")
     for k, (w, weight, cost) in enumerate(walks):
         pairs = [(graph.entities[head[e]], graph.entities[tail[e]]) for e in w]
@@ -289,7 +290,8 @@ def evidence_paths(
               for u, v, d in sub.edges(data=True)}  # fmt: skip
     nx.draw_networkx_edge_labels(nx.DiGraph(sub), pos, edge_labels=labels, ax=ax, font_size=7,
                                  bbox={"alpha": 0.7, "color": "white", "lw": 0})  # fmt: skip
-    ax.legend(loc="lower left", fontsize=8)
+    ax.margins(0.12, 0.18)  # room for the labels under the outer nodes
+    ax.legend(loc="upper left", bbox_to_anchor=(0.0, 0.0), fontsize=8)  # below the drawing
     return ax
 
 

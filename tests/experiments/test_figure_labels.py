@@ -164,3 +164,15 @@ def test_retrieval_pcr_points_lie_inside_their_axes_and_legends_use_names():
     legends = _legend_texts(fig)
     assert {"path-constrained retrieval (PCR)", "soft PCR", "BM25"} <= set(legends)
     _no_code_names(legends)
+
+
+def test_learned_retrievers_legends_name_the_retrievers():
+    from experiments import learned_retrievers as lr
+
+    table = {h: {f"triple@{k}": [0.5, 0.05] for k in lr.KS} for h in ("all", "1", "2", "3")}
+    recall = {n: table for n in ("subgraphrag", "gated", "ungated", "pcr", "soft_pcr")}
+    smooth = {"structural": [1.0, 0.5, 0.3], "mean": [1.0, 0.2, 0.05]}
+    fig = lr.figure(recall, smooth, {"all": 0.9, "1": 0.9, "2": 0.8, "3": 0.7})
+    legends = _legend_texts(fig)
+    assert {"SubgraphRAG", "soft PCR", "structural gate"} <= set(legends)
+    _no_code_names(legends)
