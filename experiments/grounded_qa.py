@@ -40,8 +40,8 @@ holds, over the pooled test questions of all seeds, the blind prior / hard / sof
 the intervals of soft - prior, hard - prior and blind - oracle, each a two-level bootstrap
 (seeds, then questions within each seed, resampled: training variance included).
 
-Final line: ``dataset=<name> hops=2 seed=0 grounded_hits1=<x> prior_hits1=<y> hard_hits1=<z> aurc=<w> oracle_hits1=<o>
-blind_hits1=<b> path_acc=<p> path_ceiling=<c> path_acc_training_chains=<t>
+Final line: ``dataset=<name> hops=2 seed=0 grounded_hits1=<x> prior_hits1=<y> hard_hits1=<z>
+aurc=<w> oracle_hits1=<o> blind_hits1=<b> path_acc=<p> path_ceiling=<c> path_acc_training_chains=<t>
 blind_prior_hits1=<bp> blind_soft_hits1=<bs> blind_hard_hits1=<bh> parser_hits1=<ph>``
 (CoDEx-M, 2 hops, seed 0; soft grounding with the gold chain; the composed path predictor's
 top-1 accuracy, the training-chain ceiling and that predictor's top-1; the blind loop's
