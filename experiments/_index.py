@@ -83,7 +83,7 @@ def render(index: dict) -> str:
     ]
     for name, e in index.items():
         lines.append(
-            f"| [{name}](#{name.replace('_', '-')}) | {e.get('about', '')} | {e.get('mode', '')} "
+            f"| [{name}](#{name}) | {e.get('about', '')} | {e.get('mode', '')} "
             f"| {e.get('seconds', '')} | {e.get('finished', '')} |"
         )
     for name, e in index.items():
