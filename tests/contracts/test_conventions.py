@@ -95,7 +95,7 @@ def test_one_inverse_relation_suffix():
     bad = [
         f"{path.relative_to(PACKAGE.parent)}:{i}"
         for path in PACKAGE.rglob("*.py")
-        if path != PACKAGE / "graph.py"
+        if path != PACKAGE / "graph" / "__init__.py"
         for i, line in enumerate(path.read_text().splitlines(), 1)
         if literal.search(line)
     ]
