@@ -66,8 +66,10 @@ def _to_jax(x: ArrayLike) -> jax.Array:
     ``jnp.asarray`` of a NumPy array compiles (and keeps for the life of the process) one
     small program per shape and dtype, so a long-lived process checking inputs of ever new
     shapes would grow without bound (see :mod:`grounding.programs`)."""
-    if isinstance(x, (jax.Array, jax.core.Tracer)) or np.ndim(x) == 0:
+    if isinstance(x, (jax.Array, jax.core.Tracer)) or not isinstance(x, (np.ndarray, list, tuple)):
         return jnp.asarray(x)  # no copy for JAX arrays; scalars: one program per dtype
+    if any(isinstance(v, jax.core.Tracer) for v in jax.tree_util.tree_leaves(x)):
+        return jnp.asarray(x)  # a list of traced values (inside jit): staged, not host data
     host = np.asarray(x)
     if host.dtype == object:
         raise TypeError(f"not numbers (dtype object: {type(host.flat[0]).__name__} inside)")

@@ -179,3 +179,17 @@ def test_checking_inputs_of_new_shapes_compiles_nothing():
         assert compiled == []
     finally:
         jax.monitoring.unregister_event_duration_listener(count)
+
+
+def test_a_list_of_traced_values_is_still_checked_under_jit():
+    """Host arrays go by device_put; a list of tracers (a prior built inside ``jit``) is
+    staged as before, not refused as 'not numbers'."""
+    import jax
+
+    from grounding._checks import check_log_prob
+
+    @jax.jit
+    def total(a, b):
+        return check_log_prob([a, b], "log_prior", normalized=False).sum()
+
+    assert float(total(-1.0, -2.0)) == -3.0
