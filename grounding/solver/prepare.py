@@ -234,11 +234,13 @@ def _candidate_arrays(problem: GroundingProblem, state: EvidenceState, c_pad: in
         mentions = np.full((c_pad, width), -1, np.int32)
         claimed = np.full((c_pad, width), -1, np.int32)
         groups: dict[int, list[int]] = {}
-        typed = _RelationChains(g)  # candidates mostly share their relation chain
+        typed: dict[tuple, tuple[bool, list[int]]] = {}  # candidates mostly share a chain
         countered = bool(state.negative or state.functional)  # else nothing is countered
         e_ix = g._entity_ix
         for i, c in enumerate(problem.candidates):
-            schema[i], claimed[i, : c.n_hops] = typed(c.relations)
+            if c.relations not in typed:
+                typed[c.relations] = _typed_chain(g, c.relations)
+            schema[i], claimed[i, : c.n_hops] = typed[c.relations]
             if countered:
                 counter[i] = any(state.counter_support(h, min_rel) for h in c.named_hops())
             if absent[i]:
@@ -251,23 +253,12 @@ def _candidate_arrays(problem: GroundingProblem, state: EvidenceState, c_pad: in
     return dict(arrays, counter=counter, schema=schema, absent=absent), structure, plan
 
 
-class _RelationChains(dict):
-    """``relations -> (in schema, claimed relation indices)`` of a graph, each chain computed
-    once: its relation indices, all ``-1`` when a relation is outside the schema (the claim
-    is then out of schema: no admissible walk), ``-1`` for an open (``None``) relation."""
-
-    def __init__(self, graph: TypedGraph):
-        super().__init__()
-        self.graph = graph
-
-    def __missing__(self, relations: tuple[str | None, ...]) -> tuple[bool, list[int]]:
-        g = self.graph
-        ok = all(r is None or r in g.relations for r in relations)
-        ix = [g.relation_index(r) if r is not None and ok else -1 for r in relations]
-        self[relations] = ok, ix
-        return ok, ix
-
-    __call__ = dict.__getitem__
+def _typed_chain(graph: TypedGraph, relations: tuple[str | None, ...]) -> tuple[bool, list[int]]:
+    """Whether a claim's relations are in the schema, and their indices: all ``-1`` when one
+    is outside it (the claim is then out of schema: no admissible walk), ``-1`` for an open
+    (``None``) relation."""
+    ok = all(r is None or r in graph.relations for r in relations)
+    return ok, [graph.relation_index(r) if r is not None and ok else -1 for r in relations]
 
 
 #: A prefix is shared through one forward pass when at least this many chains have it, for at
