@@ -70,18 +70,39 @@ def _to_jax(x: ArrayLike) -> jax.Array:
         return jnp.asarray(x)  # no copy for JAX arrays; scalars: one program per dtype
     if any(isinstance(v, jax.core.Tracer) for v in jax.tree_util.tree_leaves(x)):
         return jnp.asarray(x)  # a list of traced values (inside jit): staged, not host data
+    return jax.device_put(_to_host(x))
+
+
+def _to_host(x: ArrayLike) -> np.ndarray:
+    """Host data (a NumPy array, a list or tuple of numbers, a scalar) as a NumPy array in the
+    dtype JAX would give it (float64 is float32 unless 64-bit mode is on), no device copy."""
     host = np.asarray(x)
     if host.dtype == object:
         raise TypeError(f"not numbers (dtype object: {type(host.flat[0]).__name__} inside)")
-    return jax.device_put(host)
+    if host.dtype.kind in "biuf":
+        host = host.astype(jax.dtypes.canonicalize_dtype(host.dtype), copy=False)
+    return host
 
 
-def as_float_array(x: ArrayLike, name: str, *, min_ndim: int = 0) -> jax.Array:
-    """Convert to a floating JAX array, raising ``TypeError`` for non-numeric input."""
+def _is_host(x: object) -> bool:
+    """Whether ``x`` is host data with no traced value inside."""
+    if isinstance(x, (jax.Array, jax.core.Tracer)):
+        return False
+    if isinstance(x, (list, tuple)):
+        return not any(isinstance(v, jax.core.Tracer) for v in jax.tree_util.tree_leaves(x))
+    return isinstance(x, (np.ndarray, np.generic, int, float))
+
+
+def as_float_array(
+    x: ArrayLike, name: str, *, min_ndim: int = 0, keep_host: bool = False
+) -> jax.Array:
+    """Convert to a floating JAX array, raising ``TypeError`` for non-numeric input
+    (``keep_host``: host data stays a NumPy array, as for a field that is read on the host,
+    so that it crosses to the device once, batched, not once per object)."""
     if isinstance(x, (str, bytes)) or x is None:
         raise TypeError(f"{name} must be an array of numbers, got {type(x).__name__}")
     try:
-        arr = _to_jax(x)
+        arr = _to_host(x) if keep_host and _is_host(x) else _to_jax(x)
     except TypeError as exc:  # e.g. objects, strings inside a list
         raise TypeError(f"{name} must be an array of numbers: {exc}") from None
     except ValueError:  # ragged nested lists
@@ -91,7 +112,7 @@ def as_float_array(x: ArrayLike, name: str, *, min_ndim: int = 0) -> jax.Array:
     ):
         raise TypeError(f"{name} must have a real numeric dtype, got {arr.dtype}")
     if not jnp.issubdtype(arr.dtype, jnp.floating):
-        arr = arr.astype(float_dtype())
+        arr = arr.astype(float_dtype())  # (NumPy and JAX arrays alike)
     if arr.ndim < min_ndim:
         raise ValueError(
             f"{name} must have at least {min_ndim} dimension(s), got shape {arr.shape}"
@@ -99,6 +120,7 @@ def as_float_array(x: ArrayLike, name: str, *, min_ndim: int = 0) -> jax.Array:
     return arr
 
 
+@functools.cache
 def normalization_tolerance(dtype: np.dtype) -> float:
     """Tolerance on ``|log sum p|`` for a prior to count as normalized: ``sqrt(eps(dtype))``.
 
@@ -123,10 +145,12 @@ def check_log_prob(
     normalized: bool = True,
     allow_empty: bool = False,
     hint: str = NORMALIZE_HINT,
+    keep_host: bool = False,
 ) -> jax.Array:
     """Validate log-probabilities along the last axis (the candidate axis); ``hint`` ends the
-    message of a prior that does not normalize (what to call instead)."""
-    arr = as_float_array(x, name, min_ndim=1)
+    message of a prior that does not normalize (what to call instead); ``keep_host`` as for
+    :func:`as_float_array`."""
+    arr = as_float_array(x, name, min_ndim=1, keep_host=keep_host)
     if arr.shape[-1] == 0 and not allow_empty:
         raise ValueError(f"{name} has an empty candidate axis (shape {arr.shape})")
     if not is_concrete(arr):
@@ -151,9 +175,12 @@ def check_log_prob(
     return arr
 
 
-def check_energy(x: ArrayLike, name: str = "energy", *, min_ndim: int = 1) -> jax.Array:
-    """Energies take values in ``R ∪ {+inf}`` (Def. 2): no NaN, no ``-inf``."""
-    arr = as_float_array(x, name, min_ndim=min_ndim)
+def check_energy(
+    x: ArrayLike, name: str = "energy", *, min_ndim: int = 1, keep_host: bool = False
+) -> jax.Array:
+    """Energies take values in ``R ∪ {+inf}`` (Def. 2): no NaN, no ``-inf`` (``keep_host`` as
+    for :func:`as_float_array`)."""
+    arr = as_float_array(x, name, min_ndim=min_ndim, keep_host=keep_host)
     if min_ndim >= 1 and arr.shape[-1] == 0:
         raise ValueError(f"{name} has an empty candidate axis (shape {arr.shape})")
     if is_concrete(arr):

@@ -146,7 +146,8 @@ class GroundingProblem:
         candidates: all :class:`ClaimChain` s, or all answer entity names (``str``, distinct:
             a repeated answer is an error; :meth:`merged` sums the prior mass of repeats).
         log_prior: ``[C]`` normalized :math:`\log p_\theta(\rho\mid q)` (Eq. (1)); ``-inf``
-            allowed (a zero prior cannot be repaired by grounding).
+            allowed (a zero prior cannot be repaired by grounding). Kept where it was given:
+            a NumPy array for host data (lists, NumPy arrays), a JAX array for a JAX array.
         anchors: the question's topic entities (answer candidates are grounded from them;
             with claim chains they are declared, not used in the energies). Every anchor must
             be in the evidence graph; a candidate need not be (it is then grounded as out of
@@ -173,11 +174,11 @@ class GroundingProblem:
 
     question: str
     candidates: tuple[Candidate, ...]
-    log_prior: jax.Array
+    log_prior: ArrayLike
     anchors: tuple[str, ...] = ()
     max_hops: int | None = None
     min_hops: int = 1
-    claim_energy: jax.Array | None = None
+    claim_energy: ArrayLike | None = None
 
     def __post_init__(self) -> None:
         cands = tuple(self.candidates)
@@ -195,7 +196,8 @@ class GroundingProblem:
         if isinstance(self.log_prior, jax.core.Tracer):
             return  # rebuilt inside a transformation: checked when built
         _check_distinct_answers(cands)
-        lp = check_log_prob(self.log_prior, "log_prior", hint=_HINT)
+        # host data stays on the host (the solver lays problems out there, batched)
+        lp = check_log_prob(self.log_prior, "log_prior", hint=_HINT, keep_host=True)
         if lp.shape != (len(cands),):
             raise ValueError(
                 f"log_prior must have shape ({len(cands)},), one entry per candidate, "
@@ -203,10 +205,10 @@ class GroundingProblem:
             )
         object.__setattr__(self, "log_prior", lp)
         if self.claim_energy is not None:
-            e = check_energy(self.claim_energy, "claim_energy")
+            e = check_energy(self.claim_energy, "claim_energy", keep_host=True)
             if e.shape != (len(cands),):
                 raise ValueError(f"claim_energy must have shape ({len(cands)},), got {e.shape}")
-            if not bool(jnp.all(jnp.isfinite(e) & (e >= 0))):
+            if not bool(np.all(np.isfinite(np.asarray(e)) & (np.asarray(e) >= 0))):
                 raise ValueError("claim_energy must be finite and >= 0")
             object.__setattr__(self, "claim_energy", e)
         if self.kind == "answer":
@@ -312,11 +314,13 @@ class GroundingProblem:
         return len(self.candidates)
 
     def entities(self) -> list[str]:
-        """Every entity the problem names (anchors, then candidates' mentions)."""
-        out = list(self.anchors)
+        """Every entity the problem names, each once (anchors, then candidates' mentions, in
+        order of first mention)."""
+        out = dict.fromkeys(self.anchors)
         for c in self.candidates:
-            out += [e for e in c.entities if e is not None] if isinstance(c, ClaimChain) else [c]
-        return out
+            out.update(dict.fromkeys(c.entities if isinstance(c, ClaimChain) else (c,)))
+        out.pop(None, None)  # a chain's open mentions
+        return list(out)
 
 
 @partial(

@@ -42,7 +42,7 @@ def inverse_relation(name: str) -> str:
 
 
 def _index(names: Sequence[str]) -> dict[str, int]:
-    return {n: i for i, n in enumerate(names)}
+    return dict(zip(names, range(len(names))))
 
 
 def _edges_of(csr: tuple[np.ndarray, np.ndarray], nodes) -> tuple[np.ndarray, np.ndarray]:
@@ -320,17 +320,18 @@ class TypedGraph:
         """Sorted indices of the edges leaving any of ``nodes`` (memoized CSR of the heads;
         the cost is their out-degree, not the graph's size)."""
         order, indptr = self._out_csr
-        nodes = np.unique(np.asarray(nodes, np.int64))
-        start, count = indptr[nodes], indptr[nodes + 1] - indptr[nodes]
-        offset = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
-        return np.sort(order[np.repeat(start, count) + offset])
+        return np.sort(order[csr_slices(indptr, np.unique(np.asarray(nodes, np.int64)))])
 
     def distances_to_nearest(
-        self, anchor_sets: Sequence[Sequence[int] | np.ndarray], max_hops: int | None = None
+        self,
+        anchor_sets: Sequence[Sequence[int]],
+        max_hops: int | None = None,
+        *,
+        compact: bool = False,
     ) -> np.ndarray:
-        """``[Q, N]`` hop distance from the nearest anchor index of each set, one set per
-        query (:meth:`grounding.semiring.Reachability.distances_to_nearest`)."""
-        return self._reach.distances_to_nearest(anchor_sets, max_hops)
+        """``[Q, N]`` hop distance from the nearest anchor index of each set (one set per query),
+        :meth:`grounding.semiring.Reachability.distances_to_nearest` (``compact`` likewise)."""
+        return self._reach.distances_to_nearest(anchor_sets, max_hops, compact=compact)
 
     def in_edges_of(self, nodes: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`in_edges` of each of ``nodes`` (repeats allowed), concatenated in the order of

@@ -256,7 +256,7 @@ def subgraph_evidence_batch(
     for s in range(0, n_q, step):
         sl = slice(s, s + step)
         anchors = [np.asarray(a, np.int64).reshape(-1) for a in anchors_list[sl]]
-        dist = graph.distances_to_nearest(anchors, max_hops)
+        dist = graph.distances_to_nearest(anchors, max_hops, compact=True)
         triples = None if triples_list is None else triples_list[sl]
         edges = evidence_edges(graph, dist, anchors, nodes_list[sl], triples)
         provs = [None] * len(edges) if provenances is None else provenances[sl]
@@ -281,8 +281,9 @@ def retrieve_bounded(pcr: Any, queries: Sequence[Any], k: int) -> list:
     g, step = pcr.graph, chunk_size(pcr.graph.n_nodes)
     for s in range(0, len(todo), step):
         chunk = todo[s : s + step]
-        dist = g.distances_to_nearest([a for _, a in chunk], pcr.max_hops)
-        rows, cands = qv[s : s + len(chunk)], [np.flatnonzero(row >= 0) for row in dist]
+        dist = g.distances_to_nearest([a for _, a in chunk], pcr.max_hops, compact=True)
+        q, v = np.nonzero(dist >= 0)  # one pass over the chunk, split by query
+        rows, cands = qv[s : s + len(chunk)], np.split(v, np.searchsorted(q, range(1, len(chunk))))
         approx = None  # one product over all nodes screens the chunk, if one set is large
         if any(2 * len(c) >= g.n_nodes for c in cands):
             approx = screen(pcr.index.embeddings, rows)

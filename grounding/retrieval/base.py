@@ -99,7 +99,7 @@ class Retrieval:
 
     @property
     def nodes(self) -> tuple[str, ...]:
-        return tuple(self.graph.entities[i] for i in self.index)
+        return tuple(map(self.graph.entities.__getitem__, np.asarray(self.index).tolist()))
 
     @functools.cached_property
     def provenance(self) -> dict[str, Any]:

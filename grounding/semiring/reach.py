@@ -146,11 +146,15 @@ class Reachability:
         self,
         anchor_sets: Sequence[int | Sequence[int] | np.ndarray] | np.ndarray,
         max_hops: int | None = None,
+        *,
+        compact: bool = False,
     ) -> np.ndarray:
         """``[Q, N]`` hop distance from the nearest anchor of each set (one set per query;
         empty sets allowed) to every node, :data:`UNREACHABLE` when no anchor of the set
         reaches it within ``max_hops`` (``None``: any number): row ``q`` equals the
         column-wise minimum of :meth:`distances` of set ``q`` over its reached entries.
+        ``int64``, or with ``compact`` the narrowest type that holds every distance (``int8``
+        below 127 hops: the matrix is 8 times smaller and no copy is made).
 
         One multi-source breadth-first search for all the sets at once: each level is the
         sparse product of the frontier (a ``[Q, N]`` Boolean matrix) with the CSR adjacency,
@@ -180,7 +184,7 @@ class Reachability:
             fresh = dist[rows, cols] == UNREACHABLE
             rows, cols = rows[fresh], cols[fresh]
             dist[rows, cols] = hop
-        return dist.astype(np.int64)
+        return dist if compact else dist.astype(np.int64)
 
 
 def _distinct(keys: np.ndarray) -> np.ndarray:

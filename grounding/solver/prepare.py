@@ -177,14 +177,10 @@ def _absent_candidates(problem: GroundingProblem, g: TypedGraph) -> np.ndarray:
     itself, any mention of a claim chain): such a candidate is *out of graph*. It has no walk,
     so it gets exactly what an entity of ``g`` without edges would get (raw energy ``+inf``,
     status unsupported unless out of schema or contradicted, slack energy ``kappa``, outside
-    the hard feasible set); with a realization, its missing embedding is no alignment either."""
-    if problem.kind == "answer":
-        return np.asarray([not g.has_entity(a) for a in problem.candidates], bool)
-    return np.asarray(
-        [any(e is not None and not g.has_entity(e) for e in c.entities)
-         for c in problem.candidates],
-        bool,
-    )  # fmt: skip
+    the hard feasible set); with a realization, its missing embedding is no alignment either.
+    Answer candidates here; claim chains are read with their mentions' indices in
+    :func:`_candidate_arrays`."""
+    return np.asarray([not g.has_entity(a) for a in problem.candidates], bool)
 
 
 def checked_state(problem: GroundingProblem, evidence: EvidenceState | TypedGraph) -> EvidenceState:
@@ -210,9 +206,9 @@ def _candidate_arrays(problem: GroundingProblem, state: EvidenceState, c_pad: in
     schema = np.ones(c_pad, bool)
     schema[C:] = False  # padding: no admissible walk
     absent = np.zeros(c_pad, bool)
-    if not every_node:
-        absent[:C] = _absent_candidates(problem, g)
     if problem.kind == "answer":
+        if not every_node:
+            absent[:C] = _absent_candidates(problem, g)
         answers = np.zeros(c_pad, np.int32)
         answers[:C] = (
             np.arange(C)
@@ -229,25 +225,33 @@ def _candidate_arrays(problem: GroundingProblem, state: EvidenceState, c_pad: in
         structure: Structure = AnswerFamily(problem.max_hops, problem.min_hops)
         plan = None
     else:
+        cands = problem.candidates
         # columns past a chain's end are never read: the width is bucketed like every shape
-        width = bucket(max(c.n_hops for c in problem.candidates) + 1, floor=4)
+        width = bucket(max(c.n_hops for c in cands) + 1, floor=4)
         mentions = np.full((c_pad, width), -1, np.int32)
         claimed = np.full((c_pad, width), -1, np.int32)
+        # every mention at once: -1 an open mention, -2 a name the graph lacks
+        get = g._entity_ix.get
+        flat = np.fromiter(
+            (-1 if e is None else get(e, -2) for c in cands for e in c.entities), np.int64
+        )
+        lens = np.fromiter((len(c.entities) for c in cands), np.int64, C)
+        row = np.repeat(np.arange(C), lens)
+        mentions[row, np.arange(len(flat)) - np.repeat(np.cumsum(lens) - lens, lens)] = flat
+        absent[:C] = np.bincount(row[flat == -2], minlength=C) > 0  # out of graph
+        mentions[absent] = -1  # no walk: in no slot, raw energy +inf (an entity without edges)
+        by_chain: dict[tuple, list[int]] = {}  # candidates mostly share one relation chain
+        for i, c in enumerate(cands):
+            by_chain.setdefault(c.relations, []).append(i)
         groups: dict[int, list[int]] = {}
-        typed: dict[tuple, tuple[bool, list[int]]] = {}  # candidates mostly share a chain
-        countered = bool(state.negative or state.functional)  # else nothing is countered
-        e_ix = g._entity_ix
-        for i, c in enumerate(problem.candidates):
-            if c.relations not in typed:
-                typed[c.relations] = _typed_chain(g, c.relations)
-            schema[i], claimed[i, : c.n_hops] = typed[c.relations]
-            if countered:
-                counter[i] = any(state.counter_support(h, min_rel) for h in c.named_hops())
-            if absent[i]:
-                continue  # no walk: in no slot, raw energy +inf (as an entity without edges)
-            groups.setdefault(c.n_hops, []).append(i)
-            mentions[i, : c.n_hops + 1] = [-1 if e is None else e_ix[e] for e in c.entities]
-        plan = _chain_plan(groups, mentions, claimed)
+        for relations, idx in by_chain.items():
+            schema[idx], claimed[idx, : len(relations)] = _typed_chain(g, relations)
+            groups.setdefault(len(relations), []).extend(i for i in idx if not absent[i])
+        if state.negative or state.functional:  # else nothing is countered
+            counter[:C] = [
+                any(state.counter_support(h, min_rel) for h in c.named_hops()) for c in cands
+            ]
+        plan = _chain_plan({t: sorted(idx) for t, idx in groups.items() if idx}, mentions, claimed)
         structure = plan.structure()
         arrays = dict(mentions=mentions, claimed=claimed, **chain_indices(plan, structure, c_pad))
     return dict(arrays, counter=counter, schema=schema, absent=absent), structure, plan
@@ -272,10 +276,12 @@ def _chain_plan(groups: dict[int, list[int]], mentions, claimed) -> ChainPlan:
     last, every claimed relation) with enough others and the rest."""
     alone, shared = [], []
     for t, idx in sorted(groups.items()):
+        prefix = np.concatenate([mentions[idx, :t], claimed[idx, :t]], axis=1)
         by_prefix: dict[bytes, list[int]] = {}
-        for i in idx:
-            key = mentions[i, :t].tobytes() + claimed[i, :t].tobytes()
-            by_prefix.setdefault(key, []).append(i)
+        if (prefix == prefix[0]).all():  # the usual case: one topic, one relation chain
+            by_prefix[b""] = list(idx)
+        for i, key in () if by_prefix else zip(idx, prefix):
+            by_prefix.setdefault(key.tobytes(), []).append(i)
         shared += [(t, tuple(m)) for m in by_prefix.values() if len(m) >= MIN_SHARED]
     shared = sorted(shared, key=lambda g: -len(g[1]))[:MAX_SHARED]
     taken = {i for _, members in shared for i in members}

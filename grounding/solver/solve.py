@@ -162,11 +162,13 @@ def ground_batch(
                 results[i] = _result(out, problems[i], p, realization, config)
             continue
         out = _group(members, prepared, shared, realization)
-        if is_concrete(*jax.tree_util.tree_leaves(out)):
-            out = jax.device_get(out)  # one transfer for the whole group
+        leaves, treedef = jax.tree_util.tree_flatten(out)
+        on_host = is_concrete(*leaves)
+        if on_host:
+            leaves = jax.device_get(leaves)  # one transfer for the whole group
         for j, i in enumerate(members):
-            one = jax.tree_util.tree_map(lambda x, j=j: x[j], out)
-            results[i] = _result(one, problems[i], prepared[i], realization, config)
+            one = treedef.unflatten([x[j] for x in leaves])
+            results[i] = _result(one, problems[i], prepared[i], realization, config, on_host)
     return results  # type: ignore[return-value]
 
 
@@ -188,13 +190,17 @@ def _group_key(p: Prepared, shared: bool, i: int) -> tuple:
     return statics, shapes, np.shape(p.ev["head"])
 
 
-def _result(out: dict, problem, prepared: Prepared, realization, config) -> GroundingResult:
+def _result(
+    out: dict, problem, prepared: Prepared, realization, config, on_host: bool = False
+) -> GroundingResult:
     """One question's result from its program outputs: reported on the host, or as they are
-    when a setting is traced (``jax.grad``, ``jit``)."""
+    when a setting is traced (``jax.grad``, ``jit``); ``on_host``: the outputs are NumPy."""
     out["log_prior"] = prepared.q["log_prior"]
-    if not is_concrete(*jax.tree_util.tree_leaves(out)):
-        return traced_result(out, problem)
-    return finish(jax.device_get(out), problem, prepared, realization, config)
+    if not on_host:
+        if not is_concrete(*jax.tree_util.tree_leaves(out)):
+            return traced_result(out, problem)
+        out = jax.device_get(out)
+    return finish(out, problem, prepared, realization, config)
 
 
 def _group(members: list[int], prepared: list[Prepared], shared: bool, realization) -> dict:

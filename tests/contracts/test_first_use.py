@@ -70,6 +70,30 @@ def test_an_unnormalized_prior_is_refused_naming_the_constructor_for_raw_scores(
         Candidates(("b", "c"), np.array([-0.05, -3.2]))
 
 
+def test_a_problem_keeps_its_prior_where_it_was_given_and_names_each_entity_once():
+    """Host data stays NumPy (the solver lays problems out on the host: no device copy per
+    problem), in the dtype JAX would give it; a JAX array stays a JAX array; both ground
+    alike. ``entities()`` lists each name once, in order of first mention."""
+    lp = np.log([0.25, 0.75])
+    chains = [g.ClaimChain(("a", None, x), ("r", "s")) for x in "bc"] + [
+        g.ClaimChain(("a", "b"), ("r",))
+    ]
+    host = g.GroundingProblem("q", chains, np.log([0.25, 0.5, 0.25]), anchors=("a",))
+    assert type(host.log_prior) is np.ndarray and host.log_prior.dtype == np.float64
+    assert host.entities() == ["a", "b", "c"]
+    listed = g.GroundingProblem("q", ["b", "c"], lp.tolist(), anchors=("a",))
+    dev = g.GroundingProblem("q", ["b", "c"], jnp.asarray(lp), anchors=("a",))
+    assert type(listed.log_prior) is np.ndarray and isinstance(dev.log_prior, jax.Array)
+    with jax.enable_x64(False):
+        assert g.GroundingProblem("q", ["b"], [0.0], anchors=("a",)).log_prior.dtype == np.float32
+    graph = _company()
+    r_host = g.ground(g.GroundingProblem("q", ["acme", "bob"], lp, anchors=("alice",), max_hops=2),
+                      graph, lam=1.0, kappa=2.0)  # fmt: skip
+    r_dev = g.ground(dev.__class__("q", ["acme", "bob"], jnp.asarray(lp), anchors=("alice",),
+                                   max_hops=2), graph, lam=1.0, kappa=2.0)  # fmt: skip
+    np.testing.assert_array_equal(r_host.log_posterior, r_dev.log_posterior)
+
+
 # ------------------------------------------------------------------ reprs
 def test_graph_and_evidence_print_their_size():
     graph = _company()

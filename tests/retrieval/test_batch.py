@@ -99,6 +99,10 @@ def test_distances_to_nearest_equals_networkx_bfs(g, seed, max_hops):
     assert got.shape == (4, g.n_nodes) and got.dtype == np.int64
     for row, anchors in zip(got, sets):
         np.testing.assert_array_equal(row, nx_nearest(g, anchors, max_hops))
+    # compact: the same distances in the narrowest type (int8 below 127 hops)
+    small = g.distances_to_nearest(sets, max_hops, compact=True)
+    np.testing.assert_array_equal(small, got)
+    assert small.dtype == (np.int32 if max_hops is None else np.int8)
 
 
 @settings(max_examples=60)
