@@ -10,8 +10,9 @@ import json
 
 import pytest
 
-#: The question-answering experiments: they share one trained answerer (memoized in-process),
-#: so one test file runs them together.
+#: The question-answering experiments: they share one trained answerer (memoized in-process).
+#: Grounded QA runs in the default suite (at :func:`smoke_scale`); PankRAG and the learned
+#: retrievers, which need CoDEx-M, run under ``-m slow`` in a file of their own.
 QA = ("grounded_qa", "pankrag", "learned_retrievers")
 
 
@@ -29,12 +30,14 @@ def quick_runs(names, tmp_path_factory, smoke: bool = False) -> dict:
     return out
 
 
-def shared_tests(names) -> tuple:
+def shared_tests(names, smoke: bool = True) -> tuple:
     """For a test file running ``names`` together: its module-scoped ``runs`` fixture (the
-    default suite at :func:`smoke_scale`, ``-m slow`` at quick mode's own), its ``results``
-    fixture, and the output and panel checks parametrized over ``names``."""
+    default suite at :func:`smoke_scale`, ``-m slow`` at quick mode's own; ``smoke=False``:
+    quick mode only), its ``results`` fixture, and the output and panel checks parametrized
+    over ``names``."""
+    scales = ["smoke"] * smoke + [pytest.param("quick", marks=pytest.mark.slow)]
 
-    @pytest.fixture(scope="module", params=["smoke", pytest.param("quick", marks=pytest.mark.slow)])
+    @pytest.fixture(scope="module", params=scales)
     def runs(request, tmp_path_factory):
         return quick_runs(names, tmp_path_factory, smoke=request.param == "smoke")
 
@@ -55,25 +58,21 @@ def shared_tests(names) -> tuple:
 
 
 def smoke_scale(patch: pytest.MonkeyPatch) -> None:
-    """The question-answering experiments' quick mode on fewer questions, training epochs and
-    answerer dimensions (TransE at 32 instead of 256), the learned retrievers without the
-    three CoDEx-M ablations (the main variants, transfer and oversmoothing stay): the same
-    code paths in about 4 minutes on one idle core here, mostly compiling; PRoH on 12
-    instead of 20 questions per hop count, HyperGraphRAG's budget curve at two retrieval sizes;
-    two label weights for the chain predictors instead of four. Their quick mode itself runs under ``-m slow`` and in the main job."""
-    from experiments import _setup, learned_retrievers, pankrag, proh
+    """The experiments' quick mode at a smaller scale for the default suite: grounded QA on
+    UMLS and CoDEx-S (not CoDEx-M), on fewer questions, training epochs and answerer dimensions
+    (TransE at 32 instead of 256), with two label weights for the chain predictors instead of
+    four; PRoH on 12 instead of 20 questions per hop count, HyperGraphRAG's budget curve at two
+    retrieval sizes. The same code paths in about a minute each on one idle core here, mostly
+    compiling. Quick mode itself (and PankRAG and the learned retrievers, which need CoDEx-M)
+    runs under ``-m slow`` and in the main job."""
+    from experiments import _setup, proh
 
     S = _setup.Setting
     small = {
-        "codex-m": S("codex-m", 100, 1, dim=32),
         "umls": S("umls", 60, 5, dim=32),
         "codex-s": S("codex-s", 60, 3, negatives=True, dim=32),
     }
     patch.setitem(_setup.SETTINGS, False, small)
-    few = _setup.Scale(10, 3, 4, 1, 1, (0,), 300, False, ablations=False,
-                       downstream=("subgraphrag", "gated"))  # fmt: skip
-    patch.setattr(learned_retrievers, "scale", lambda full: few)
-    patch.setattr(pankrag, "QUICK_PER_HOP", 5)
     patch.setattr(proh, "QUICK_PER_HOP", 12)
     patch.setattr(proh, "BUDGET_K", (20, 60))  # two points of HyperGraphRAG's budget curve
     # two label weights instead of four for the chain predictors (the choice on validation is

@@ -77,7 +77,7 @@ def _x64():
 #: collected first, so that under ``--dist loadfile`` (with ``--no-loadscope-reorder``, which
 #: keeps this order instead of sorting files by their number of tests) a worker starts them
 #: at once instead of picking one up near the end while the other worker idles.
-LONG_FILES = ("test_qa_quick_runs.py", "test_quick_runs.py")
+LONG_FILES = ("test_qa_quick_runs.py", "test_qa_systems_quick_runs.py", "test_quick_runs.py")
 
 
 def pytest_collection_modifyitems(items):
