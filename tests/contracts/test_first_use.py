@@ -256,3 +256,23 @@ def test_the_ground_your_own_page_shows_its_script_and_the_script_runs(tmp_path)
     )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "all checks passed" in out.stdout
+
+
+@pytest.mark.parametrize(
+    "entities, relations, error",
+    [
+        (("a", ""), ("r",), TypeError),  # an empty name
+        (("a", 3), ("r",), TypeError),  # not a str
+        (("a", "b"), (None,), None),  # an open relation is allowed
+        (("a", "b"), ("",), TypeError),
+        (("a", None, "c"), ("r", 7), TypeError),
+        (("a",), ("r",), ValueError),  # T + 1 mentions for T relations
+        (("a",), (), ValueError),  # T >= 1
+    ],
+)
+def test_a_claim_chain_checks_every_mention_and_relation(entities, relations, error):
+    if error is None:
+        assert g.ClaimChain(entities, relations).name == "a->b"
+        return
+    with pytest.raises(error, match="claim chain needs|must be non-empty str or None"):
+        g.ClaimChain(entities, relations)
