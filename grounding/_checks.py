@@ -112,7 +112,7 @@ def as_float_array(
     ):
         raise TypeError(f"{name} must have a real numeric dtype, got {arr.dtype}")
     if not jnp.issubdtype(arr.dtype, jnp.floating):
-        arr = arr.astype(float_dtype())  # (NumPy and JAX arrays alike)
+        arr = arr.astype(float_dtype())
     if arr.ndim < min_ndim:
         raise ValueError(
             f"{name} must have at least {min_ndim} dimension(s), got shape {arr.shape}"

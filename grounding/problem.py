@@ -208,7 +208,7 @@ class GroundingProblem:
             e = check_energy(self.claim_energy, "claim_energy", keep_host=True)
             if e.shape != (len(cands),):
                 raise ValueError(f"claim_energy must have shape ({len(cands)},), got {e.shape}")
-            if not bool(np.all(np.isfinite(np.asarray(e)) & (np.asarray(e) >= 0))):
+            if not (np.isfinite(np.asarray(e)) & (np.asarray(e) >= 0)).all():
                 raise ValueError("claim_energy must be finite and >= 0")
             object.__setattr__(self, "claim_energy", e)
         if self.kind == "answer":

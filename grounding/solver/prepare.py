@@ -280,8 +280,9 @@ def _chain_plan(groups: dict[int, list[int]], mentions, claimed) -> ChainPlan:
         by_prefix: dict[bytes, list[int]] = {}
         if (prefix == prefix[0]).all():  # the usual case: one topic, one relation chain
             by_prefix[b""] = list(idx)
-        for i, key in () if by_prefix else zip(idx, prefix):
-            by_prefix.setdefault(key.tobytes(), []).append(i)
+        else:
+            for i, key in zip(idx, prefix):
+                by_prefix.setdefault(key.tobytes(), []).append(i)
         shared += [(t, tuple(m)) for m in by_prefix.values() if len(m) >= MIN_SHARED]
     shared = sorted(shared, key=lambda g: -len(g[1]))[:MAX_SHARED]
     taken = {i for _, members in shared for i in members}
