@@ -10,7 +10,6 @@ CSR rows of all kept nodes; no Python loop over nodes.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -18,6 +17,7 @@ import numpy as np
 
 from grounding.evidence import EvidenceState
 from grounding.graph import TypedGraph, _edges_of
+from grounding.graph._memo import GraphMemo
 from grounding.retrieval._rank import screen
 
 _CHUNK_CELLS = 1 << 22  # [Q, N] distance cells per chunk of queries (bounds memory)
@@ -177,15 +177,16 @@ class _HubIndex(NamedTuple):
     by_tail_head: tuple[np.ndarray, np.ndarray]  # sorted keys tail * N + head, their edges
 
 
-_HUB_CACHE: dict[int, tuple[weakref.ref, _HubIndex]] = {}
+_HUBS = GraphMemo()
 
 
 def _hub_index(graph: TypedGraph) -> _HubIndex:
-    """The graph's :class:`_HubIndex` (memoized for the last few graphs, as their edges cannot
-    change in place)."""
-    hit = _HUB_CACHE.get(id(graph))
-    if hit is not None and hit[0]() is graph:
-        return hit[1]
+    """The graph's :class:`_HubIndex` (memoized for the last few graphs)."""
+    index = _HUBS.find(graph)
+    return _HUBS.keep(graph, None, _build_hub_index(graph)) if index is None else index
+
+
+def _build_hub_index(graph: TypedGraph) -> _HubIndex:
     n, head, tail = graph.n_nodes, np.asarray(graph.head), np.asarray(graph.tail)
     out_degree, in_degree = np.bincount(head, minlength=n), np.bincount(tail, minlength=n)
     hub = np.maximum(out_degree, in_degree) > HUB_DEGREE
@@ -196,7 +197,7 @@ def _hub_index(graph: TypedGraph) -> _HubIndex:
 
     key = tail.astype(np.int64) * n + head
     order = np.argsort(key, kind="stable")
-    index = _HubIndex(
+    return _HubIndex(
         out_degree,
         in_degree,
         hub,
@@ -204,11 +205,6 @@ def _hub_index(graph: TypedGraph) -> _HubIndex:
         csr(np.flatnonzero(hub[head] & hub[tail]), head),
         (key[order], order),
     )
-    _HUB_CACHE.pop(id(graph), None)
-    if len(_HUB_CACHE) >= 8:
-        _HUB_CACHE.pop(next(iter(_HUB_CACHE)))
-    _HUB_CACHE[id(graph)] = (weakref.ref(graph), index)
-    return index
 
 
 def _induced(graph: TypedGraph, keep: np.ndarray) -> np.ndarray:

@@ -12,7 +12,6 @@ eighth of a power of two) and carry a layout of the padded edges.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Iterable
 from typing import NamedTuple
 
@@ -22,6 +21,7 @@ from grounding._checks import float_dtype
 from grounding._shapes import bucket
 from grounding.evidence import EvidenceState
 from grounding.graph import TypedGraph
+from grounding.graph._memo import GraphMemo
 from grounding.problem import GroundingProblem, Realization, check_realization
 from grounding.semiring.layout import ELL_MIN_EDGES, EdgeIndex
 from grounding.solver.config import GroundingConfig
@@ -293,25 +293,17 @@ def _chain_plan(groups: dict[int, list[int]], mentions, claimed) -> ChainPlan:
     return ChainPlan(tuple(alone), tuple(sorted(shared)))
 
 
-_EDGE_CACHE: dict[int, tuple[weakref.ref, np.dtype, dict, object]] = {}
+_EDGES = GraphMemo()
 
 
 def _edge_arrays(graph: TypedGraph) -> tuple[dict, object]:
     """Edge arrays padded to a power of two (small graphs: segment layout) or exact with the
     graph's ELL layout (large graphs). Memoized for the last few graphs (a retriever grounds
-    many questions against one graph): a graph's edge arrays cannot change in place (JAX
-    arrays are immutable and :class:`~grounding.TypedGraph` keeps read-only copies of NumPy
-    ones), and an entry is for one float dtype (64-bit mode can be switched on later)."""
+    many questions against one graph), per float dtype (64-bit mode can be switched on
+    later)."""
     dtype = float_dtype()
-    hit = _EDGE_CACHE.get(id(graph))
-    if hit is not None and hit[0]() is graph and hit[1] == dtype:
-        return hit[2], hit[3]
-    arrays, layout = _build_edge_arrays(graph, dtype)
-    _EDGE_CACHE.pop(id(graph), None)
-    if len(_EDGE_CACHE) >= 8:
-        _EDGE_CACHE.pop(next(iter(_EDGE_CACHE)))
-    _EDGE_CACHE[id(graph)] = (weakref.ref(graph), dtype, arrays, layout)
-    return arrays, layout
+    hit = _EDGES.find(graph, dtype)
+    return _EDGES.keep(graph, dtype, _build_edge_arrays(graph, dtype)) if hit is None else hit
 
 
 def padded_nodes(graph: TypedGraph) -> int:

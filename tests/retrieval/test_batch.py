@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from grounding import EvidenceState, TypedGraph
 from grounding.datasets import kgqa_benchmark
+from grounding.graph._memo import GraphMemo
 from grounding.retrieval import PCR, Query, TextIndex, _batch, subgraph_evidence
 from grounding.retrieval.base import subgraph_evidence_batch
 from grounding.semiring.recursion import UNREACHABLE
@@ -133,7 +134,7 @@ def force(mp: pytest.MonkeyPatch, side: str, hub_degree: int = _batch.HUB_DEGREE
     of the level below among them (``search``); and treat nodes with more than ``hub_degree``
     edges as hubs (``-1``: every node) when it gathers the induced edges."""
     mp.setattr(_batch, "HUB_DEGREE", hub_degree)
-    mp.setattr(_batch, "_HUB_CACHE", {})
+    mp.setattr(_batch, "_HUBS", GraphMemo())
     if side != "chosen":
         mp.setattr(_batch, "_forward", lambda n_out, n_in: side == "forward")
         mp.setattr(_batch, "_SEARCH_COST", 0 if side == "search" else 1 << 40)

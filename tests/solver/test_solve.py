@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 import grounding as g
 from grounding import _shapes, programs
+from grounding.graph._memo import GraphMemo
 from grounding.solver import prepare
 from grounding.testing.strategies import grounding_problems, seeds
 
@@ -779,7 +780,7 @@ def test_padding_buckets_edge_padding_and_the_bounded_edge_cache():
         g.TypedGraph.from_triples([("a", "r", "b")] * k, np.linspace(0.5, 1.0, k))
         for k in range(1, 11)
     ]
-    prepare._EDGE_CACHE.clear()  # entries of earlier tests' graphs may share an id with these
+    prepare._EDGES.clear()  # entries of earlier tests' graphs may share an id with these
     for graph in graphs:
         ev, layout = prepare._edge_arrays(graph)
         E = graph.n_edges
@@ -788,8 +789,21 @@ def test_padding_buckets_edge_padding_and_the_bounded_edge_cache():
         np.testing.assert_array_equal(ev["reliability"][E:], 1.0)
         np.testing.assert_array_equal(ev["edge_mask"], np.arange(len(ev["head"])) < E)
         assert prepare._edge_arrays(graph)[0] is ev  # memoized
-    assert len(prepare._EDGE_CACHE) == 8 and id(graphs[0]) not in prepare._EDGE_CACHE
-    assert id(graphs[-1]) in prepare._EDGE_CACHE
+    assert len(prepare._EDGES) == 8 and graphs[0] not in prepare._EDGES
+    assert graphs[-1] in prepare._EDGES
+    # another key (another float dtype) is not served; a graph freed and another built in
+    # its place (possibly at the same id) is never served the old one's value
+    memo = GraphMemo(size=2)
+    assert memo.find(graphs[0]) is None and memo.keep(graphs[0], None, "a") == "a"
+    assert memo.find(graphs[0]) == "a" and memo.find(graphs[0], "float64") is None
+    other = g.TypedGraph.from_triples([("a", "r", "b")])
+    memo.keep(other, None, "stale")
+    del other  # freed: its id may be reused by one of these
+    fresh = [g.TypedGraph.from_triples([("a", "r", "c")]) for _ in range(50)]
+    assert all(memo.find(x) is None for x in fresh)  # whether or not CPython reused the id
+    memo.keep(graphs[1], None, "b")
+    memo.keep(graphs[2], None, "c")
+    assert len(memo) == 2 and graphs[0] not in memo and graphs[2] in memo  # oldest first
     for bad in (-1, True, 1.0):
         with pytest.raises(ValueError, match="^n_paths must be an int >= 0"):
             g.GroundingConfig(lam=1.0, kappa=1.0, n_paths=bad)
