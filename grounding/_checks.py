@@ -61,36 +61,34 @@ def is_stand_in(x: object) -> bool:
     return type(x).__module__.startswith("jax") and not isinstance(x, jax.Array)
 
 
+def _is_host(x: object) -> bool:
+    """Whether ``x`` is host array data (a NumPy array, a list or tuple) with no traced value
+    inside (a list of traced values, built inside ``jit``, is staged, not host data)."""
+    if not isinstance(x, (np.ndarray, list, tuple)):
+        return False  # JAX arrays, tracers, scalars
+    return isinstance(x, np.ndarray) or not any(
+        isinstance(v, jax.core.Tracer) for v in jax.tree_util.tree_leaves(x)
+    )
+
+
 def _to_jax(x: ArrayLike) -> jax.Array:
     """``x`` as a JAX array. Host arrays go by ``jax.device_put``, which compiles nothing:
     ``jnp.asarray`` of a NumPy array compiles (and keeps for the life of the process) one
     small program per shape and dtype, so a long-lived process checking inputs of ever new
-    shapes would grow without bound (see :mod:`grounding.programs`)."""
-    if isinstance(x, (jax.Array, jax.core.Tracer)) or not isinstance(x, (np.ndarray, list, tuple)):
-        return jnp.asarray(x)  # no copy for JAX arrays; scalars: one program per dtype
-    if any(isinstance(v, jax.core.Tracer) for v in jax.tree_util.tree_leaves(x)):
-        return jnp.asarray(x)  # a list of traced values (inside jit): staged, not host data
-    return jax.device_put(_to_host(x))
+    shapes would grow without bound (see :mod:`grounding.programs`). JAX arrays are not
+    copied; scalars compile one program per dtype."""
+    return jax.device_put(_to_host(x)) if _is_host(x) else jnp.asarray(x)
 
 
 def _to_host(x: ArrayLike) -> np.ndarray:
-    """Host data (a NumPy array, a list or tuple of numbers, a scalar) as a NumPy array in the
-    dtype JAX would give it (float64 is float32 unless 64-bit mode is on), no device copy."""
+    """Host data (a NumPy array, a list or tuple of numbers) as a NumPy array in the dtype JAX
+    would give it (float64 is float32 unless 64-bit mode is on), no device copy."""
     host = np.asarray(x)
     if host.dtype == object:
         raise TypeError(f"not numbers (dtype object: {type(host.flat[0]).__name__} inside)")
     if host.dtype.kind in "biuf":
         host = host.astype(jax.dtypes.canonicalize_dtype(host.dtype), copy=False)
     return host
-
-
-def _is_host(x: object) -> bool:
-    """Whether ``x`` is host data with no traced value inside."""
-    if isinstance(x, (jax.Array, jax.core.Tracer)):
-        return False
-    if isinstance(x, (list, tuple)):
-        return not any(isinstance(v, jax.core.Tracer) for v in jax.tree_util.tree_leaves(x))
-    return isinstance(x, (np.ndarray, np.generic, int, float))
 
 
 def as_float_array(
