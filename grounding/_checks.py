@@ -105,7 +105,9 @@ def as_float_array(
         raise TypeError(f"{name} must be an array of numbers: {exc}") from None
     except ValueError:  # ragged nested lists
         raise ValueError(f"{name} must be a rectangular array (a ragged nested list?)") from None
-    if arr.dtype == jnp.bool_ or not (
+    if arr.dtype.kind == "f":  # float16/32/64: nothing to convert (the common case, first)
+        pass
+    elif arr.dtype == jnp.bool_ or not (
         jnp.issubdtype(arr.dtype, jnp.floating) or jnp.issubdtype(arr.dtype, jnp.integer)
     ):
         raise TypeError(f"{name} must have a real numeric dtype, got {arr.dtype}")
@@ -154,15 +156,19 @@ def check_log_prob(
     if not is_concrete(arr):
         return arr
     a = np.asarray(arr)  # value checks in NumPy: no device dispatch per check
-    _no_nan(a, name)
-    if (a == np.inf).any():
+    top = a.max() if a.size else 0.0  # NaN when there is one, +inf when there is one
+    if not top < np.inf:
+        _no_nan(a, name)
         raise ValueError(f"{name} contains +inf: log-probabilities must be <= 0")
     if normalized:
         tol = normalization_tolerance(a.dtype)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            m = np.max(a, axis=-1, keepdims=True)
-            m = np.where(np.isfinite(m), m, 0.0)
-            total = np.log(np.sum(np.exp(a - m), axis=-1)) + m[..., 0]
+        if a.ndim == 1 and a.size and top > -np.inf:  # one prior with mass: the same sums
+            total = np.log(np.sum(np.exp(a - top))) + top
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                m = np.max(a, axis=-1, keepdims=True)
+                m = np.where(np.isfinite(m), m, 0.0)
+                total = np.log(np.sum(np.exp(a - m), axis=-1)) + m[..., 0]
         bad = ~(np.abs(total) <= tol)
         if bad.any():
             worst = float(np.max(np.where(np.isfinite(total), np.abs(total), np.inf)))

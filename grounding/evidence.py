@@ -97,6 +97,19 @@ class EvidenceState:
         if unknown:
             raise ValueError(f"functional names relations not in the schema: {sorted(unknown)}")
 
+    def _over(self, graph: TypedGraph) -> EvidenceState:
+        """This state (negatives, functional relations, coverage, provenance) over ``graph``,
+        without the checks of :meth:`__post_init__` when ``graph`` has this state's schema
+        (they passed for it: a compacted copy of the graph, one per question of a batch)."""
+        if graph.relations != self.graph.relations:
+            return dataclasses.replace(self, graph=graph)
+        out = object.__new__(EvidenceState)
+        out.__dict__.update(
+            graph=graph, negative=self.negative, functional=self.functional,
+            coverage=self.coverage, provenance=self.provenance,
+        )  # fmt: skip
+        return out
+
     def __repr__(self) -> str:
         """The graph's size and what surrounds it, the defaults left out, e.g.
         ``EvidenceState(TypedGraph(nodes=3, edges=2, relations=2), negative=1,

@@ -1,5 +1,4 @@
-r"""What :func:`grounding.ground` grounds: a question's candidates and prior, and how evidence
-becomes costs.
+r"""What :func:`grounding.ground` grounds (candidates, prior) and how evidence becomes costs.
 
 - :class:`ClaimChain`: a candidate trajectory written as a chain of claims
   ``z_0 -r_1-> z_1 ... -r_T-> z_T`` (Def. 1, Sec. 3.1), grounded against every ``T``-hop walk
@@ -21,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from functools import partial
+from functools import cached_property, partial
 from typing import Any
 
 import jax
@@ -84,6 +83,13 @@ class ClaimChain:
         object.__setattr__(self, "relations", rels)
         if not self.name:
             object.__setattr__(self, "name", "->".join([e or "*" for e in ents]))
+
+    @classmethod
+    def _trusted(cls, entities: tuple, relations: tuple, name: str) -> ClaimChain:
+        """A chain from parts (and its default name) that its caller checked and built."""
+        c = object.__new__(cls)
+        c.__dict__.update(entities=entities, relations=relations, name=name, description="")
+        return c
 
     @property
     def n_hops(self) -> int:
@@ -183,8 +189,7 @@ class GroundingProblem:
 
     def __post_init__(self) -> None:
         cands = tuple(self.candidates)
-        object.__setattr__(self, "candidates", cands)
-        object.__setattr__(self, "anchors", tuple(self.anchors))
+        self.__dict__.update(candidates=cands, anchors=tuple(self.anchors))  # (frozen)
         if not isinstance(self.question, str):
             raise TypeError(f"question must be a str, got {type(self.question).__name__}")
         if not cands:
@@ -294,16 +299,16 @@ class GroundingProblem:
             raise ValueError("logprobs must not contain NaN or +inf, nor be all -inf")
         return cls(question, tuple(candidates), log_normalize(s), **kwargs)
 
-    @property
+    @cached_property  # (these three are read for every result: computed once)
     def kind(self) -> str:
         """``"chain"`` or ``"answer"``."""
         return "chain" if isinstance(self.candidates[0], ClaimChain) else "answer"
 
-    @property
+    @cached_property
     def names(self) -> tuple[str, ...]:
         return tuple(c.name if isinstance(c, ClaimChain) else c for c in self.candidates)
 
-    @property
+    @cached_property
     def answers(self) -> tuple[str | None, ...]:
         """The entity each candidate answers: an answer candidate itself, a claim chain's last
         mention (``None`` when the chain leaves it open)."""
@@ -316,9 +321,10 @@ class GroundingProblem:
     def entities(self) -> list[str]:
         """Every entity the problem names, each once (anchors, then candidates' mentions, in
         order of first mention)."""
-        out = dict.fromkeys(self.anchors)
-        for c in self.candidates:
-            out.update(dict.fromkeys(c.entities if isinstance(c, ClaimChain) else (c,)))
+        named = self.candidates
+        if self.kind == "chain":
+            named = [e for c in named for e in c.entities]  # type: ignore[union-attr,misc]
+        out = dict.fromkeys([*self.anchors, *named])
         out.pop(None, None)  # a chain's open mentions
         return list(out)
 
@@ -438,13 +444,6 @@ def edge_costs_from_arrays(
         res = xi * -jnp.log(w)  # Eq. (8), geometric term 0
     else:
         emb = realization.embeddings
-        res = typed_residual(  # Eq. (8)
-            emb[head],
-            emb[tail],
-            relation,
-            realization.relation_map,
-            w.astype(emb.dtype),
-            xi,
-            realization.metric,
-        )
+        res = typed_residual(emb[head], emb[tail], relation, realization.relation_map,
+                             w.astype(emb.dtype), xi, realization.metric)  # Eq. (8)  # fmt: skip
     return hop_cost + alpha * res  # Eq. (10), per edge

@@ -228,10 +228,10 @@ class TypedGraph:
         JAX edge arrays, names and texts taken from it), built without the checks of
         :meth:`__post_init__` (which cost a pass over the names)."""
         g = object.__new__(cls)
-        parts = dict(head=head, relation=relation, tail=tail, reliability=reliability)
-        parts.update(entities=tuple(entities), relations=tuple(relations), texts=tuple(texts))
-        for name, value in parts.items():
-            object.__setattr__(g, name, value)
+        g.__dict__.update(
+            head=head, relation=relation, tail=tail, reliability=reliability,
+            entities=tuple(entities), relations=tuple(relations), texts=tuple(texts),
+        )  # fmt: skip
         return g
 
     def __repr__(self) -> str:  # the size: TypedGraph(nodes=24, edges=31, relations=5)
@@ -328,10 +328,12 @@ class TypedGraph:
         max_hops: int | None = None,
         *,
         compact: bool = False,
-    ) -> np.ndarray:
+        pairs: bool = False,
+    ) -> np.ndarray | tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """``[Q, N]`` hop distance from the nearest anchor index of each set (one set per query),
-        :meth:`grounding.semiring.Reachability.distances_to_nearest` (``compact`` likewise)."""
-        return self._reach.distances_to_nearest(anchor_sets, max_hops, compact=compact)
+        :meth:`grounding.semiring.Reachability.distances_to_nearest` (``compact`` and
+        ``pairs`` likewise)."""
+        return self._reach.distances_to_nearest(anchor_sets, max_hops, compact=compact, pairs=pairs)
 
     def in_edges_of(self, nodes: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`in_edges` of each of ``nodes`` (repeats allowed), concatenated in the order of
@@ -381,13 +383,12 @@ class TypedGraph:
         # batch of questions reaches the device once, stacked, when it is grounded). A subset
         # of valid edges over the same vocabulary is valid: no re-validation, and the name
         # lookups are shared with this graph.
-        sub = object.__new__(TypedGraph)
-        for f in dataclasses.fields(self):
-            object.__setattr__(sub, f.name, getattr(self, f.name))
-        for f in ("head", "relation", "tail", "reliability"):
-            part = np.asarray(getattr(self, f))[keep]
+        parts = [
+            np.asarray(x)[keep] for x in (self.head, self.relation, self.tail, self.reliability)
+        ]
+        for part in parts:
             part.setflags(write=False)
-            object.__setattr__(sub, f, part)
+        sub = TypedGraph._trusted(*parts, self.entities, self.relations, self.texts)
         sub.__dict__.update(_entity_ix=self._entity_ix, _relation_ix=self._relation_ix)
         return sub
 

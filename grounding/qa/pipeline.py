@@ -201,7 +201,12 @@ def claim_chains(
     (Def. 1: a typed walk of exactly ``T`` hops, its intermediate entities left open)."""
     relations = tuple(relations)
     mid = (None,) * (len(relations) - 1)
-    return tuple(ClaimChain((d, *mid, a), relations) for d, a in pairs)
+    pairs = [(d, a) for d, a in pairs]
+    names = [*relations, *(x for pair in pairs for x in pair)]
+    if not relations or not all(isinstance(x, str) and x for x in names):
+        return tuple(ClaimChain((d, *mid, a), relations) for d, a in pairs)  # (says what is wrong)
+    stars = "*->" * len(mid)  # each chain's default name, as ClaimChain writes it
+    return tuple(ClaimChain._trusted((d, *mid, a), relations, f"{d}->{stars}{a}") for d, a in pairs)
 
 
 def done_batch(outcomes: list, release: bool) -> list:

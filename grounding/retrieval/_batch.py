@@ -53,17 +53,18 @@ def _distinct(keys: np.ndarray) -> np.ndarray:
     return keys[np.concatenate(([True], keys[1:] != keys[:-1]))] if len(keys) else keys
 
 
-def _predecessors(graph: TypedGraph, dist: np.ndarray, q, v, level: int):
+def _predecessors(graph: TypedGraph, dist: np.ndarray, q, v, level: int, below):
     """For each distinct pair ``(q, v)`` (sorted by ``q``, then ``v``) with ``dist[q, v] ==
     level > 0``: the head of the first edge into ``v`` (lowest edge index, i.e. first in
     :meth:`~grounding.TypedGraph.in_edges` order) whose head is at ``level - 1`` in row ``q``.
     Found by whichever side touches fewer edges: the edges leaving every node at ``level - 1``
     (e.g. the anchors), restricted to the pairs; or, pair by pair, the edges into ``v`` or a
     binary search for an edge from each node at ``level - 1`` of row ``q`` into ``v`` (a hub
-    ``v`` reached from a few nodes)."""
+    ``v`` reached from a few nodes). ``below``: the pairs ``(row, node)`` at ``level - 1``,
+    sorted by row, then node (``np.nonzero(dist == level - 1)``)."""
     n, n_e = dist.shape[1], graph.n_edges
     head, tail = np.asarray(graph.head), np.asarray(graph.tail)
-    lq, lu = np.nonzero(dist == level - 1)  # sorted by row
+    lq, lu = below
     index = _hub_index(graph)
     n_in = index.in_degree[v]
     per_row = np.bincount(lq, minlength=dist.shape[0])
@@ -115,20 +116,25 @@ def _forward(n_out: int, n_in: int) -> bool:
     return n_out < n_in
 
 
-def _walk_back(graph: TypedGraph, dist: np.ndarray, keep: np.ndarray, q, v) -> None:
-    """Mark in ``keep`` the nodes of one shortest path from the nearest anchor to each node
-    ``v`` of query ``q``: from a node at distance ``d > 0`` along its first in-edge (edge
-    order) whose head is at distance ``d - 1``, as :func:`subgraph_evidence` walks back;
-    level by level from the deepest, each node once per query."""
+def _walk_back(graph: TypedGraph, dist: np.ndarray, reach, q, v) -> list[np.ndarray]:
+    """The keys ``q * N + u`` of the nodes ``u`` of one shortest path from the nearest anchor
+    to each node ``v`` of query ``q``: from a node at distance ``d > 0`` along its first
+    in-edge (edge order) whose head is at distance ``d - 1``, as :func:`subgraph_evidence`
+    walks back; level by level from the deepest, each node once per query. ``reach``: the
+    pairs ``(row, node)`` of ``dist >= 0`` with their distances, sorted by row, then node."""
     n = dist.shape[1]
     lev = dist[q, v]
     keys, lev = q[lev > 0] * n + v[lev > 0], lev[lev > 0]  # UNREACHABLE (-1), anchors (0) stay
+    rq, rv, rd = reach
+    marked = []
     for level in range(int(lev.max()) if len(lev) else 0, 0, -1):
         wq, wv = np.divmod(_distinct(keys[lev == level]), n)
-        pq, pv = _predecessors(graph, dist, wq, wv, level)
-        keep[pq, pv] = True
+        at = rd == level - 1
+        pq, pv = _predecessors(graph, dist, wq, wv, level, (rq[at], rv[at]))
+        marked.append(pq * n + pv)
         keys = np.concatenate([keys[lev < level], pq * n + pv])
         lev = np.concatenate([lev[lev < level], np.full(len(pq), level - 1)])
+    return marked
 
 
 def evidence_edges(
@@ -136,26 +142,27 @@ def evidence_edges(
     dist: np.ndarray,
     anchors_list: Sequence[Sequence[int] | np.ndarray],
     nodes_list: Sequence[Sequence[int] | np.ndarray],
-    triples_list: Sequence[Sequence[int] | np.ndarray | None] | None = None,
+    triples_list: Sequence[Sequence[int] | np.ndarray | None] | None,
+    reach: tuple[np.ndarray, np.ndarray, np.ndarray],
 ) -> list[np.ndarray]:
     """The sorted edge indices of :func:`subgraph_evidence` for each query, given ``dist``
     (``[Q, N]``, :meth:`~grounding.TypedGraph.distances_to_nearest` of the anchor sets at the
     depth limit): the subgraph induced on the anchors, the nodes, the given triples'
-    endpoints and one shortest path to each node, plus the given triples."""
+    endpoints and one shortest path to each node, plus the given triples. ``reach``: the
+    entries of ``dist`` within the limit (``distances_to_nearest(..., pairs=True)``)."""
     n_q, n = dist.shape
     head, tail = np.asarray(graph.head), np.asarray(graph.tail)
     given = [
         np.unique(np.asarray(t, np.int64)) if t is not None and len(t) else np.zeros(0, np.int64)
         for t in (triples_list if triples_list is not None else [None] * n_q)
     ]
-    keep = np.zeros((n_q, n), bool)
     qa, a = _pairs(anchors_list)
     qn, v = _pairs(nodes_list)
     qg, g = _pairs(given)
-    keep[qa, a] = keep[qn, v] = keep[qg, head[g]] = keep[qg, tail[g]] = True
+    kept = [qa * n + a, qn * n + v, qg * n + head[g], qg * n + tail[g]]
     if len(qa):
-        _walk_back(graph, dist, keep, qn, v)
-    key = _induced(graph, keep)  # by query, then edge
+        kept += _walk_back(graph, dist, reach, qn, v)
+    key = _induced(graph, n_q, np.divmod(_distinct(np.concatenate(kept)), n))  # by query, edge
     bounds = np.searchsorted(key, np.arange(n_q + 1) * graph.n_edges)
     out = []
     for i in range(n_q):
@@ -207,14 +214,17 @@ def _build_hub_index(graph: TypedGraph) -> _HubIndex:
     )
 
 
-def _induced(graph: TypedGraph, keep: np.ndarray) -> np.ndarray:
-    """Sorted keys ``q * n_edges + e`` of the edges ``e`` with both ends kept in row ``q`` of
-    ``keep`` (``[Q, N]``). Each such edge is read exactly once, from a short list: an edge
-    leaving a non-hub from its head's out-edges, an edge from a hub to a non-hub from its
-    tail's edges from hubs, an edge between hubs from the hub-to-hub table."""
+def _induced(graph: TypedGraph, n_q: int, kept: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """Sorted keys ``q * n_edges + e`` of the edges ``e`` with both ends kept in row ``q`` (of
+    ``n_q``; ``kept``: the distinct pairs ``(q, node)``). Each such edge is read exactly once,
+    from a short list: an edge leaving a non-hub from its head's out-edges, an edge from a hub
+    to a non-hub from its tail's edges from hubs, an edge between hubs from the hub-to-hub
+    table."""
     head, tail = np.asarray(graph.head), np.asarray(graph.tail)
     index = _hub_index(graph)
-    kq, kv = np.nonzero(keep)
+    kq, kv = kept
+    keep = np.zeros((n_q, graph.n_nodes), bool)
+    keep[kq, kv] = True
     small = ~index.hub[kv]
     parts = []
     for csr, rows, other in (
@@ -252,9 +262,9 @@ def subgraph_evidence_batch(
     for s in range(0, n_q, step):
         sl = slice(s, s + step)
         anchors = [np.asarray(a, np.int64).reshape(-1) for a in anchors_list[sl]]
-        dist = graph.distances_to_nearest(anchors, max_hops, compact=True)
+        dist, reach = graph.distances_to_nearest(anchors, max_hops, compact=True, pairs=True)
         triples = None if triples_list is None else triples_list[sl]
-        edges = evidence_edges(graph, dist, anchors, nodes_list[sl], triples)
+        edges = evidence_edges(graph, dist, anchors, nodes_list[sl], triples, reach)
         provs = [None] * len(edges) if provenances is None else provenances[sl]
         out += [
             EvidenceState(graph=graph.subgraph(e), provenance=dict(p or {}))
@@ -277,8 +287,10 @@ def retrieve_bounded(pcr: Any, queries: Sequence[Any], k: int) -> list:
     g, step = pcr.graph, chunk_size(pcr.graph.n_nodes)
     for s in range(0, len(todo), step):
         chunk = todo[s : s + step]
-        dist = g.distances_to_nearest([a for _, a in chunk], pcr.max_hops, compact=True)
-        q, v = np.nonzero(dist >= 0)  # one pass over the chunk, split by query
+        dist, reach = g.distances_to_nearest(
+            [a for _, a in chunk], pcr.max_hops, compact=True, pairs=True
+        )
+        q, v = reach[0], reach[1]  # the candidate sets, split by query
         rows, cands = qv[s : s + len(chunk)], np.split(v, np.searchsorted(q, range(1, len(chunk))))
         approx = None  # one product over all nodes screens the chunk, if one set is large
         if any(2 * len(c) >= g.n_nodes for c in cands):
@@ -287,7 +299,9 @@ def retrieve_bounded(pcr: Any, queries: Sequence[Any], k: int) -> list:
             pcr._rank(rows[j : j + 1], c, k, None if approx is None else approx[j : j + 1])[0]
             for j, c in enumerate(cands)
         ]
-        edges = evidence_edges(g, dist, [a for _, a in chunk], [idx for idx, _ in ranked])
+        edges = evidence_edges(
+            g, dist, [a for _, a in chunk], [idx for idx, _ in ranked], None, reach
+        )
         for (i, anchors), (idx, scores), e in zip(chunk, ranked, edges):
             r = pcr._result(queries[i], idx, scores, anchors, max_hops=pcr.max_hops)
             state = EvidenceState(graph=g.subgraph(e), provenance=dict(r.provenance))

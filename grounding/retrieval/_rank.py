@@ -154,8 +154,10 @@ def top_k_exact(
     """
     n = embeddings.shape[0]
     qv = np.asarray(qv, embeddings.dtype)
+    if k >= len(cand):  # every candidate is kept: rescore them all (no screening)
+        return [_rescore(embeddings, q, cand, k) for q in qv]
     margin = _cut_margin(embeddings, norm_max, qv)
-    if k >= len(cand) or not np.all(np.isfinite(margin)):  # no screening: rescore them all
+    if not np.all(np.isfinite(margin)):  # no bound on the screen's error: rescore them all
         return [_rescore(embeddings, q, cand, k) for q in qv]
     wide = 2 * len(cand) >= n
     if approx is None and wide:

@@ -148,13 +148,17 @@ class Reachability:
         max_hops: int | None = None,
         *,
         compact: bool = False,
-    ) -> np.ndarray:
+        pairs: bool = False,
+    ) -> np.ndarray | tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """``[Q, N]`` hop distance from the nearest anchor of each set (one set per query;
         empty sets allowed) to every node, :data:`UNREACHABLE` when no anchor of the set
         reaches it within ``max_hops`` (``None``: any number): row ``q`` equals the
         column-wise minimum of :meth:`distances` of set ``q`` over its reached entries.
         ``int64``, or with ``compact`` the narrowest type that holds every distance (``int8``
-        below 127 hops: the matrix is 8 times smaller and no copy is made).
+        below 127 hops: the matrix is 8 times smaller and no copy is made). With ``pairs``,
+        also the reached entries ``(rows, nodes, hops)``, sorted by row, then node (what
+        ``np.nonzero(dist >= 0)`` and ``dist[rows, nodes]`` give, from the search's own
+        levels: no pass over the mostly unreached matrix).
 
         One multi-source breadth-first search for all the sets at once: each level is the
         sparse product of the frontier (a ``[Q, N]`` Boolean matrix) with the CSR adjacency,
@@ -174,6 +178,7 @@ class Reachability:
         rows = np.repeat(np.arange(n_q, dtype=np.int64), [len(s) for s in sets])
         cols = np.concatenate(sets) if sets else np.zeros(0, np.int64)
         dist[rows, cols] = 0
+        levels = [_distinct(rows * n + cols)] if pairs else []  # (an anchor may repeat)
         hop = 0
         while len(rows) and (max_hops is None or hop < max_hops):
             hop += 1
@@ -184,7 +189,16 @@ class Reachability:
             fresh = dist[rows, cols] == UNREACHABLE
             rows, cols = rows[fresh], cols[fresh]
             dist[rows, cols] = hop
-        return dist if compact else dist.astype(np.int64)
+            if pairs:
+                levels.append(rows * n + cols)
+        dist = dist if compact else dist.astype(np.int64)
+        if not pairs:
+            return dist
+        keys = np.concatenate(levels)
+        order = np.argsort(keys, kind="stable")
+        hops = np.repeat(np.arange(len(levels), dtype=dist.dtype), [len(k) for k in levels])
+        q, v = np.divmod(keys[order], n)
+        return dist, (q, v, hops[order])
 
 
 def _distinct(keys: np.ndarray) -> np.ndarray:

@@ -8,7 +8,6 @@ names is kept (:func:`grounding.ground_batch` compacts per-question evidence thi
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -61,7 +60,8 @@ def compact_evidence(
             g.relations,
             texts,
         )
-        out.append(dataclasses.replace(state, graph=graph))
+        graph.__dict__["_relation_ix"] = g._relation_ix  # one schema: one relation lookup
+        out.append(state._over(graph))
     return out
 
 
@@ -77,5 +77,8 @@ def _padding(graph: TypedGraph, count: int) -> tuple[str, ...]:
 
 def _touched(g: TypedGraph, keep: Sequence[str]) -> np.ndarray:
     """Sorted indices of the entities the edges of ``g`` touch and of the ``keep`` names."""
-    named = np.fromiter((g.entity_index(name) for name in keep), np.int64)
+    try:
+        named = np.fromiter(map(g._entity_ix.__getitem__, keep), np.int64, len(keep))
+    except (KeyError, TypeError):  # the message names the entity
+        named = np.fromiter((g.entity_index(name) for name in keep), np.int64)
     return np.unique(np.concatenate([np.asarray(g.head), np.asarray(g.tail), named]))

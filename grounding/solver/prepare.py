@@ -12,6 +12,7 @@ eighth of a power of two) and carry a layout of the padded edges.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import NamedTuple
 
@@ -226,8 +227,10 @@ def _candidate_arrays(problem: GroundingProblem, state: EvidenceState, c_pad: in
         plan = None
     else:
         cands = problem.candidates
+        rels = cands[0].relations
+        one_chain = all([c.relations == rels for c in cands])  # the usual case
         # columns past a chain's end are never read: the width is bucketed like every shape
-        width = bucket(max(c.n_hops for c in cands) + 1, floor=4)
+        width = bucket((len(rels) if one_chain else max([c.n_hops for c in cands])) + 1, floor=4)
         mentions = np.full((c_pad, width), -1, np.int32)
         claimed = np.full((c_pad, width), -1, np.int32)
         # every mention at once: -1 an open mention, -2 a name the graph lacks
@@ -235,25 +238,33 @@ def _candidate_arrays(problem: GroundingProblem, state: EvidenceState, c_pad: in
         flat = np.fromiter(
             (-1 if e is None else get(e, -2) for c in cands for e in c.entities), np.int64
         )
-        lens = np.fromiter((len(c.entities) for c in cands), np.int64, C)
-        row = np.repeat(np.arange(C), lens)
-        mentions[row, np.arange(len(flat)) - np.repeat(np.cumsum(lens) - lens, lens)] = flat
-        absent[:C] = np.bincount(row[flat == -2], minlength=C) > 0  # out of graph
+        if one_chain:  # one row per candidate, of one length
+            flat = flat.reshape(C, len(rels) + 1)
+            mentions[:C, : flat.shape[1]] = flat
+            absent[:C] = (flat == -2).any(axis=1)
+            by_chain = {rels: list(range(C))}
+        else:
+            lens = np.fromiter((len(c.entities) for c in cands), np.int64, C)
+            row = np.repeat(np.arange(C), lens)
+            mentions[row, np.arange(len(flat)) - np.repeat(np.cumsum(lens) - lens, lens)] = flat
+            absent[:C] = np.bincount(row[flat == -2], minlength=C) > 0  # out of graph
+            by_chain = {}  # candidates mostly share one relation chain
+            for i, c in enumerate(cands):
+                by_chain.setdefault(c.relations, []).append(i)
         mentions[absent] = -1  # no walk: in no slot, raw energy +inf (an entity without edges)
-        by_chain: dict[tuple, list[int]] = {}  # candidates mostly share one relation chain
-        for i, c in enumerate(cands):
-            by_chain.setdefault(c.relations, []).append(i)
         groups: dict[int, list[int]] = {}
+        present = np.flatnonzero(~absent[:C]).tolist()
         for relations, idx in by_chain.items():
             schema[idx], claimed[idx, : len(relations)] = _typed_chain(g, relations)
-            groups.setdefault(len(relations), []).extend(i for i in idx if not absent[i])
+            kept = present if one_chain else [i for i in idx if not absent[i]]
+            groups.setdefault(len(relations), []).extend(kept)
         if state.negative or state.functional:  # else nothing is countered
             counter[:C] = [
                 any(state.counter_support(h, min_rel) for h in c.named_hops()) for c in cands
             ]
         plan = _chain_plan({t: sorted(idx) for t, idx in groups.items() if idx}, mentions, claimed)
-        structure = plan.structure()
-        arrays = dict(mentions=mentions, claimed=claimed, **chain_indices(plan, structure, c_pad))
+        structure, slots = _slots(plan, c_pad)
+        arrays = dict(mentions=mentions, claimed=claimed, **slots)
     return dict(arrays, counter=counter, schema=schema, absent=absent), structure, plan
 
 
@@ -261,8 +272,9 @@ def _typed_chain(graph: TypedGraph, relations: tuple[str | None, ...]) -> tuple[
     """Whether a claim's relations are in the schema, and their indices: all ``-1`` when one
     is outside it (the claim is then out of schema: no admissible walk), ``-1`` for an open
     (``None``) relation."""
-    ok = all(r is None or r in graph.relations for r in relations)
-    return ok, [graph.relation_index(r) if r is not None and ok else -1 for r in relations]
+    get = graph._relation_ix.get
+    ix = [-1 if r is None else get(r, -2) for r in relations]
+    return (False, [-1] * len(ix)) if -2 in ix else (True, ix)
 
 
 #: A prefix is shared through one forward pass when at least this many chains have it, for at
@@ -291,6 +303,17 @@ def _chain_plan(groups: dict[int, list[int]], mentions, claimed) -> ChainPlan:
         if rest:
             alone.append((t, rest))
     return ChainPlan(tuple(alone), tuple(sorted(shared)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _slots(plan: ChainPlan, c_pad: int) -> tuple[ChainGroups, dict]:
+    """A plan's own structure and its slot arrays (:func:`chain_indices`), read-only: questions
+    with one arrangement of candidates (most of a batch) share them."""
+    structure = plan.structure()
+    slots = chain_indices(plan, structure, c_pad)
+    for x in slots.values():
+        x.setflags(write=False)
+    return structure, slots
 
 
 _EDGES = GraphMemo()
@@ -348,9 +371,11 @@ def prepare(
     realization: Realization | None,
     config: GroundingConfig,
     c_pad: int | None = None,
+    settings: dict | None = None,
 ) -> Prepared:
     """Validate a (problem, evidence) pair and lay it out for the compiled program, with
-    candidates padded to ``c_pad`` (default: a bucket)."""
+    candidates padded to ``c_pad`` (default: a bucket); ``settings``: the config's arrays
+    (default :meth:`~grounding.GroundingConfig.arrays`; a batch passes host copies)."""
     if not isinstance(problem, GroundingProblem):
         raise TypeError(f"problem must be a GroundingProblem, got {type(problem).__name__}")
     state = _evidence(evidence)
@@ -366,7 +391,7 @@ def prepare(
     claim = np.zeros(c_pad)
     if problem.claim_energy is not None:
         claim[:C] = np.asarray(problem.claim_energy)
-    q.update(config.arrays(), log_prior=lp, claim=claim)
+    q.update(config.arrays() if settings is None else settings, log_prior=lp, claim=claim)
     ev, layout = _edge_arrays(state.graph)
     if layout is not None:
         ev = dict(ev, layout=layout)
@@ -382,8 +407,10 @@ def relayout(prepared: Prepared, structure: ChainGroups, width: int) -> Prepared
     """A claim-chain question laid out in a larger ``structure`` (one that holds its plan, see
     :func:`merge_structures`) with its mention arrays widened to ``width`` columns (``-1``:
     columns past a chain's end are never read), so that it shares a program with others."""
+    c_pad, w = prepared.q["mentions"].shape
+    if structure == prepared.statics.structure and width == w:
+        return prepared  # (the usual case: laid out so already)
     q = dict(prepared.q)
-    c_pad, w = q["mentions"].shape
     if width != w:  # (widths are bucketed: usually equal)
         q["mentions"] = np.pad(q["mentions"], ((0, 0), (0, width - w)), constant_values=-1)
         q["claimed"] = np.pad(q["claimed"], ((0, 0), (0, width - w)), constant_values=-1)

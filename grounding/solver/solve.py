@@ -142,7 +142,13 @@ def ground_batch(
         ]
         states = compact_evidence(states, keep)  # out-of-graph names stay out of graph
     c_pad = bucket(max(p.n_candidates for p in problems))
-    prepared = [prepare(p, s, realization, config, c_pad) for p, s in zip(problems, states)]
+    settings = config.arrays()
+    traced = not is_concrete(*settings.values())
+    if not traced:  # on the host once for the batch, not once per group and setting
+        settings = {k: np.asarray(v) for k, v in settings.items()}
+    prepared = [
+        prepare(p, s, realization, config, c_pad, settings) for p, s in zip(problems, states)
+    ]
     groups: dict = {}
     for i, p in enumerate(prepared):
         groups.setdefault(_group_key(p, shared, i), []).append(i)
@@ -161,7 +167,7 @@ def ground_batch(
                 out = compiled(statics, None)(p.ev, p.q, realization)
                 results[i] = _result(out, problems[i], p, realization, config)
             continue
-        out = _group(members, prepared, shared, realization)
+        out = _group(members, prepared, shared, realization, traced)
         leaves, treedef = jax.tree_util.tree_flatten(out)
         on_host = is_concrete(*leaves)
         if on_host:
@@ -184,9 +190,10 @@ def _group_key(p: Prepared, shared: bool, i: int) -> tuple:
         if not shared and statics.has_layout:
             return (i,)
         statics = statics._replace(structure=None)
-        q = {k: v for k, v in q.items()
-             if k not in ("mentions", "claimed") and not k.startswith(("alone", "shared"))}  # fmt: skip
-    shapes = tuple((k, np.shape(v)) for k, v in sorted(q.items()))
+        layout = ("mentions", "claimed", "alone", "shared")
+        q = {k: v for k, v in q.items() if not k.startswith(layout)}
+    # (keys in the order prepare writes them: the same for every question of one kind)
+    shapes = tuple([(k, np.shape(v)) for k, v in q.items()])
     return statics, shapes, np.shape(p.ev["head"])
 
 
@@ -203,19 +210,34 @@ def _result(
     return finish(out, problem, prepared, realization, config)
 
 
-def _group(members: list[int], prepared: list[Prepared], shared: bool, realization) -> dict:
+def _group(
+    members: list[int], prepared: list[Prepared], shared: bool, realization, traced: bool
+) -> dict:
     """The program's outputs for a group of questions of one statics, stacked: the batch is
     padded to a power of two (repeating its last question) so that groups of similar size
-    share one compiled program; the padding's outputs are there but never read."""
+    share one compiled program; the padding's outputs are there but never read. ``traced``:
+    a setting is traced (each leaf is then checked: traced leaves stack with ``jnp``)."""
     padded = members + [members[-1]] * (bucket(len(members), floor=1) - len(members))
-    qs = jax.tree_util.tree_map(_stack, *[prepared[i].q for i in padded])
+    stack = _stack_any if traced else _stack
+    qs = jax.tree_util.tree_map(stack, *[prepared[i].q for i in padded])
     if shared:
         ev = prepared[members[0]].ev
     else:  # one edge bucket per group: the members' edge arrays have one length
-        ev = jax.tree_util.tree_map(_stack, *[prepared[i].ev for i in padded])
+        ev = jax.tree_util.tree_map(stack, *[prepared[i].ev for i in padded])
     return compiled(prepared[members[0]].statics, not shared)(ev, qs, realization)
 
 
+def _stack_any(*xs):
+    """:func:`_stack`, or ``jnp.stack`` when a leaf is traced."""
+    return _stack(*xs) if is_concrete(*xs) else jnp.stack(xs)
+
+
 def _stack(*xs):
-    """Stack one leaf of every question: NumPy on the host, ``jnp`` when a setting is traced."""
-    return np.stack(xs) if is_concrete(*xs) else jnp.stack(xs)
+    """Stack one leaf of every question on the host. A leaf every question shares (a setting
+    of the config) is broadcast, not copied; the others are stacked by ``np.array`` (the
+    group's leaves have one shape: ``np.stack``'s per-array checks cost three times as
+    much)."""
+    first = xs[0]
+    if all(x is first for x in xs):
+        return np.broadcast_to(np.asarray(first), (len(xs), *np.shape(first)))
+    return np.array(xs)

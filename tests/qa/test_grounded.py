@@ -168,3 +168,22 @@ def test_release_programs_after_each_batch(umls_loop):
     assert programs.program_info()["live"] == 0
     with pytest.raises(TypeError, match="release_programs"):
         GroundedQA(answerer, pcr[1], cfg, release_programs=1)
+
+
+@pytest.mark.parametrize("hops", [1, 2, 3])
+def test_claim_chains_are_the_chains_claimchain_builds(hops):
+    """The loop's chains (built without re-checking each) equal ClaimChain's own, name
+    included; input ClaimChain would refuse is refused the same way."""
+    from grounding.qa.pipeline import claim_chains
+
+    rels = tuple(f"r{i}" for i in range(hops))
+    pairs = [("topic", f"a{i}") for i in range(5)] + [("other", "a0")]
+    got = claim_chains(pairs, rels)
+    want = tuple(ClaimChain((d, *(None,) * (hops - 1), a), rels) for d, a in pairs)
+    assert got == want
+    assert [c.name for c in got] == [c.name for c in want]
+    assert [c.description for c in got] == [""] * len(pairs)
+    assert claim_chains([("topic", None)], rels)[0].entities[-1] is None  # an open answer
+    for bad_pairs, bad_rels in (([("topic", "")], rels), ([("topic", 3)], rels), (pairs, ())):
+        with pytest.raises((TypeError, ValueError)):
+            claim_chains(bad_pairs, bad_rels)

@@ -104,6 +104,16 @@ def test_distances_to_nearest_equals_networkx_bfs(g, seed, max_hops):
     small = g.distances_to_nearest(sets, max_hops, compact=True)
     np.testing.assert_array_equal(small, got)
     assert small.dtype == (np.int32 if max_hops is None else np.int8)
+    # pairs: the reached entries in row-major order with their distances (a repeated anchor
+    # is reached once)
+    sets = [*sets, np.repeat(sets[-1], 2)]
+    dist, (q, v, d) = g.distances_to_nearest(sets, max_hops, compact=True, pairs=True)
+    np.testing.assert_array_equal(dist[:4], small)
+    want_q, want_v = np.nonzero(dist >= 0)
+    np.testing.assert_array_equal(q, want_q)
+    np.testing.assert_array_equal(v, want_v)
+    np.testing.assert_array_equal(d, dist[want_q, want_v])
+    assert d.dtype == dist.dtype
 
 
 @settings(max_examples=60)
