@@ -43,7 +43,7 @@ from grounding.posterior import log_normalize
 __all__ = ["ClaimChain", "GroundingProblem", "Realization", "edge_cost"]
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)  # (no __dict__: a batch builds thousands)
 class ClaimChain:
     """A candidate trajectory as a claim chain ``z_0 -r_1-> z_1 ... -r_T-> z_T`` (Def. 1).
 
@@ -88,7 +88,8 @@ class ClaimChain:
     def _trusted(cls, entities: tuple, relations: tuple, name: str) -> ClaimChain:
         """A chain from parts (and its default name) that its caller checked and built."""
         c = object.__new__(cls)
-        c.__dict__.update(entities=entities, relations=relations, name=name, description="")
+        for field, value in zip(cls.__slots__, (entities, relations, name, "")):
+            object.__setattr__(c, field, value)
         return c
 
     @property

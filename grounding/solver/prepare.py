@@ -4,8 +4,8 @@ compiled program consumes, with the static structure that selects the program.
 Every dimension that reaches the compiled program is padded to a shape bucket
 (:func:`grounding._shapes.bucket`), so that questions of similar size share one compiled
 program and a workload meets finitely many programs: candidates (zero prior, no admissible
-walk), anchors (masked), the claim chains' width, the edges (``+inf`` cost: they do not exist)
-and the nodes (isolated padding nodes). Large graphs (from
+walk), anchors (masked), the claim chains' width, the edges (``+inf`` cost: they do not exist;
+at least :data:`MIN_EDGES`) and the nodes (isolated padding nodes). Large graphs (from
 :data:`~grounding.semiring.layout.ELL_MIN_EDGES` edges) are padded in finer buckets (an
 eighth of a power of two) and carry a layout of the padded edges.
 """
@@ -318,10 +318,14 @@ def _slots(plan: ChainPlan, c_pad: int) -> tuple[ChainGroups, dict]:
 
 _EDGES = GraphMemo()
 
+#: The fewest edges a small graph is padded to: the questions of a batch over small evidence
+#: graphs then share one program (a call costs more than the rows it would save).
+MIN_EDGES = 128
+
 
 def _edge_arrays(graph: TypedGraph) -> tuple[dict, object]:
-    """Edge arrays padded to a power of two (small graphs: segment layout) or exact with the
-    graph's ELL layout (large graphs). Memoized for the last few graphs (a retriever grounds
+    """Edge arrays padded to a power of two of at least :data:`MIN_EDGES` (small graphs:
+    segment layout) or exact with the graph's ELL layout (large graphs). Memoized for the last few graphs (a retriever grounds
     many questions against one graph), per float dtype (64-bit mode can be switched on
     later)."""
     dtype = float_dtype()
@@ -345,7 +349,7 @@ def _build_edge_arrays(graph: TypedGraph, dtype: np.dtype) -> tuple[dict, object
     graph gets the layout of its padded edges (None: small graphs build theirs from the
     possibly traced padded arrays inside the core)."""
     E, large = graph.n_edges, graph.n_edges >= ELL_MIN_EDGES
-    e_pad = bucket(E, steps=8) if large else bucket(E)
+    e_pad = bucket(E, steps=8) if large else bucket(E, floor=MIN_EDGES)
     n_pad = padded_nodes(graph)
     end = n_pad - 1 if large else 0
 

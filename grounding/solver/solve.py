@@ -110,7 +110,9 @@ def ground_batch(
     """:func:`ground` for many questions, the one way to ground many: one ``vmap``-ed program
     per group of questions with the same statics (candidate kind, shapes after padding; claim
     chains of any arrangement share one layout, the group's, see
-    :class:`~grounding.solver.prepare.ChainGroups`), and one device-to-host transfer per group.
+    :class:`~grounding.solver.prepare.ChainGroups`), and one device-to-host transfer per group
+    (a large group whose padding to a power of two would add many rows runs in two parts, see
+    :func:`_parts`).
 
     The evidence is shared (one state for all questions) or per question (a sequence). Per
     question, without a realization, each state is first compacted
@@ -167,15 +169,32 @@ def ground_batch(
                 out = compiled(statics, None)(p.ev, p.q, realization)
                 results[i] = _result(out, problems[i], p, realization, config)
             continue
-        out = _group(members, prepared, shared, realization, traced)
-        leaves, treedef = jax.tree_util.tree_flatten(out)
-        on_host = is_concrete(*leaves)
-        if on_host:
-            leaves = jax.device_get(leaves)  # one transfer for the whole group
-        for j, i in enumerate(members):
-            one = treedef.unflatten([x[j] for x in leaves])
-            results[i] = _result(one, problems[i], prepared[i], realization, config, on_host)
+        for part in _parts(members):
+            out = _group(part, prepared, shared, realization, traced)
+            leaves, treedef = jax.tree_util.tree_flatten(out)
+            on_host = is_concrete(*leaves)
+            if on_host:
+                leaves = jax.device_get(leaves)  # one transfer for the whole part
+            for j, i in enumerate(part):
+                one = treedef.unflatten([x[j] for x in leaves])
+                results[i] = _result(one, problems[i], prepared[i], realization, config, on_host)
     return results  # type: ignore[return-value]
+
+
+#: A group whose padding to a power of two would add more rows than this runs in two parts
+#: (one call costs about as much as this many rows of a small question).
+SPLIT_ROWS = 32
+
+
+def _parts(members: list[int]) -> list[list[int]]:
+    """A group's questions as one call's rows, or, when padding them to a power of two would
+    add more than :data:`SPLIT_ROWS` rows, as a power of two of them, then the rest (padded
+    in turn: at most about a third of the rows are then padding, not half)."""
+    n = len(members)
+    if bucket(n, floor=1) - n <= SPLIT_ROWS:
+        return [members]
+    top = 1 << (n.bit_length() - 1)
+    return [members[:top], members[top:]]
 
 
 def _group_key(p: Prepared, shared: bool, i: int) -> tuple:

@@ -766,7 +766,8 @@ def test_realization_stores_a_float_array_of_one_row_per_entity():
 
 
 def test_padding_buckets_edge_padding_and_the_bounded_edge_cache():
-    """Candidates and small edge sets pad to the next power of two (at least ``floor``);
+    """Candidates and edge sets pad to the next power of two (at least ``floor``; edges at
+    least ``MIN_EDGES``);
     padded edges are masked out with reliability 1; the edge-array cache keeps the last 8
     graphs and answers for the graph it is asked about."""
     for floor in (1, 8):
@@ -784,13 +785,15 @@ def test_padding_buckets_edge_padding_and_the_bounded_edge_cache():
     for graph in graphs:
         ev, layout = prepare._edge_arrays(graph)
         E = graph.n_edges
-        assert layout is None and len(ev["head"]) == _shapes.bucket(E)
+        assert layout is None and len(ev["head"]) == prepare.MIN_EDGES == 128  # a small graph
         np.testing.assert_array_equal(ev["reliability"][:E], np.asarray(graph.reliability))
         np.testing.assert_array_equal(ev["reliability"][E:], 1.0)
         np.testing.assert_array_equal(ev["edge_mask"], np.arange(len(ev["head"])) < E)
         assert prepare._edge_arrays(graph)[0] is ev  # memoized
     assert len(prepare._EDGES) == 8 and graphs[0] not in prepare._EDGES
     assert graphs[-1] in prepare._EDGES
+    above = g.TypedGraph.from_triples([("a", "r", "b")] * 200, np.full(200, 0.5))
+    assert len(prepare._edge_arrays(above)[0]["head"]) == 256  # above the floor: a power of two
     # another key (another float dtype) is not served; a graph freed and another built in
     # its place (possibly at the same id) is never served the old one's value
     memo = GraphMemo(size=2)
@@ -980,3 +983,29 @@ def test_every_combination_of_flags_compiles_and_agrees_with_its_parts():
         assert (res.hard_log_posterior is None) is (eps is None)
         if omega is not None:
             np.testing.assert_allclose(res.certificate.tv_sharp, np.tanh(2.0 * omega / 4), **F64)
+
+
+def test_a_large_group_runs_in_two_parts_and_each_question_keeps_its_result():
+    """70 questions of one shape would be padded to 128 rows: they run as 64 and 6 (padded to
+    8), and every result is still its own question's (``ground`` alone)."""
+    from grounding.solver.solve import SPLIT_ROWS, _parts
+
+    assert _parts(list(range(70))) == [list(range(64)), list(range(64, 70))]
+    assert _parts(list(range(100))) == [list(range(100))]  # 28 padding rows: one call
+    assert 128 - 70 > SPLIT_ROWS >= 128 - 100
+    rng = np.random.default_rng(7)
+    ents = [f"e{i}" for i in range(10)]
+    triples = sorted({(ents[h], "r", ents[t]) for h, t in rng.integers(0, 10, (25, 2)) if h != t})
+    graph = g.TypedGraph.from_triples(triples, rng.uniform(0.3, 1.0, len(triples)), entities=ents)
+    problems, states = [], []
+    for _ in range(70):  # each question its own topic, prior and evidence
+        topic = ents[int(rng.integers(10))]
+        ends = [e for e in ents if e != topic][:4]
+        chains = [g.ClaimChain((topic, e), ("r",)) for e in ends]
+        problems.append(g.GroundingProblem("q", chains, g.log_normalize(rng.normal(size=4))))
+        keep = np.sort(rng.choice(graph.n_edges, graph.n_edges * 2 // 3, replace=False))
+        states.append(g.EvidenceState(graph.subgraph(keep)))
+    config = g.GroundingConfig(lam=1.5, kappa=1.0, n_paths=1)
+    batch = g.ground_batch(problems, states, config)
+    for p, s, b in zip(problems, states, batch):
+        _assert_same_grounding(b, g.ground(p, s, config))
