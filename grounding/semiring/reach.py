@@ -157,8 +157,8 @@ class Reachability:
         ``int64``, or with ``compact`` the narrowest type that holds every distance (``int8``
         below 127 hops: the matrix is 8 times smaller and no copy is made). With ``pairs``,
         also the reached entries ``(rows, nodes, hops)``, sorted by row, then node (what
-        ``np.nonzero(dist >= 0)`` and ``dist[rows, nodes]`` give, from the search's own
-        levels: no pass over the mostly unreached matrix).
+        ``np.nonzero(dist >= 0)`` and ``dist[rows, nodes]`` give; when few entries are
+        reached, from the search's own levels, with no pass over the matrix).
 
         One multi-source breadth-first search for all the sets at once: each level is the
         sparse product of the frontier (a ``[Q, N]`` Boolean matrix) with the CSR adjacency,
@@ -194,11 +194,19 @@ class Reachability:
         dist = dist if compact else dist.astype(np.int64)
         if not pairs:
             return dist
+        if sum(map(len, levels)) * DENSE_PAIRS > n_q * n:  # many reached: a pass beats a sort
+            q, v = np.nonzero(dist >= 0)
+            return dist, (q, v, dist[q, v])
         keys = np.concatenate(levels)
         order = np.argsort(keys, kind="stable")
         hops = np.repeat(np.arange(len(levels), dtype=dist.dtype), [len(k) for k in levels])
         q, v = np.divmod(keys[order], n)
         return dist, (q, v, hops[order])
+
+
+#: :meth:`Reachability.distances_to_nearest` reads its ``pairs`` off the matrix in one pass
+#: when more than one entry in this many is reached (else it sorts the search's levels).
+DENSE_PAIRS = 32
 
 
 def _distinct(keys: np.ndarray) -> np.ndarray:

@@ -21,6 +21,7 @@ from grounding.datasets import kgqa_benchmark
 from grounding.graph._memo import GraphMemo
 from grounding.retrieval import PCR, Query, TextIndex, _batch, subgraph_evidence
 from grounding.retrieval.base import subgraph_evidence_batch
+from grounding.semiring import reach
 from grounding.semiring.recursion import UNREACHABLE
 from grounding.solver import compact
 from grounding.testing.strategies import seeds, typed_graphs
@@ -106,14 +107,20 @@ def test_distances_to_nearest_equals_networkx_bfs(g, seed, max_hops):
     assert small.dtype == (np.int32 if max_hops is None else np.int8)
     # pairs: the reached entries in row-major order with their distances (a repeated anchor
     # is reached once)
+    # (both ways: read off the matrix when many entries are reached, else from the levels)
     sets = [*sets, np.repeat(sets[-1], 2)]
-    dist, (q, v, d) = g.distances_to_nearest(sets, max_hops, compact=True, pairs=True)
-    np.testing.assert_array_equal(dist[:4], small)
-    want_q, want_v = np.nonzero(dist >= 0)
-    np.testing.assert_array_equal(q, want_q)
-    np.testing.assert_array_equal(v, want_v)
-    np.testing.assert_array_equal(d, dist[want_q, want_v])
-    assert d.dtype == dist.dtype
+    for share in (0, 10**9):
+        reach.DENSE_PAIRS, saved = share, reach.DENSE_PAIRS
+        try:
+            dist, (q, v, d) = g.distances_to_nearest(sets, max_hops, compact=True, pairs=True)
+        finally:
+            reach.DENSE_PAIRS = saved
+        np.testing.assert_array_equal(dist[:4], small)
+        want_q, want_v = np.nonzero(dist >= 0)
+        np.testing.assert_array_equal(q, want_q)
+        np.testing.assert_array_equal(v, want_v)
+        np.testing.assert_array_equal(d, dist[want_q, want_v])
+        assert d.dtype == dist.dtype
 
 
 @settings(max_examples=60)
