@@ -88,7 +88,7 @@ class ClaimChain:
     def _trusted(cls, entities: tuple, relations: tuple, name: str) -> ClaimChain:
         """A chain from parts (and its default name) that its caller checked and built."""
         c = object.__new__(cls)
-        for field, value in zip(cls.__slots__, (entities, relations, name, "")):
+        for field, value in zip(_CHAIN_FIELDS, (entities, relations, name, "")):
             object.__setattr__(c, field, value)
         return c
 
@@ -111,7 +111,7 @@ class ClaimChain:
 
 
 Candidate = ClaimChain | str
-
+_CHAIN_FIELDS = ("entities", "relations", "name", "description")
 #: The end of a "log_prior does not normalize" error: the constructor for raw scores.
 _HINT = "GroundingProblem.from_logprobs(question, candidates, scores) normalizes raw scores"
 

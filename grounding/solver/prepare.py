@@ -325,9 +325,9 @@ MIN_EDGES = 128
 
 def _edge_arrays(graph: TypedGraph) -> tuple[dict, object]:
     """Edge arrays padded to a power of two of at least :data:`MIN_EDGES` (small graphs:
-    segment layout) or exact with the graph's ELL layout (large graphs). Memoized for the last few graphs (a retriever grounds
-    many questions against one graph), per float dtype (64-bit mode can be switched on
-    later)."""
+    segment layout) or exact with the graph's ELL layout (large graphs). Memoized for the
+    last few graphs (a retriever grounds many questions against one graph), per float dtype
+    (64-bit mode can be switched on later)."""
     dtype = float_dtype()
     hit = _EDGES.find(graph, dtype)
     return _EDGES.keep(graph, dtype, _build_edge_arrays(graph, dtype)) if hit is None else hit

@@ -111,8 +111,8 @@ def ground_batch(
     per group of questions with the same statics (candidate kind, shapes after padding; claim
     chains of any arrangement share one layout, the group's, see
     :class:`~grounding.solver.prepare.ChainGroups`), and one device-to-host transfer per group
-    (a large group whose padding to a power of two would add many rows runs in two parts, see
-    :func:`_parts`).
+    (a group whose padding to a power of two would add more than 32 rows runs as two calls: a
+    power of two of its questions, then the rest).
 
     The evidence is shared (one state for all questions) or per question (a sequence). Per
     question, without a realization, each state is first compacted
