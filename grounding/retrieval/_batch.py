@@ -121,16 +121,20 @@ def _walk_back(graph: TypedGraph, dist: np.ndarray, reach, q, v) -> list[np.ndar
     to each node ``v`` of query ``q``: from a node at distance ``d > 0`` along its first
     in-edge (edge order) whose head is at distance ``d - 1``, as :func:`subgraph_evidence`
     walks back; level by level from the deepest, each node once per query. ``reach``: the
-    pairs ``(row, node)`` of ``dist >= 0`` with their distances, sorted by row, then node."""
+    pairs ``(row, node)`` of ``dist >= 0`` with their distances, sorted by row, then node, when
+    the caller has them (else each level is read off ``dist``)."""
     n = dist.shape[1]
     lev = dist[q, v]
     keys, lev = q[lev > 0] * n + v[lev > 0], lev[lev > 0]  # UNREACHABLE (-1), anchors (0) stay
-    rq, rv, rd = reach
     marked = []
     for level in range(int(lev.max()) if len(lev) else 0, 0, -1):
         wq, wv = np.divmod(_distinct(keys[lev == level]), n)
-        at = rd == level - 1
-        pq, pv = _predecessors(graph, dist, wq, wv, level, (rq[at], rv[at]))
+        if reach is None:
+            below = np.nonzero(dist == level - 1)  # sorted by row, then node
+        else:
+            at = reach[2] == level - 1
+            below = (reach[0][at], reach[1][at])
+        pq, pv = _predecessors(graph, dist, wq, wv, level, below)
         marked.append(pq * n + pv)
         keys = np.concatenate([keys[lev < level], pq * n + pv])
         lev = np.concatenate([lev[lev < level], np.full(len(pq), level - 1)])
@@ -143,13 +147,14 @@ def evidence_edges(
     anchors_list: Sequence[Sequence[int] | np.ndarray],
     nodes_list: Sequence[Sequence[int] | np.ndarray],
     triples_list: Sequence[Sequence[int] | np.ndarray | None] | None,
-    reach: tuple[np.ndarray, np.ndarray, np.ndarray],
+    reach: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
 ) -> list[np.ndarray]:
     """The sorted edge indices of :func:`subgraph_evidence` for each query, given ``dist``
     (``[Q, N]``, :meth:`~grounding.TypedGraph.distances_to_nearest` of the anchor sets at the
     depth limit): the subgraph induced on the anchors, the nodes, the given triples'
     endpoints and one shortest path to each node, plus the given triples. ``reach``: the
-    entries of ``dist`` within the limit (``distances_to_nearest(..., pairs=True)``)."""
+    entries of ``dist`` within the limit (``distances_to_nearest(..., pairs=True)``), when the
+    caller has them (``None``: the levels the walk back needs are read off ``dist``)."""
     n_q, n = dist.shape
     head, tail = np.asarray(graph.head), np.asarray(graph.tail)
     given = [
@@ -262,9 +267,9 @@ def subgraph_evidence_batch(
     for s in range(0, n_q, step):
         sl = slice(s, s + step)
         anchors = [np.asarray(a, np.int64).reshape(-1) for a in anchors_list[sl]]
-        dist, reach = graph.distances_to_nearest(anchors, max_hops, compact=True, pairs=True)
+        dist = graph.distances_to_nearest(anchors, max_hops, compact=True)
         triples = None if triples_list is None else triples_list[sl]
-        edges = evidence_edges(graph, dist, anchors, nodes_list[sl], triples, reach)
+        edges = evidence_edges(graph, dist, anchors, nodes_list[sl], triples, None)
         provs = [None] * len(edges) if provenances is None else provenances[sl]
         out += [
             EvidenceState(graph=graph.subgraph(e), provenance=dict(p or {}))
