@@ -19,6 +19,7 @@ from grounding.evidence import EvidenceState
 from grounding.graph import TypedGraph, _edges_of
 from grounding.graph._memo import GraphMemo
 from grounding.retrieval._rank import screen
+from grounding.semiring.reach import _distinct
 
 _CHUNK_CELLS = 1 << 22  # [Q, N] distance cells per chunk of queries (bounds memory)
 
@@ -45,12 +46,6 @@ def _first(owner: np.ndarray) -> np.ndarray:
     return (
         np.flatnonzero(np.concatenate(([True], owner[1:] != owner[:-1]))) if len(owner) else owner
     )
-
-
-def _distinct(keys: np.ndarray) -> np.ndarray:
-    """Sorted distinct values of an integer array."""
-    keys = np.sort(keys)
-    return keys[np.concatenate(([True], keys[1:] != keys[:-1]))] if len(keys) else keys
 
 
 def _predecessors(graph: TypedGraph, dist: np.ndarray, q, v, level: int, below):
