@@ -189,7 +189,8 @@ SPLIT_ROWS = 32
 def _parts(members: list[int]) -> list[list[int]]:
     """A group's questions as one call's rows, or, when padding them to a power of two would
     add more than :data:`SPLIT_ROWS` rows, as a power of two of them, then the rest (padded
-    in turn: at most about a third of the rows are then padding, not half)."""
+    in turn: under a quarter of a split group's rows are then padding, where padding it whole
+    could make up nearly half)."""
     n = len(members)
     if bucket(n, floor=1) - n <= SPLIT_ROWS:
         return [members]
