@@ -18,6 +18,7 @@ References:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -202,8 +203,8 @@ def claim_chains(
     relations = tuple(relations)
     mid = (None,) * (len(relations) - 1)
     pairs = [(d, a) for d, a in pairs]
-    names = [*relations, *(x for pair in pairs for x in pair)]
-    if not relations or not all(isinstance(x, str) and x for x in names):
+    names = [*relations, *itertools.chain.from_iterable(pairs)]
+    if not (relations and all(names) and all(map(isinstance, names, itertools.repeat(str)))):
         return tuple(ClaimChain((d, *mid, a), relations) for d, a in pairs)  # (says what is wrong)
     stars = "*->" * len(mid)  # each chain's default name, as ClaimChain writes it
     return tuple(ClaimChain._trusted((d, *mid, a), relations, f"{d}->{stars}{a}") for d, a in pairs)
