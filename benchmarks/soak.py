@@ -4,7 +4,9 @@ against the number of calls, for two workloads run in one process each.
 Run: ``python benchmarks/soak.py [--calls 100000] [--workload mixed|service|both]
 [--every 1000] [--seed 0] [--out results/bench_soak.json] [--plot docs/assets/soak.png]``.
 Last line: ``maps_plateau=<max maps over the last half of the calls> rss_plateau_mb=<max RSS
-there> compiles_after_warmup=<compilations there>`` for each workload.
+there> compiles_after_warmup=<compilations there> recompiles_after_warmup=<of them, programs
+compiled again after the cap evicted them>``, over the workloads; each workload's line also
+gives ``rss_mb_per_compile``, what the RSS grew per compilation over the last half.
 
 - ``mixed``: each call grounds a random batch (1-32 questions) against one of 48 random graphs
   (10-2,000 nodes, about 3 edges per node, 4 relation types): per question a random kind
@@ -168,6 +170,7 @@ def soak(call, calls: int, every: int, compiles: Compiles, out: str | None = Non
                     rss_mb=rss_mb(),
                     compiles=compiles.count,
                     solver_compiles=info["compilations"],
+                    solver_recompiles=info["recompilations"],
                     live_programs=info["live"],
                     p50_ms=1e3 * float(np.median(lat)),
                     p99_ms=1e3 * float(np.quantile(lat, 0.99)),
@@ -180,17 +183,23 @@ def soak(call, calls: int, every: int, compiles: Compiles, out: str | None = Non
                 write_json(out, dict(partial=True, curve=curve))
             print(
                 f"  {i:>7} calls: maps {c['maps']}, RSS {c['rss_mb']:.0f} MB, compilations "
-                f"{c['compiles']} (solver {c['solver_compiles']}, live {c['live_programs']}), "
+                f"{c['compiles']} (solver {c['solver_compiles']}, of them again after eviction "
+                f"{c['solver_recompiles']}; live {c['live_programs']}), "
                 f"p50 {c['p50_ms']:.2f} ms, p99 {c['p99_ms']:.1f} ms",
                 flush=True,
             )
     half = [c for c in curve if c["calls"] > calls // 2]
     at_half = max((c for c in curve if c["calls"] <= calls // 2), key=lambda c: c["calls"])
+    last = curve[-1]
+    compiled = last["compiles"] - at_half["compiles"]
     return dict(
         curve=curve,
         maps_plateau=max(c["maps"] for c in half),
         rss_plateau_mb=max(c["rss_mb"] for c in half),
-        compiles_after_warmup=curve[-1]["compiles"] - at_half["compiles"],
+        compiles_after_warmup=compiled,
+        recompiles_after_warmup=last["solver_recompiles"] - at_half["solver_recompiles"],
+        # what the heap kept per compilation over the last half (RSS follows compilations)
+        rss_mb_per_compile=(last["rss_mb"] - at_half["rss_mb"]) / compiled if compiled else 0.0,
         max_programs=programs.max_programs(),
     )
 
@@ -205,7 +214,7 @@ def plot(path: str, results: dict, title: str) -> None:
     panels = [
         ("maps", "memory maps"),
         ("rss_mb", "resident memory (MB)"),
-        ("compiles", "compilations so far"),
+        ("compiles", "compilations so far (dashed: again after eviction)"),
         ("p99_ms", "latency (ms): p50 dashed, p99"),
     ]
     fig, axes = plt.subplots(len(results), 4, figsize=(13, 2.9 * len(results)), squeeze=False)
@@ -214,6 +223,8 @@ def plot(path: str, results: dict, title: str) -> None:
         x = [c["calls"] for c in curve]
         for ax, (key, label) in zip(axes[row], panels):
             ax.plot(x, [c[key] for c in curve], color=color)
+            if key == "compiles" and "solver_recompiles" in curve[0]:
+                ax.plot(x, [c["solver_recompiles"] for c in curve], "--", color=color)
             if key == "p99_ms":
                 ax.plot(x, [c["p50_ms"] for c in curve], "--", color=color)
                 ax.set_yscale("log")
@@ -249,7 +260,9 @@ def main(argv=None) -> None:
         results[name] = r = in_child(workload, name, args.calls, args.every, args.seed, partial)
         print(
             f"{name}: maps_plateau={r['maps_plateau']} rss_plateau_mb={r['rss_plateau_mb']:.0f} "
-            f"compiles_after_warmup={r['compiles_after_warmup']}",
+            f"compiles_after_warmup={r['compiles_after_warmup']} "
+            f"recompiles_after_warmup={r['recompiles_after_warmup']} "
+            f"rss_mb_per_compile={r['rss_mb_per_compile']:.3f}",
             flush=True,
         )
     cap = results[name]["max_programs"]
@@ -262,7 +275,8 @@ def main(argv=None) -> None:
     print(
         f"maps_plateau={max(r['maps_plateau'] for r in results.values())} "
         f"rss_plateau_mb={max(r['rss_plateau_mb'] for r in results.values()):.0f} "
-        f"compiles_after_warmup={sum(r['compiles_after_warmup'] for r in results.values())}"
+        f"compiles_after_warmup={sum(r['compiles_after_warmup'] for r in results.values())} "
+        f"recompiles_after_warmup={sum(r['recompiles_after_warmup'] for r in results.values())}"
     )
 
 

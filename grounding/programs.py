@@ -8,8 +8,9 @@ programs (default :data:`DEFAULT_MAX_PROGRAMS`). Every input dimension is padded
 bucket first (:func:`grounding._shapes.bucket`: candidates, anchors, chain widths, nodes,
 edges and batch rows), so a workload meets finitely many shapes and, when they fit under the
 cap, compiles each once and stops compiling once it has seen them (a workload with more
-shapes than the cap compiles evicted ones again); an evicted program's executable is freed
-with it.
+shapes than the cap compiles evicted ones again: :func:`program_info` counts those
+``recompilations``, and a count that keeps growing says the cap is below the workload's
+working set); an evicted program's executable is freed with it.
 
 A compiled program holds tens to hundreds of memory maps, and Linux stops a process at
 ``vm.max_map_count`` (65,530 by default), so the cap is what keeps a process that grounds for
@@ -21,8 +22,8 @@ the QA systems call it between batches when built with ``release_programs=True``
 Example:
     >>> import grounding
     >>> info = grounding.programs.program_info()
-    >>> sorted(info) == ["by_kind", "compilations", "evictions", "live", "max_programs"]
-    True
+    >>> sorted(info)
+    ['by_kind', 'compilations', 'evictions', 'live', 'max_programs', 'recompilations']
 """
 
 from __future__ import annotations
@@ -54,7 +55,11 @@ DEFAULT_MAX_PROGRAMS = 64
 
 _LOCK = threading.RLock()
 _CACHE: collections.OrderedDict[Hashable, Any] = collections.OrderedDict()
-_STATE = {"max_programs": DEFAULT_MAX_PROGRAMS, "compilations": 0, "evictions": 0}
+_STATE = {"max_programs": DEFAULT_MAX_PROGRAMS, "compilations": 0, "evictions": 0,
+          "recompilations": 0}  # fmt: skip
+#: Hashes of the keys of the last evicted programs (to count recompilations; bounded).
+_EVICTED: collections.OrderedDict[int, None] = collections.OrderedDict()
+_EVICTED_MAX = 16_384  # (about 2 MB at most)
 _TRACED: dict[Hashable, Callable] = {}  # jit wrappers for traced arguments (jax.grad, jit)
 
 
@@ -79,9 +84,13 @@ def set_max_programs(n: int) -> int:
 
 def program_info() -> dict[str, Any]:
     """Counters of the program cache: ``live`` programs, the cap ``max_programs``, and since
-    the process started (or the last :func:`release_programs`) the ``compilations`` and
-    ``evictions``; ``by_kind``: live programs per kind (``"solver"``: the grounding program;
-    ``"chain costs"``: the walk report's costs)."""
+    the process started (or the last :func:`release_programs`) the ``compilations``, the
+    ``evictions`` and the ``recompilations``: compilations of a program the cap had evicted
+    (one of the last 16,384 evicted). A count that keeps growing means the workload uses more
+    programs than the cap holds: each comes back compiled again (0.4-7 s), and the heap keeps
+    a little of every compilation (the limits page of the documentation); raise the cap if
+    the memory maps allow. ``by_kind``: live programs per kind (``"solver"``: the grounding
+    program; ``"chain costs"``: the walk report's costs)."""
     with _LOCK:
         kinds = collections.Counter(key[0][0] for key in _CACHE)
         return dict(
@@ -89,6 +98,7 @@ def program_info() -> dict[str, Any]:
             max_programs=_STATE["max_programs"],
             compilations=_STATE["compilations"],
             evictions=_STATE["evictions"],
+            recompilations=_STATE["recompilations"],
             by_kind=dict(kinds),
         )
 
@@ -118,7 +128,8 @@ def clear_solver_programs() -> None:
     with _LOCK:
         _CACHE.clear()
         _TRACED.clear()
-        _STATE.update(compilations=0, evictions=0)
+        _EVICTED.clear()
+        _STATE.update(compilations=0, evictions=0, recompilations=0)
 
 
 def _malloc_trim() -> None:
@@ -139,8 +150,10 @@ def _evict() -> None:
     its resident memory by fragments of freed programs)."""
     dropped = 0
     while len(_CACHE) > _STATE["max_programs"]:
-        _CACHE.popitem(last=False)
+        _EVICTED[hash(_CACHE.popitem(last=False)[0])] = None
         dropped += 1
+    while len(_EVICTED) > _EVICTED_MAX:
+        _EVICTED.popitem(last=False)
     _STATE["evictions"] += dropped
     if dropped:
         _malloc_trim()
@@ -182,5 +195,8 @@ def run_program(key: tuple, make: Callable[[], Callable], *args: Any) -> Any:
             exe = jax.jit(make()).lower(*args).compile()
             _CACHE[full] = exe
             _STATE["compilations"] += 1
+            if hash(full) in _EVICTED:  # the cap had evicted it
+                del _EVICTED[hash(full)]
+                _STATE["recompilations"] += 1
             _evict()
     return exe(*args)

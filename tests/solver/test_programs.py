@@ -124,8 +124,13 @@ def test_the_cap_evicts_least_recently_used_programs_and_results_stay_right(fres
         g.ground_batch([p] * n, graph, lam=1.0, kappa=1.0, n_paths=0)
     info = programs.program_info()
     assert info["live"] == 2 and info["evictions"] >= 4
+    assert info["recompilations"] == 0  # each shape compiled once
     again = g.ground(p, graph, lam=1.0, kappa=1.0, n_paths=0)  # evicted: compiled again
     np.testing.assert_array_equal(again.log_posterior, want.log_posterior)
+    after = programs.program_info()
+    assert after["recompilations"] == 1 and after["compilations"] == info["compilations"] + 1
+    g.ground_batch([p] * 9, graph, lam=1.0, kappa=1.0, n_paths=0)  # live: no compilation
+    assert programs.program_info()["recompilations"] == 1
     with pytest.raises(ValueError, match="max_programs"):
         programs.set_max_programs(0)
 
