@@ -242,7 +242,9 @@ def stages(env, hops: int, k_candidates: int, n: int, k_nodes: int) -> dict:
     )
     timed(  # ground_batch compacts per-question evidence itself: this stage is inside the next
         "compaction (compact_evidence, inside ground_batch)",
-        lambda: compact_evidence(states, [p.entities() for p in problems]),
+        lambda: compact_evidence(
+            states, [p.entities() for p in problems], texts=False, unknown="skip"
+        ),
     )
     timed("ground_batch without walks", lambda: ground_batch(problems, states, cfg, n_paths=0))
     timed("ground_batch with walks (default)", lambda: ground_batch(problems, states, cfg))

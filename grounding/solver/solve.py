@@ -139,10 +139,8 @@ def ground_batch(
         raise ValueError(f"{len(problems)} problems but {len(states)} evidence states")
     if not shared and realization is None:  # a realization is indexed by the full vocabulary
         states = [checked_state(p, s) for p, s in zip(problems, states)]
-        keep = [
-            [e for e in p.entities() if s.graph.has_entity(e)] for p, s in zip(problems, states)
-        ]
-        states = compact_evidence(states, keep)  # out-of-graph names stay out of graph
+        keep = [p.entities() for p in problems]  # (a name a state lacks stays out of graph)
+        states = compact_evidence(states, keep, texts=False, unknown="skip")
     c_pad = bucket(max(p.n_candidates for p in problems))
     settings = config.arrays()
     traced = not is_concrete(*settings.values())

@@ -280,18 +280,24 @@ def test_pcr_batch_on_codex_s_equals_the_per_question_path(hops, monkeypatch):
 
 # ------------------------------------------------------------------ compaction
 @settings(max_examples=60)
-@given(typed_graphs(n_max=10, e_max=24), seeds, st.sampled_from([1, 4, 64]), st.booleans())
-def test_compact_evidence_equals_the_reference_state_by_state(g, seed, min_size, texts):
+@given(
+    typed_graphs(n_max=10, e_max=24), typed_graphs(n_max=6, e_max=12), seeds,
+    st.sampled_from([1, 4, 64]), st.booleans(),
+)  # fmt: skip
+def test_compact_evidence_equals_the_reference_state_by_state(g, g2, seed, min_size, texts):
+    """One batch of states from two graphs of different sizes (the batch renumbers them in
+    one sort): each state equals its own reference compaction."""
     rng = np.random.default_rng(seed)
     if texts:
         g = with_texts(g, rng)
     if rng.random() < 0.3:  # a name that collides with a padding name
         g = dataclasses.replace(g, entities=("<padding 1>", *g.entities[1:]))
     states = []
-    for _ in range(4):
-        edges = np.flatnonzero(rng.random(g.n_edges) < 0.5)
-        states.append(EvidenceState(g.subgraph(edges), negative={("v0", "r0", "v1")}))
-    keep = [tuple(rng.choice(g.entities, rng.integers(0, 3), replace=False)) for _ in states]
+    for i in range(5):
+        src = g2 if i % 3 == 1 else g
+        edges = np.flatnonzero(rng.random(src.n_edges) < 0.5)
+        states.append(EvidenceState(src.subgraph(edges), negative={("v0", "r0", "v1")}))
+    keep = [tuple(rng.choice(s.graph.entities, rng.integers(0, 3), replace=False)) for s in states]
     got = compact.compact_evidence(states, keep, min_size=min_size)
     size = got[0].graph.n_nodes
     assert size & (size - 1) == 0 and size >= min_size
@@ -301,6 +307,13 @@ def test_compact_evidence_equals_the_reference_state_by_state(g, seed, min_size,
         assert_same_graph(c.graph, want.graph)
         assert c.negative == want.negative == s.negative
         assert dataclasses.replace(c, negative=frozenset()).negative == frozenset()
+    # without texts, and skipping names a state lacks: the same graphs otherwise
+    lacking = [(*kp, "not an entity") for kp in keep]
+    bare = compact.compact_evidence(states, lacking, min_size=min_size, texts=False,
+                                    unknown="skip")  # fmt: skip
+    for b, c in zip(bare, got):
+        assert b.graph.texts == ()
+        assert_same_graph(b.graph, dataclasses.replace(c.graph, texts=()))
 
 
 def test_compact_evidence_errors():
@@ -310,4 +323,6 @@ def test_compact_evidence_errors():
         compact.compact_evidence([s], [])
     with pytest.raises(KeyError, match="nope"):
         compact.compact_evidence([s], [("nope",)])
+    with pytest.raises(ValueError, match="unknown must be"):
+        compact.compact_evidence([s], [()], unknown="drop")
     assert compact.compact_evidence([], []) == []
