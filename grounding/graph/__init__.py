@@ -261,6 +261,10 @@ class TypedGraph:
         return self.texts or tuple(n.replace("_", " ") for n in self.entities)
 
     @functools.cached_property
+    def _host_edges(self) -> tuple[np.ndarray, ...]:  # (NumPy views of CPU arrays: no copy)
+        return tuple(np.asarray(x) for x in (self.head, self.relation, self.tail, self.reliability))
+
+    @functools.cached_property
     def _entity_ix(self) -> dict[str, int]:
         return _index(self.entities)
 
@@ -373,19 +377,16 @@ class TypedGraph:
         if keep.dtype.kind in "iu":
             if keep.ndim != 1 or (len(keep) and (keep[0] < 0 or keep[-1] >= self.n_edges)):
                 raise ValueError(f"edge indices must lie in [0, {self.n_edges})")
-            if np.any(np.diff(keep) <= 0):
+            if (keep[1:] <= keep[:-1]).any():  # (np.diff costs 5x more on a small array)
                 raise ValueError("edge indices must be strictly increasing")
         else:
             keep = keep.astype(bool)
             if keep.shape != (self.n_edges,):
                 raise ValueError(f"keep must have shape ({self.n_edges},), got {keep.shape}")
         # NumPy indexing, kept on the host as read-only arrays (no transfer per subgraph: a
-        # batch of questions reaches the device once, stacked, when it is grounded). A subset
-        # of valid edges over the same vocabulary is valid: no re-validation, and the name
-        # lookups are shared with this graph.
-        parts = [
-            np.asarray(x)[keep] for x in (self.head, self.relation, self.tail, self.reliability)
-        ]
+        # batch reaches the device once, stacked, when it is grounded). A subset of valid edges
+        # over the same vocabulary is valid: no checks; the name lookups are this graph's.
+        parts = [x[keep] for x in self._host_edges]
         for part in parts:
             part.setflags(write=False)
         sub = TypedGraph._trusted(*parts, self.entities, self.relations, self.texts)

@@ -112,6 +112,8 @@ def test_edges_from_and_subgraph_by_indices(umls_loop):
     assert g.subgraph(want).entity_index(g.entities[5]) == 5
     with pytest.raises(ValueError, match="increasing"):
         g.subgraph(want[::-1])
+    with pytest.raises(ValueError, match="increasing"):  # a repeated edge
+        g.subgraph(want[[0, 1, 1, 2]])
     with pytest.raises(ValueError, match="lie in"):
         g.subgraph(np.array([g.n_edges]))
 
