@@ -22,7 +22,9 @@ its RSS, the compilations so far (every backend compilation of the process, coun
 monitoring listener, and the solver's own, :func:`grounding.programs.program_info`) and the
 p50 / p99 latency of the calls since the last record. The plateau is taken over the last
 half of the calls: the bound a process running this workload for longer stays under.
-While it runs, ``<out>.<workload>.partial`` holds the curve so far. Linux only (``/proc``).
+After the last call the script calls :func:`grounding.programs.release_programs` and records
+the maps and RSS again (``released``: what a release returns, and what stays). While it runs,
+``<out>.<workload>.partial`` holds the curve so far. Linux only (``/proc``).
 """
 
 from __future__ import annotations
@@ -282,9 +284,20 @@ def main(argv=None) -> None:
 
 def workload(name: str, calls: int, every: int, seed: int, partial: str | None) -> dict:
     """One workload in this (fresh) process; its curve so far in ``partial`` as it runs."""
+    from grounding import programs
+
     compiles = Compiles()
-    print(f"{name}: start maps {maps()}, RSS {rss_mb():.0f} MB", flush=True)
-    return (mixed if name == "mixed" else service)(calls, every, seed, compiles, partial)
+    start = dict(maps=maps(), rss_mb=rss_mb())
+    print(f"{name}: start maps {start['maps']}, RSS {start['rss_mb']:.0f} MB", flush=True)
+    out = (mixed if name == "mixed" else service)(calls, every, seed, compiles, partial)
+    programs.release_programs()  # what a release returns, and what stays
+    released = dict(maps=maps(), rss_mb=rss_mb())
+    print(
+        f"{name}: after release_programs() maps {released['maps']}, RSS "
+        f"{released['rss_mb']:.0f} MB",
+        flush=True,
+    )
+    return dict(out, start=start, released=released)
 
 
 if __name__ == "__main__":
