@@ -57,46 +57,76 @@ def compact_evidence(
         return []
     graphs = [s.graph for s in states]
     named = [_named(g, k, unknown == "skip") for g, k in zip(graphs, keep)]
-    # Every question's nodes as keys q * n + node: one sort for the batch finds each question's
-    # touched entities (its slice of the sorted keys) and renumbers its edges (their rank
-    # there, minus where its slice starts).
-    n = max(g.n_nodes for g in graphs)
+    n = max(1, *(g.n_nodes for g in graphs))
+    step = max(1, _CELLS // n) if n <= _DENSE_NODES else len(graphs)  # questions per pass
+    parts = [_renumber(graphs[s : s + step], named[s : s + step], n)
+             for s in range(0, len(graphs), step)]  # fmt: skip
+    old = [x for part in parts for x in part[0]]
+    edges = [x for part in parts for x in part[1]]
+    size = bucket(max([1, min_size, *map(len, old)]), floor=1)
+    pads: dict[int, tuple[str, ...]] = {}
+    out = []
+    for state, g, kept, (head, tail) in zip(states, graphs, old, edges):
+        if id(g.entities) not in pads:  # derived graphs share their vocabulary tuple
+            pads[id(g.entities)] = _padding(g, size)
+        pad = pads[id(g.entities)][: size - len(kept)]
+        graph = TypedGraph._trusted(
+            head,
+            g.relation,
+            tail,
+            g.reliability,
+            tuple(map(g.entities.__getitem__, kept)) + pad,
+            g.relations,
+            tuple(map(g.texts.__getitem__, kept)) + ("",) * len(pad) if texts and g.texts else (),
+        )
+        graph.__dict__["_relation_ix"] = g._relation_ix  # one schema: one relation lookup
+        out.append(state._over(graph))
+    return out
+
+
+#: Cells (questions x nodes) of one marking pass of :func:`_renumber` (16 MB of flags), and
+#: the largest graph renumbered by marking (larger: by sorting the batch's entities).
+_CELLS, _DENSE_NODES = 1 << 24, 1 << 18
+
+
+def _renumber(graphs: list[TypedGraph], named: list[np.ndarray], n: int) -> tuple[list, list]:
+    """Per graph, the sorted indices of the entities its edges touch or ``named`` names, and
+    its ``(head, tail)`` renumbered to positions among them (read-only ``int32``). Entity
+    ``v`` of question ``q`` is the key ``q * n + v``. Over graphs of at most
+    :data:`_DENSE_NODES` entities each key is a flag in one ``[len(graphs) * n]`` array: one
+    pass lists every question's entities in order and one gather renumbers every edge (linear;
+    a sort of the batch's keys cost three times as much at 2 hops). Over larger graphs, the
+    keys are sorted (a pass over ``n`` cells a question would cost more)."""
     offset = np.arange(len(graphs), dtype=np.int64) * n
     n_edges = [g.n_edges for g in graphs]
     by_edge = np.repeat(offset, n_edges)
     head = np.concatenate([np.asarray(g.head) for g in graphs]).astype(np.int64) + by_edge
     tail = np.concatenate([np.asarray(g.tail) for g in graphs]).astype(np.int64) + by_edge
     names = np.concatenate(named) + np.repeat(offset, [len(x) for x in named])
-    nodes = np.unique(np.concatenate([head, tail, names]))
+    dense = n <= _DENSE_NODES
+    if dense:
+        used = np.zeros(len(graphs) * n, bool)
+        used[head] = used[tail] = used[names] = True
+        nodes = np.flatnonzero(used)
+    else:
+        nodes = np.unique(np.concatenate([head, tail, names]))
     start = np.searchsorted(nodes, offset)
-    stop = np.append(start[1:], len(nodes))
-    size = bucket(max([1, min_size, *(stop - start).tolist()]), floor=1)
-    ranks = np.repeat(start, n_edges)
-    head = (np.searchsorted(nodes, head) - ranks).astype(np.int32)
-    tail = (np.searchsorted(nodes, tail) - ranks).astype(np.int32)
+    counts = np.diff(np.append(start, len(nodes)))
+    local = nodes - np.repeat(offset, counts)  # each entity's index in its graph
+    if dense:
+        rank = np.empty(len(graphs) * n, np.int32)  # (read only where written)
+        rank[nodes] = np.arange(len(nodes)) - np.repeat(start, counts)  # among its question's
+        head, tail = rank[head], rank[tail]
+    else:
+        first = np.repeat(start, n_edges)  # where each edge's question's entities start
+        head, tail = ((np.searchsorted(nodes, x) - first).astype(np.int32) for x in (head, tail))
     head.setflags(write=False)  # (each graph's edges are read-only views of these)
     tail.setflags(write=False)
-    local = (nodes - np.repeat(offset, stop - start)).tolist()
-    edge_at = np.cumsum([0, *n_edges]).tolist()
-    pads: dict[int, tuple[str, ...]] = {}
-    out = []
-    for q, (state, g) in enumerate(zip(states, graphs)):
-        if id(g.entities) not in pads:  # derived graphs share their vocabulary tuple
-            pads[id(g.entities)] = _padding(g, size)
-        old = local[start[q] : stop[q]]
-        pad = pads[id(g.entities)][: size - len(old)]
-        graph = TypedGraph._trusted(
-            head[edge_at[q] : edge_at[q + 1]],
-            g.relation,
-            tail[edge_at[q] : edge_at[q + 1]],
-            g.reliability,
-            tuple(map(g.entities.__getitem__, old)) + pad,
-            g.relations,
-            tuple(map(g.texts.__getitem__, old)) + ("",) * len(pad) if texts and g.texts else (),
-        )
-        graph.__dict__["_relation_ix"] = g._relation_ix  # one schema: one relation lookup
-        out.append(state._over(graph))
-    return out
+    local_ids, at = local.tolist(), np.cumsum([0, *n_edges]).tolist()
+    bounds = np.append(start, len(nodes)).tolist()
+    kept = [local_ids[bounds[q] : bounds[q + 1]] for q in range(len(graphs))]
+    edges = [(head[at[q] : at[q + 1]], tail[at[q] : at[q + 1]]) for q in range(len(graphs))]
+    return kept, edges
 
 
 def _padding(graph: TypedGraph, count: int) -> tuple[str, ...]:

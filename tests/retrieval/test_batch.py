@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from unittest import mock
 
 import networkx as nx
 import numpy as np
@@ -282,11 +283,15 @@ def test_pcr_batch_on_codex_s_equals_the_per_question_path(hops, monkeypatch):
 @settings(max_examples=60)
 @given(
     typed_graphs(n_max=10, e_max=24), typed_graphs(n_max=6, e_max=12), seeds,
-    st.sampled_from([1, 4, 64]), st.booleans(),
+    st.sampled_from([1, 4, 64]), st.booleans(), st.sampled_from([1, 12, 1 << 24]),
+    st.sampled_from([0, 1 << 18]),
 )  # fmt: skip
-def test_compact_evidence_equals_the_reference_state_by_state(g, g2, seed, min_size, texts):
-    """One batch of states from two graphs of different sizes (the batch renumbers them in
-    one sort): each state equals its own reference compaction."""
+def test_compact_evidence_equals_the_reference_state_by_state(
+    g, g2, seed, min_size, texts, cells, dense
+):
+    """One batch of states from two graphs of different sizes, renumbered together by flags in
+    passes of ``cells`` (one question a pass, a few, or all) or, as over large graphs
+    (``dense=0``), by sorting: each state equals its own reference compaction."""
     rng = np.random.default_rng(seed)
     if texts:
         g = with_texts(g, rng)
@@ -298,7 +303,8 @@ def test_compact_evidence_equals_the_reference_state_by_state(g, g2, seed, min_s
         edges = np.flatnonzero(rng.random(src.n_edges) < 0.5)
         states.append(EvidenceState(src.subgraph(edges), negative={("v0", "r0", "v1")}))
     keep = [tuple(rng.choice(s.graph.entities, rng.integers(0, 3), replace=False)) for s in states]
-    got = compact.compact_evidence(states, keep, min_size=min_size)
+    with mock.patch.multiple(compact, _CELLS=cells, _DENSE_NODES=dense):
+        got = compact.compact_evidence(states, keep, min_size=min_size)
     size = got[0].graph.n_nodes
     assert size & (size - 1) == 0 and size >= min_size
     for c, s, kp in zip(got, states, keep):
