@@ -252,8 +252,10 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     if not sys.platform.startswith("linux"):
         raise SystemExit("soak.py reads /proc: Linux only")
-    if args.calls < 2 or args.every < 1:
-        raise SystemExit("--calls must be >= 2 and --every >= 1")
+    if args.calls < 2 or not 1 <= args.every <= args.calls // 2:
+        raise SystemExit(  # (the plateau compares the records of the two halves)
+            "--calls must be >= 2 and --every between 1 and half of --calls"
+        )
     info = machine()
     print(f"soak: {args.calls} calls per workload, each in a fresh process; {info}", flush=True)
     results = {}
