@@ -87,9 +87,9 @@ def program_info() -> dict[str, Any]:
     the process started (or the last :func:`release_programs`) the ``compilations``, the
     ``evictions`` and the ``recompilations``: compilations of a program the cap had evicted
     (one of the last 16,384 evicted). A count that keeps growing means the workload uses more
-    programs than the cap holds: each comes back compiled again (0.4-7 s), and the heap keeps
-    a little of every compilation (the limits page of the documentation); raise the cap if
-    the memory maps allow. ``by_kind``: live programs per kind (``"solver"``: the grounding
+    programs than the cap holds: each comes back compiled again (0.4-7 s), and JAX's own trace
+    caches keep what each compilation traced until :func:`release_programs` (the limits page
+    of the documentation); raise the cap if the memory maps allow. ``by_kind``: live programs per kind (``"solver"``: the grounding
     program; ``"chain costs"``: the walk report's costs)."""
     with _LOCK:
         kinds = collections.Counter(key[0][0] for key in _CACHE)
