@@ -89,8 +89,9 @@ def program_info() -> dict[str, Any]:
     (one of the last 16,384 evicted). A count that keeps growing means the workload uses more
     programs than the cap holds: each comes back compiled again (0.4-7 s), and JAX's own trace
     caches keep what each compilation traced until :func:`release_programs` (the limits page
-    of the documentation); raise the cap if the memory maps allow. ``by_kind``: live programs per kind (``"solver"``: the grounding
-    program; ``"chain costs"``: the walk report's costs)."""
+    of the documentation); raise the cap if the memory maps allow. ``by_kind``: live programs
+    per kind (``"solver"``: the grounding program; ``"chain costs"``: the walk report's
+    costs)."""
     with _LOCK:
         kinds = collections.Counter(key[0][0] for key in _CACHE)
         return dict(
@@ -195,8 +196,9 @@ def run_program(key: tuple, make: Callable[[], Callable], *args: Any) -> Any:
             exe = jax.jit(make()).lower(*args).compile()
             _CACHE[full] = exe
             _STATE["compilations"] += 1
-            if hash(full) in _EVICTED:  # the cap had evicted it
-                del _EVICTED[hash(full)]
+            seen = hash(full)
+            if seen in _EVICTED:  # the cap had evicted it
+                del _EVICTED[seen]
                 _STATE["recompilations"] += 1
             _evict()
     return exe(*args)
