@@ -1,4 +1,4 @@
-"""Benchmark the in-process language model (``grounding.llm.LocalLM``, SmolLM2-135M-Instruct in
+"""Benchmark the in-process language model (``grounding.language.LocalLM``, SmolLM2-135M-Instruct in
 JAX) against llama.cpp (llama-cpp-python, the reference implementation of GGUF) on the work
 the WordNet experiment asks of it, side by side in one run on this machine.
 
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--candidates", type=int, default=8)
     ap.add_argument("--beams", type=int, default=6)
     args = ap.parse_args(argv)
-    from grounding.llm import LocalLM
+    from grounding.language import LocalLM
 
     lm = LocalLM.load(examples=[EXAMPLE])
     qs = [

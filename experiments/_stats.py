@@ -70,7 +70,7 @@ def verdict(
     level: bool = False,
     tested: bool = True,
 ) -> str:
-    """The one reading of a paper's claim against our 95 % interval (docs/results.md, "How
+    """The one reading of a paper's claim against our 95 % interval (docs/results/index.md, "How
     verdicts are read"):
 
     - *not tested* when what ran is not the paper's mechanism (``tested=False``);

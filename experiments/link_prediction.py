@@ -34,7 +34,7 @@ from grounding.learn import OneVsAllConfig, evaluate_link_prediction, train, tra
 from grounding.learn.kge import DEFAULTS, KINDS, TrainConfig
 from grounding.learn.reciprocal import RECIPROCAL_KINDS
 
-#: 1-vs-all settings per (dataset, model), chosen on validation MRR (see docs/results.md).
+#: 1-vs-all settings per (dataset, model), chosen on validation MRR (see docs/results/link_prediction.md).
 #: CoDEx-S ComplEx follows the published LibKGE configuration (dimension 512, Adam at
 #: 3.4e-4, dropout 0.08) with fewer epochs; the others use Adagrad at 0.1, which converges in
 #: a few epochs on 2 CPU cores (CoDEx-M: dimension 256 and at most 15 epochs).

@@ -95,7 +95,7 @@ from experiments._setup import (
 from experiments._stats import paired_bootstrap, seed_bootstrap
 from grounding import programs
 from grounding.datasets import load_fanoutqa, load_musique
-from grounding.llm import Endpoint
+from grounding.language import Endpoint
 from grounding.plans import (
     FlatPlanner,
     HeuristicPlanner,

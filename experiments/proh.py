@@ -63,6 +63,7 @@ from grounding import GroundingConfig, GroundingProblem, TypedGraph, ground_batc
 from grounding.datasets import hypergraph_qa_benchmark
 from grounding.graph import inverse_relation
 from grounding.hypergraph import hop_relations
+from grounding.language import HashingEncoder
 from grounding.plans import (
     HypergraphTemplatePlanner,
     RoleChainPlanner,
@@ -72,14 +73,7 @@ from grounding.plans import (
 from grounding.qa import PRoH, fit_lambda, score_probabilities
 from grounding.qa.pipeline import claim_chains
 from grounding.query import BlindQuestion, blind
-from grounding.retrieval import (
-    PCR,
-    HashingEncoder,
-    HypergraphIndex,
-    Query,
-    TextIndex,
-    hypergraphrag,
-)
+from grounding.retrieval import PCR, HypergraphIndex, Query, TextIndex, hypergraphrag
 
 KAPPA, T = 1.0, 0.1
 HOPS = (2, 3, 4, 5, 6)

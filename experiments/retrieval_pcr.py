@@ -35,17 +35,15 @@ from experiments._io import (
 )
 from experiments._pathrag6_reconstruction import generate_pathrag6
 from grounding.datasets import kg_retrieval_benchmark, load_pathrag6
+from grounding.language import EmbeddingCache, HashingEncoder, get_encoder
 from grounding.retrieval import (
     PCR,
     BM25Retriever,
-    EmbeddingCache,
-    HashingEncoder,
     HybridRetriever,
     SoftPCR,
     TextIndex,
     VectorRetriever,
     evaluate_retrieval,
-    get_encoder,
 )
 
 NAME = "retrieval_pcr"

@@ -9,7 +9,7 @@ those of the training and validation questions. Half of each hop count's questio
 WN18RR *test* triple, so their answer is true but absent from the evidence (the training
 graph): incompleteness by construction, not by deletion.
 
-The model: SmolLM2-135M-Instruct (:class:`grounding.llm.LocalLM`, in-process), prompted with a
+The model: SmolLM2-135M-Instruct (:class:`grounding.language.LocalLM`, in-process), prompted with a
 system line and worked examples from training questions (one per relation), sees the question
 text only. Its candidates (:class:`grounding.qa.LocalCandidateModel`): its ``K_BEAMS`` best
 complete answers by beam search, and the names of the ``POOL`` nodes that path-constrained
@@ -57,18 +57,10 @@ from experiments._setup import score
 from experiments._stats import paired_bootstrap
 from grounding import GroundingConfig
 from grounding.datasets import kgqa_benchmark
+from grounding.language import AnswerLinker, LocalLM, normalize_answer
 from grounding.learn import OneVsAllConfig, train_one_vs_all
-from grounding.llm import LocalLM
-from grounding.qa import (
-    AnswerLinker,
-    GroundedQA,
-    KGEAnswerer,
-    LocalCandidateModel,
-    expected_calibration_error,
-    fit_lambda,
-    normalize_answer,
-    risk_coverage,
-)
+from grounding.prior import Blinded, KGEAnswerer, LocalCandidateModel
+from grounding.qa import GroundedQA, expected_calibration_error, fit_lambda, risk_coverage
 from grounding.query import Query, blind
 from grounding.retrieval import PCR, TextIndex
 
@@ -99,25 +91,6 @@ class Scale:
 
 QUICK = Scale(questions_per_hop=150, test_per_hop=16, valid_per_hop=8, kge_dim=64, kge_epochs=3)
 FULL = Scale(questions_per_hop=800, test_per_hop=150, valid_per_hop=40, kge_dim=128, kge_epochs=10)
-
-
-class Memo:
-    """The candidate model with its answers kept per question text (the blind and the oracle
-    loop ask the same question; the model is deterministic)."""
-
-    def __init__(self, model: LocalCandidateModel):
-        self.model, self.cands, self.beams = model, {}, {}
-
-    def prefetch(self, questions, k):
-        """Ask the model about ``questions``, blind: it gets their text and topic only."""
-        asked = [blind(q) for q in questions]
-        for q, (cands, beams) in zip(asked, self.model.propose_batch(asked, k)):
-            self.cands[q.text], self.beams[q.text] = cands, beams
-
-    def propose(self, question, k):
-        if question.text not in self.cands:
-            self.prefetch([question], k)
-        return self.cands[question.text]
 
 
 def examples(bench, names: Sequence[str]) -> list[tuple[str, str]]:
@@ -252,13 +225,16 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
         got = pcr[2].retrieve(Query(question.text, anchor=question.topic), POOL + 1)
         return [names[kg.entities[i]] for i in got.index if kg.entities[i] != question.topic][:POOL]
 
-    model = Memo(LocalCandidateModel(lm, linker, pool=pool))
+    # the model sees each question's text and topic only (Blinded), and answers each once:
+    # its proposals are memoized, so the blind and the oracle loop and the fits share them
+    model = LocalCandidateModel(lm, linker, pool=pool)
+    shown = Blinded(model)
 
     def blind_qa(cfg):
-        return GroundedQA(model, lambda d: pcr[2], cfg, k_candidates=K_BEAMS, max_hops=2)
+        return GroundedQA(shown, lambda d: pcr[2], cfg, k_candidates=K_BEAMS, max_hops=2)
 
     def oracle_qa(cfg):
-        return GroundedQA(model, lambda d: pcr[d], cfg, k_candidates=K_BEAMS)
+        return GroundedQA(shown, lambda d: pcr[d], cfg, k_candidates=K_BEAMS)
 
     valid = [q for h in HOPS for q in bench.split("valid", h)[: sc.valid_per_hop]]
     test = [q for h in HOPS for q in bench.split("test", h)[: sc.test_per_hop]]
@@ -266,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
     log(f"{len(valid)} validation and {len(test)} test questions; the model answers them ...")
     asked = valid + test
     for lo in range(0, len(asked), 16):
-        model.prefetch(asked[lo : lo + 16], K_BEAMS)
+        shown.propose_batch(asked[lo : lo + 16], K_BEAMS)
         log(f"  {min(lo + 16, len(asked))}/{len(asked)} questions answered")
     log("fitting lambda and kappa on validation (blind) ...")
     lam_b, kap_b = fit(blind_qa, [blind(q) for q in valid], gold_v, log)
@@ -308,9 +284,9 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
                 confidence=float(np.exp(kc.log_prior[0])) if top else 0.0,
             )
         )
-        beams = model.beams[q.text]
+        beams = model.answers(blind(q), K_BEAMS)
         first = beams[0][0] if beams else ""
-        cands = model.cands[q.text]
+        cands = model.propose(blind(q), K_BEAMS)
         offered = {normalize_answer(names.get(e, e)) for e in cands.entities}
         per_q.append(
             dict(

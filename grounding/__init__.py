@@ -12,7 +12,7 @@ Li & Song):
 - the path engine: :mod:`grounding.semiring`, :mod:`grounding.paths`; its compiled programs
   in a long-lived process: :mod:`grounding.programs` (the cap, the counters, the release);
 - above the core: :mod:`grounding.retrieval`, :mod:`grounding.plans`, :mod:`grounding.qa`,
-  :mod:`grounding.llm`, :mod:`grounding.learn`, :mod:`grounding.datasets`,
+  :mod:`grounding.language`, :mod:`grounding.learn`, :mod:`grounding.datasets`,
   :mod:`grounding.plot`, :mod:`grounding.testing`.
 
 ``docs/theory.md`` maps results to code and tests; ``docs/architecture.md`` the floors.

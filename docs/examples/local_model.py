@@ -1,10 +1,10 @@
 """A real language model's answers grounded offline: SmolLM2-135M-Instruct runs in-process
-(grounding.llm.LocalLM, the grounding[llm] extra) and proposes answers with its own token
+(grounding.language.LocalLM, the grounding[llm] extra) and proposes answers with its own token
 log-probabilities; grounding re-weights them by a small graph."""
 
 # --8<-- [start:local]
 from grounding import EvidenceStatus, GroundingConfig, GroundingProblem, TypedGraph, ground
-from grounding.llm import LocalLM
+from grounding.language import LocalLM
 from grounding.qa import AnswerLinker, LocalCandidateModel
 from grounding.query import BlindQuestion
 

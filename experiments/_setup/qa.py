@@ -18,6 +18,7 @@ from experiments._stats import wilson
 from grounding import GroundingConfig, gibbs_log_posterior
 from grounding.datasets import kgqa_benchmark
 from grounding.graph import inverse_relation
+from grounding.language import HashingEncoder
 from grounding.learn import OneVsAllConfig, train_one_vs_all
 from grounding.plans import ComposedChainPredictor, RelationChainPredictor, chain_accuracy
 from grounding.qa import (
@@ -30,12 +31,7 @@ from grounding.qa import (
     score_probabilities,
 )
 from grounding.query import blind
-from grounding.retrieval import (
-    PCR,
-    HashingEncoder,
-    SoftPCR,
-    TextIndex,
-)
+from grounding.retrieval import PCR, SoftPCR, TextIndex
 
 T = TypeVar("T")
 

@@ -14,16 +14,16 @@ Scores (higher is better; the energy of Eq. (8) is their negative):
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from grounding.geometry import RelationMap, Translation
 
-__all__ = [
-    "ReciprocalModel",
-]
+__all__ = ["ReciprocalModel", "complex_product"]
 
 RECIPROCAL_KINDS = ("transe", "complex")
 
@@ -78,6 +78,27 @@ class ReciprocalModel:
             return -_complex_dot(x * 1.0, w, y)
         return jnp.linalg.norm(x + w - y, axis=-1)
 
+    def compose(self, x: jax.Array, rows: Sequence[int]) -> jax.Array:
+        """The query :math:`x \\circ w_{r_1} \\circ \\dots \\circ w_{r_T}` (complex: the
+        products of :func:`complex_product`) or :math:`x + w_{r_1} + \\dots + w_{r_T}`
+        (transe) for the relation rows ``rows`` (``r_1`` first; a row ``R + r`` is the learned
+        reciprocal of relation ``r``)."""
+        n = self.relation.shape[0]
+        for r in rows:
+            if not 0 <= r < n:
+                raise ValueError(f"compose: relation rows must lie in [0, {n}), got {r!r}")
+            w = self.relation[r]
+            x = complex_product(x, w) if self.kind == "complex" else x + w
+        return x
+
+    def answer_scores(self, x: jax.Array) -> np.ndarray:
+        """``[n]`` float64 scores of every entity as the answer to a composed query ``x``
+        (:meth:`compose`): :math:`\\mathrm{Re}\\langle x, \\bar e\\rangle` (complex) or
+        :math:`-\\lVert x - e\\rVert_2` (transe)."""
+        if self.kind == "complex":
+            return np.asarray(self.entity @ x, np.float64)
+        return -np.asarray(jnp.linalg.norm(self.entity - x, axis=-1), np.float64)
+
     def candidate_energies(self, side: str, anchor: jax.Array, r: jax.Array) -> jax.Array:
         """``[B, n]`` energies of every entity as the tail (anchor = head) or as the head
         (anchor = tail, answered by the reciprocal relation)."""
@@ -85,20 +106,30 @@ class ReciprocalModel:
         return -self.scores(jnp.asarray(anchor), jnp.asarray(rows))
 
 
+def complex_product(x: jax.Array, w: jax.Array) -> jax.Array:
+    """The complex product :math:`x \\circ w` over the last axis, both stored as ``[real |
+    imaginary]`` halves (ComplEx's layout): the one complex product of the package.
+
+    Example:
+        >>> complex_product(jnp.array([1.0, 2.0]), jnp.array([3.0, 4.0])).tolist()  # (1+2i)(3+4i)
+        [-5.0, 10.0]
+    """
+    k = x.shape[-1] // 2
+    xr, xi, wr, wi = x[..., :k], x[..., k:], w[..., :k], w[..., k:]
+    return jnp.concatenate([xr * wr - xi * wi, xr * wi + xi * wr], axis=-1)
+
+
 def _complex_dot(x, w, y):
     """:math:`\\mathrm{Re}\\langle x \\circ w, \\bar y\\rangle` over the last axis (halves)."""
     k = x.shape[-1] // 2
-    xr, xi, wr, wi, yr, yi = x[..., :k], x[..., k:], w[..., :k], w[..., k:], y[..., :k], y[..., k:]
-    return jnp.sum((xr * wr - xi * wi) * yr + (xr * wi + xi * wr) * yi, axis=-1)
+    q = complex_product(x, w)
+    return jnp.sum(q[..., :k] * y[..., :k] + q[..., k:] * y[..., k:], axis=-1)
 
 
 @partial(jax.jit, static_argnums=0)
 def _scores(kind: str, x, w, E):
     if kind == "complex":
-        k = x.shape[-1] // 2
-        xr, xi, wr, wi = x[:, :k], x[:, k:], w[:, :k], w[:, k:]
-        q = jnp.concatenate([xr * wr - xi * wi, xr * wi + xi * wr], axis=-1)
-        return q @ E.T
+        return complex_product(x, w) @ E.T
     q = x + w  # -||q - e||_2 by the Gram identity, clamped (float rounding) before the root
     sq = jnp.sum(q * q, -1)[:, None] + jnp.sum(E * E, -1)[None, :] - 2.0 * (q @ E.T)
     return -jnp.sqrt(jnp.maximum(sq, 1e-12))

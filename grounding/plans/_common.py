@@ -1,7 +1,7 @@
 """Helpers shared by the blind predictors and the planners: :mod:`grounding.plans.relation_chains`,
 :mod:`grounding.plans.composed_chains`, :mod:`grounding.plans.role_chains` and
-:mod:`grounding.plans.planners` (checked relation and role chains, checked unit-norm embeddings
-and the tempered softmax of their top candidates' scores)."""
+:mod:`grounding.plans.planners` (checked relation and role chains, unit-norm embeddings read
+through the one encoder check, and the tempered softmax of their top candidates' scores)."""
 
 from __future__ import annotations
 
@@ -10,42 +10,15 @@ from typing import Any
 
 import numpy as np
 
-
-def _unit(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, np.float64)
-    norm = np.linalg.norm(x, axis=-1, keepdims=True)
-    return x / np.where(norm > 0, norm, 1.0)
-
-
-def _encoder_name(encode: Callable) -> str:
-    """An encoding function's name: its encoder's ``name`` (a bound ``encode`` method of an
-    :class:`~grounding.retrieval.text.Encoder`), else the function's qualified name."""
-    name = getattr(getattr(encode, "__self__", None), "name", None)
-    if isinstance(name, str):
-        return name
-    return getattr(encode, "__qualname__", None) or type(encode).__name__
+from grounding.language.encoders import checked_embeddings, unit_rows
 
 
 def _embed(encode: Callable[[Sequence[str]], Any], texts: Sequence[str]) -> np.ndarray:
-    """``[n, d]`` unit rows of ``encode(texts)``; a ``ValueError`` names the encoder (and the
-    first offending text) when the output is not one row per text or holds NaN or inf (their
-    cosines would be NaN, and every score with them silently dropped)."""
+    """``[n, d]`` float64 unit rows of ``encode(texts)``, read through the one check of an
+    encoder's output (:func:`grounding.language.checked_embeddings`: a ``ValueError`` names the
+    encoder and the first offending text when the output is not one finite row per text)."""
     texts = list(texts)
-    x = np.asarray(encode(texts), np.float64)
-    if x.ndim != 2 or x.shape[0] != len(texts):
-        raise ValueError(
-            f"the encoder {_encoder_name(encode)!r} returned shape {list(x.shape)} for "
-            f"{len(texts)} texts, expected [{len(texts)}, dim]"
-        )
-    bad = np.flatnonzero(~np.isfinite(x).all(axis=1))
-    if len(bad):
-        i = int(bad[0])
-        raise ValueError(
-            f"the encoder {_encoder_name(encode)!r} returned non-finite values (NaN or inf) "
-            f"for text {i} ({texts[i]!r:.100})"
-            + (f" and {len(bad) - 1} more" if len(bad) > 1 else "")
-        )
-    return _unit(x)
+    return unit_rows(checked_embeddings(encode, texts, encode(texts), np.float64))
 
 
 def _chain(chain: object, where: str, *, empty: bool = False) -> tuple[str, ...]:

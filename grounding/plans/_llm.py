@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from grounding._checks import check_int
-from grounding.llm import Endpoint, json_content
+from grounding.language import Endpoint, json_content
 from grounding.plans._base import PlanError, _escape
 from grounding.plans.dag import Plan, SubQuestion, plan_from_decomposition
 
@@ -42,7 +42,7 @@ class LLMPlanner:
     """A two-phase planner on any OpenAI-compatible chat endpoint (see the module docstring).
 
     Args:
-        endpoint: the server and model (:class:`~grounding.llm.Endpoint`).
+        endpoint: the server and model (:class:`~grounding.language.Endpoint`).
         fallback: ``"error"`` (raise :class:`PlanError` on an invalid reply) or ``"flat"``
             (a one-step plan of the whole question, reason in :attr:`Plan.fallback`).
         rewrite: run the second (top-down rewriting) phase.
@@ -70,7 +70,9 @@ class LLMPlanner:
         max_tokens: int = 512,
     ):
         if not isinstance(endpoint, Endpoint):
-            raise TypeError(f"endpoint must be a grounding.llm.Endpoint, got {endpoint!r:.100}")
+            raise TypeError(
+                f"endpoint must be a grounding.language.Endpoint, got {endpoint!r:.100}"
+            )
         if fallback not in ("error", "flat"):
             raise ValueError(f"fallback must be 'error' or 'flat', got {fallback!r}")
         if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
@@ -102,7 +104,7 @@ class LLMPlanner:
 
         Raises:
             PlanError: the reply is not a valid plan (``fallback="error"``).
-            grounding.llm.EndpointError: the endpoint failed (never a silent fallback).
+            grounding.language.EndpointError: the endpoint failed (never a silent fallback).
         """
         text = question if isinstance(question, str) else question.text
         if not isinstance(text, str) or not text.strip():

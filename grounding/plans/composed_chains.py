@@ -40,7 +40,8 @@ import numpy as np
 
 from grounding._checks import check_int
 from grounding.graph import INVERSE_SUFFIX, TypedGraph, inverse_relation
-from grounding.plans._common import _chain, _embed, _example, _tempered_softmax, _unit
+from grounding.language.encoders import unit_rows
+from grounding.plans._common import _chain, _embed, _example, _tempered_softmax
 from grounding.query import BlindQuestion, relation_phrase
 
 __all__ = ["ComposedChainPredictor"]
@@ -147,7 +148,7 @@ class ComposedChainPredictor:
                     proto[index[r]] += e
             if 1 <= len(chain) <= self.max_hops:
                 hops[len(chain) - 1] += e
-        self._proto, self._hops = _unit(proto), _unit(hops)
+        self._proto, self._hops = unit_rows(proto), unit_rows(hops)
         phrases = [
             relation_phrase(self.label(r), "", inverse=r.endswith(INVERSE_SUFFIX))
             for r in self.relations

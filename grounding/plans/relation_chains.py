@@ -32,7 +32,8 @@ import numpy as np
 
 from grounding._checks import check_int
 from grounding.graph import INVERSE_SUFFIX, TypedGraph, inverse_relation
-from grounding.plans._common import _chain, _embed, _example, _tempered_softmax, _unit
+from grounding.language.encoders import unit_rows
+from grounding.plans._common import _chain, _embed, _example, _tempered_softmax
 from grounding.query import BlindQuestion, relation_phrase
 
 __all__ = ["RelationChainPredictor", "chain_accuracy"]
@@ -45,7 +46,7 @@ class RelationChainPredictor:
 
     Args:
         encode: ``texts -> [n, d]`` embeddings (e.g. ``HashingEncoder().encode`` of
-            :mod:`grounding.retrieval.text`, or a sentence encoder's).
+            :mod:`grounding.language.encoders`, or a sentence encoder's).
         relation_labels: a label per relation name (inverse names are read backwards).
         graph: optional evidence graph: chains whose first relation has no edge out of the
             topic are not predicted for it.
@@ -112,7 +113,7 @@ class RelationChainPredictor:
         proto = np.zeros((len(index), emb.shape[1]))
         np.add.at(proto, [index[c] for c in chains], emb)
         label = _embed(self.encode, [self.chain_text(c) for c in index])
-        self.chains, self._proto, self._label = tuple(index), _unit(proto), label
+        self.chains, self._proto, self._label = tuple(index), unit_rows(proto), label
         self._first = [c[0] for c in self.chains]
         return self
 

@@ -56,7 +56,8 @@ import numpy as np
 
 from grounding._checks import check_int
 from grounding.hypergraph import KnowledgeHypergraph, role_name
-from grounding.plans._common import _embed, _example, _role_chain, _tempered_softmax, _unit
+from grounding.language.encoders import unit_rows
+from grounding.plans._common import _embed, _example, _role_chain, _tempered_softmax
 from grounding.plans._roles import RoleWalk, nesting
 from grounding.plans.dag import Plan
 from grounding.plans.planners import HypergraphTemplatePlanner, PlanError
@@ -85,7 +86,7 @@ class RoleChainPredictor:
         TypeError, ValueError: an argument of the wrong kind or out of range.
 
     Example:
-        >>> from grounding.retrieval import HashingEncoder
+        >>> from grounding.language import HashingEncoder
         >>> kh = KnowledgeHypergraph.from_statements(
         ...     [("alice", "award", "prize1", (("for_work", "film1"),)),
         ...      ("film1", "director", "bob", ())])
@@ -190,7 +191,7 @@ class RoleChainPredictor:
         proto = np.zeros((len(self.pairs), emb.shape[1]))
         for e, ps in zip(emb, pairs_of):
             proto[[index[p] for p in ps]] += e
-        self._proto, self._pair_index = _unit(proto), index
+        self._proto, self._pair_index = unit_rows(proto), index
         roles = sorted(set(self.roles) | {r for p in self.pairs for r in p})
         self.roles = tuple(roles)
         self._role_index = {r: i for i, r in enumerate(roles)}

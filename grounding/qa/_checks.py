@@ -8,8 +8,8 @@ import math
 import numpy as np
 
 from grounding.graph import Triple
+from grounding.prior import Candidates
 from grounding.problem import Realization
-from grounding.qa.candidates import Candidates
 from grounding.solver import GroundingConfig
 
 __all__ = ["check_config"]

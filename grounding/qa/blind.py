@@ -27,14 +27,15 @@ from scipy.special import logsumexp
 from grounding._checks import check_int
 from grounding.evidence import EvidenceState
 from grounding.plans import RelationChainPredictor
+from grounding.prior import KGEAnswerer
 from grounding.problem import GroundingProblem, Realization
 from grounding.qa._checks import check_bool, check_config, check_questions
-from grounding.qa.answerer import KGEAnswerer
 from grounding.qa.outcome import result_probabilities
 from grounding.qa.pipeline import (
     QUESTION_ERRORS,
     Retrievers,
     RetrieverSpec,
+    batch_or_each,
     claim_chains,
     done_batch,
     failure,
@@ -200,36 +201,15 @@ class BlindQA:
         self, questions: list[BlindQuestion]
     ) -> tuple[list[list[tuple[Chain, float]]], dict[int, str]]:
         """The predicted chains of every question (``[]`` for one that failed) and the reasons
-        of the questions whose prediction failed. When the batch fails, each question is tried
-        alone to find the failing ones, and the others are predicted again as one batch (so
-        they get the chains they get in a batch without the failing ones)."""
-        k = self.k_chains
-        try:
-            return _checked(self.predictor.predict(questions, k), len(questions)), {}
-        except QUESTION_ERRORS:
-            pass  # find the failing questions: predict them one by one
-        reasons: dict[int, str] = {}
-        for i, q in enumerate(questions):
-            try:
-                self.predictor.predict([q], k)
-            except QUESTION_ERRORS as err:
-                reasons[i] = failure("chain prediction", err)
-        ok = [i for i in range(len(questions)) if i not in reasons]
-        out: list[list[tuple[Chain, float]]] = [[] for _ in questions]
-        try:
-            asked = [questions[i] for i in ok]
-            got = _checked(self.predictor.predict(asked, k), len(ok)) if ok else []
-        except QUESTION_ERRORS as err:
-            return out, reasons | {i: failure("chain prediction", err) for i in ok}
-        for i, chains in zip(ok, got):
-            out[i] = chains
-        return out, reasons
-
-
-def _checked(predicted: Sequence, n: int) -> list:
-    """The predictor's output for ``n`` questions, one list of chains each (``TypeError``
-    otherwise: a question would silently lose its outcome)."""
-    predicted = list(predicted)
-    if len(predicted) != n:
-        raise TypeError(f"the predictor returned {len(predicted)} predictions for {n} questions")
-    return predicted
+        of the questions whose prediction failed, by :func:`~grounding.qa.pipeline.batch_or_each`
+        with ``again``: when the batch fails, each question is tried alone to find the failing
+        ones, and the others are predicted again as one batch (so they get the chains they get
+        in a batch without the failing ones)."""
+        got = batch_or_each(
+            lambda qs: self.predictor.predict(qs, self.k_chains),
+            questions,
+            "chain prediction",
+            again=True,
+        )
+        reasons = {i: x for i, x in enumerate(got) if isinstance(x, str)}
+        return [[] if isinstance(x, str) else x for x in got], reasons

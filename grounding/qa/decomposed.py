@@ -54,6 +54,7 @@ from scipy.special import logsumexp
 
 from grounding._checks import check_int
 from grounding.plans import Plan, Planner, SubQuestion
+from grounding.prior import CandidateModel, Candidates
 from grounding.problem import GroundingProblem, Realization
 from grounding.qa._checks import (
     check_bool,
@@ -69,7 +70,6 @@ from grounding.qa._decomposed_outcomes import (
     failed,
     with_injected,
 )
-from grounding.qa.candidates import CandidateModel, Candidates
 from grounding.qa.pipeline import (
     QUESTION_ERRORS,
     claim_chains,

@@ -27,6 +27,14 @@ import numpy as np
 from grounding._checks import check_int
 from grounding.evidence import EvidenceState
 from grounding.graph import Triple
+from grounding.prior.candidates import (
+    CandidateModel,
+    Candidates,
+    QuestionLike,
+    propose_batch,
+    question_chain,
+    runs_batches,
+)
 from grounding.problem import GroundingProblem, Realization
 from grounding.qa._checks import (
     check_bool,
@@ -36,12 +44,12 @@ from grounding.qa._checks import (
     check_triples,
     checked_candidates,
 )
-from grounding.qa.candidates import CandidateModel, Candidates, QuestionLike, question_chain
 from grounding.qa.outcome import result_probabilities
 from grounding.qa.pipeline import (
     QUESTION_ERRORS,
     Retrievers,
     RetrieverSpec,
+    batch_or_each,
     claim_chains,
     done_batch,
     failure,
@@ -227,7 +235,7 @@ class GroundedQA:
         questions whose model did not abstain. A question that fails (module docstring) gets
         an outcome with the reason; the others are answered as if it were not there."""
         questions = check_questions(questions)
-        cands = [self._propose(q) for q in questions]
+        cands = self._propose(questions)
         reasons = {i: c.abstain_reason for i, c in enumerate(cands) if c.abstained}
         asked = [i for i in range(len(questions)) if i not in reasons]
         found = self.evidence_batch([questions[i] for i in asked])
@@ -250,13 +258,18 @@ class GroundedQA:
         ]
         return done_batch(outcomes, self.release_programs)
 
-    def _propose(self, question: QuestionLike) -> Candidates:
-        """The model's candidates, or an abstention naming the model's failure."""
-        try:
-            got = self.model.propose(question, self.k_candidates)
-        except QUESTION_ERRORS as err:
-            return Candidates.abstain(failure("candidate model", err))
-        return checked_candidates(got)
+    def _propose(self, questions: list[QuestionLike]) -> list[Candidates]:
+        """The model's candidates of each question (one ``propose_batch`` call when the model
+        runs questions together, else ``propose`` one by one), or an abstention naming the
+        model's failure (:func:`~grounding.qa.pipeline.batch_or_each`)."""
+        k = self.k_candidates
+        got = batch_or_each(
+            (lambda qs: propose_batch(self.model, qs, k)) if runs_batches(self.model) else None,
+            questions,
+            "candidate model",
+            one=lambda q: checked_candidates(self.model.propose(q, k)),
+        )
+        return [Candidates.abstain(c) if isinstance(c, str) else c for c in got]
 
 
 def _query(question: QuestionLike) -> Query:

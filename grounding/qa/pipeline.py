@@ -7,8 +7,9 @@ candidate model or endpoint failing, a topic entity missing from the graph, a re
 :func:`grounding.ground` refusing that question's data) becomes that question's reason
 (:func:`failure`: the stage, the error's type and its message), and the rest of the batch is
 answered as usual; other exceptions (programming errors such as ``TypeError``) propagate. The
-one fallback rule: when a batched stage (retrieval, grounding) fails, its questions are run one
-by one, so that only the failing ones lose their answer. A candidate the evidence graph lacks
+one fallback rule, :func:`batch_or_each`: when a batched stage (candidates, chain prediction,
+retrieval, grounding) fails, its questions are run one by one, so that only the failing ones
+lose their answer. A candidate the evidence graph lacks
 fails nothing: :func:`grounding.ground` grounds it as out of graph (unsupported, slack energy
 ``kappa``), and only a missing topic fails a question (:func:`unknown_entities`).
 
@@ -24,9 +25,9 @@ from typing import Any, TypeVar
 
 from grounding import programs
 from grounding.evidence import EvidenceState
-from grounding.llm import EndpointError
+from grounding.language import EndpointError
+from grounding.prior import CandidateModelError
 from grounding.problem import ClaimChain, GroundingProblem, Realization
-from grounding.qa.candidates import CandidateModelError
 from grounding.query import Query
 from grounding.result import GroundingResult
 from grounding.retrieval.base import Retrieval, Retriever
@@ -34,6 +35,7 @@ from grounding.solver import GroundingConfig, ground_batch
 
 __all__ = [
     "QUESTION_ERRORS",
+    "batch_or_each",
     "RetrieverSpec",
     "Retrievers",
     "claim_chains",
@@ -52,6 +54,7 @@ QUESTION_ERRORS = (CandidateModelError, EndpointError, OSError, LookupError, Val
 
 T = TypeVar("T")
 K = TypeVar("K")
+R = TypeVar("R")
 
 #: What a system takes as its retriever: one retriever, or a function of the retrieval depth
 #: (the number of hops the question's claims span) that builds one.
@@ -90,6 +93,60 @@ class Retrievers:
         return self._built[depth]
 
 
+def batch_or_each(
+    run: Callable[[list[T]], Sequence[R]] | None,
+    items: Sequence[T],
+    stage: str,
+    *,
+    one: Callable[[T], R] | None = None,
+    again: bool = False,
+) -> list[R | str]:
+    """The one fallback rule of a batched stage: ``run(items)``, one output per item; when it
+    raises one of :data:`QUESTION_ERRORS`, each item alone (``one(item)``, by default
+    ``run([item])[0]``), and an item that fails alone gets the reason (:func:`failure` of
+    ``stage``) in place of its output, so only the failing items lose theirs. A single item
+    is run alone at once (unless ``one`` is given: then the batch is tried first);
+    ``run=None`` (no batched form) runs every item alone.
+
+    With ``again``, the items that pass alone are run once more as one batch, and those
+    outputs are kept: for a stage whose outputs depend on the batch they are asked in, they
+    are then what a batch without the failing items gives (when every item passes alone, the
+    whole batch is what failed, and the outputs alone are kept).
+
+    Raises:
+        TypeError: ``run`` returns another number of outputs than items.
+    """
+    items = list(items)
+    if run is not None and (len(items) > 1 or (items and one is not None)):
+        try:
+            return _one_each(run(items), len(items), stage)
+        except QUESTION_ERRORS:
+            pass  # find the failing items: run them one by one
+    alone = one if one is not None else (lambda x: _one_each(run([x]), 1, stage)[0])  # type: ignore[misc]
+    out: list[R | str] = []
+    for x in items:
+        try:
+            out.append(alone(x))
+        except QUESTION_ERRORS as err:
+            out.append(failure(stage, err))
+    ok = [j for j, y in enumerate(out) if not isinstance(y, str)]
+    if again and run is not None and 1 < len(ok) < len(items):
+        try:
+            for j, y in zip(ok, _one_each(run([items[j] for j in ok]), len(ok), stage)):
+                out[j] = y
+        except QUESTION_ERRORS as err:
+            for j in ok:
+                out[j] = failure(stage, err)
+    return out
+
+
+def _one_each(got: Sequence[R], n: int, stage: str) -> list[R]:
+    got = list(got)
+    if len(got) != n:
+        raise TypeError(f"{stage} returned {len(got)} outputs for {n} questions")
+    return got
+
+
 def retrieve_or_fail(
     retrievers: Callable[[K], Retriever],
     keys: Sequence[K],
@@ -101,9 +158,9 @@ def retrieve_or_fail(
     the retriever of its key (``retrievers(key)``; a :class:`Retrievers` takes the depth): one
     ``retrieve_batch`` call per retriever (a batched retriever, e.g.
     :class:`~grounding.retrieval.PCR` at a depth limit, computes the whole batch at once;
-    others are asked query by query). When a batch fails, its queries are retrieved one by
-    one; a query whose retriever cannot be built, or whose retrieval (or ``take``) fails, gets
-    the reason (a string) in its place."""
+    others are asked query by query), by :func:`batch_or_each` (a failing batch is retrieved
+    one by one). A query whose retriever cannot be built, or whose retrieval (or ``take``)
+    fails, gets the reason (a string) in its place."""
     out: list[Any] = [None] * len(queries)
     groups: dict[int, tuple[Retriever, list[int]]] = {}
     for j, key in enumerate(keys):
@@ -115,22 +172,15 @@ def retrieve_or_fail(
         groups.setdefault(id(r), (r, []))[1].append(j)
     for r, members in groups.values():
         batch = getattr(r, "retrieve_batch", None)
-        got = None
-        if batch is not None:
-            try:
-                got = [take(x) for x in batch([queries[j] for j in members], k)]
-            except QUESTION_ERRORS:
-                got = None  # find the failing queries: retrieve them one by one
-        for n, j in enumerate(members):
-            out[j] = got[n] if got is not None else _retrieve_one(r, queries[j], k, take)
+        got = batch_or_each(
+            None if batch is None else (lambda qs, b=batch: [take(x) for x in b(qs, k)]),
+            [queries[j] for j in members],
+            "retrieval",
+            one=lambda q, r=r: take(r.retrieve(q, k)),
+        )
+        for j, x in zip(members, got):
+            out[j] = x
     return out
-
-
-def _retrieve_one(retriever: Retriever, query: Query, k: int, take: Callable) -> Any:
-    try:
-        return take(retriever.retrieve(query, k))
-    except QUESTION_ERRORS as err:
-        return failure("retrieval", err)
 
 
 def ground_or_fail(
@@ -139,23 +189,16 @@ def ground_or_fail(
     config: GroundingConfig,
     realization: Realization | None = None,
 ) -> list[GroundingResult | str]:
-    """:func:`grounding.ground_batch` of each problem on its evidence state; when the batch
-    fails, each problem is grounded alone, and a problem that cannot be grounded gets the
-    reason (a string) in place of its result."""
-    if not problems:
-        return []
-    if len(problems) > 1:
-        try:
-            return ground_batch(problems, states, config, realization=realization)
-        except QUESTION_ERRORS:
-            pass  # find the failing problems: ground them one by one
-    out: list[GroundingResult | str] = []
-    for p, s in zip(problems, states):
-        try:
-            out += ground_batch([p], [s], config, realization=realization)
-        except QUESTION_ERRORS as err:
-            out.append(failure("grounding", err))
-    return out
+    """:func:`grounding.ground_batch` of each problem on its evidence state, by
+    :func:`batch_or_each` (when the batch fails, each problem is grounded alone); a problem
+    that cannot be grounded gets the reason (a string) in place of its result."""
+    pairs = list(zip(problems, states))
+
+    def run(chunk: list[tuple[GroundingProblem, EvidenceState]]) -> list[GroundingResult]:
+        return ground_batch([p for p, _ in chunk], [s for _, s in chunk], config,
+                            realization=realization)  # fmt: skip
+
+    return batch_or_each(run, pairs, "grounding")
 
 
 def ground_questions(

@@ -9,8 +9,8 @@
   :mod:`~grounding.retrieval.baselines` (vector, BM25, hybrid), :mod:`~grounding.retrieval.ann`
   (approximate search, optional extra ``ann``), :mod:`~grounding.retrieval.community`
   (hierarchical Leiden communities, global retrieval), :mod:`~grounding.retrieval.rerank`
-  (dependency-aware reranking), :mod:`~grounding.retrieval.text` (encoders, cache, BM25),
-  :mod:`~grounding.retrieval.linking` (the entities a free-text question names);
+  (dependency-aware reranking), :mod:`~grounding.retrieval.linking` (the entities a free-text
+  question names, by the linking rule of :mod:`grounding.language`);
 - :mod:`~grounding.retrieval.hyperedge_search`: knowledge-hypergraph retrieval (entity-weighted
   overlap beam search, plan context, target hyperedges) and the HyperGraphRAG baseline;
 - :mod:`~grounding.retrieval.learned`: learned triple retrievers (question subgraphs, the
@@ -46,7 +46,7 @@ from grounding.retrieval.hyperedge_search import (
     target_hyperedges,
 )
 from grounding.retrieval.learned import GNNConfig, RetrieverTrainConfig, TripleRetriever
-from grounding.retrieval.linking import EntityLinker, Mention
+from grounding.retrieval.linking import EntityLinker
 from grounding.retrieval.metrics import (
     answer_recall_at_k,
     distance_penalty,
@@ -58,14 +58,6 @@ from grounding.retrieval.metrics import (
 )
 from grounding.retrieval.path_constrained import PCR, SoftPCR
 from grounding.retrieval.rerank import dependency_rerank
-from grounding.retrieval.text import (
-    BM25,
-    EmbeddingCache,
-    Encoder,
-    HashingEncoder,
-    SentenceTransformerEncoder,
-    get_encoder,
-)
 
 __all__ = [
     # base
@@ -89,13 +81,6 @@ __all__ = [
     "LLMSummarizer",
     "dependency_rerank",
     "EntityLinker",
-    "Mention",
-    "Encoder",
-    "HashingEncoder",
-    "SentenceTransformerEncoder",
-    "get_encoder",
-    "EmbeddingCache",
-    "BM25",
     # hypergraph
     "HypergraphIndex",
     "HyperPath",

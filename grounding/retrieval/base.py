@@ -24,16 +24,10 @@ import numpy as np
 from grounding._checks import check_int
 from grounding.evidence import EvidenceState
 from grounding.graph import TypedGraph
+from grounding.language import BM25, EmbeddingCache, Encoder, HashingEncoder, checked_embeddings
 from grounding.query import Query
 from grounding.retrieval._batch import subgraph_evidence_batch
 from grounding.retrieval._rank import top_k
-from grounding.retrieval.text import (
-    BM25,
-    EmbeddingCache,
-    Encoder,
-    HashingEncoder,
-    checked_embeddings,
-)
 
 __all__ = [
     "Query",
@@ -47,6 +41,7 @@ __all__ = [
     "check_k",
     "check_queries",
     "top_k",
+    "minmax",
 ]
 
 Fallback = Literal["global", "empty", "error"]
@@ -204,15 +199,38 @@ def dots(rows: np.ndarray, q: np.ndarray) -> np.ndarray:
     return q @ rows.T
 
 
+def minmax(x: np.ndarray) -> np.ndarray:
+    """Rescale to ``[0, 1]`` along the last axis (float64); a constant row maps to zeros.
+
+    Example:
+        >>> minmax(np.array([[1.0, 3.0, 2.0], [5.0, 5.0, 5.0]])).tolist()
+        [[0.0, 1.0, 0.5], [0.0, 0.0, 0.0]]
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim == 0:
+        raise ValueError("minmax needs at least one axis")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("minmax needs finite values")
+    if x.shape[-1] == 0:
+        return x.copy()
+    lo, hi = x.min(axis=-1, keepdims=True), x.max(axis=-1, keepdims=True)
+    with np.errstate(over="ignore"):
+        scale = np.where(np.isfinite(hi - lo), 1.0, 0.5)  # halve rows whose range overflows
+    span = hi * scale - lo * scale
+    out = np.zeros_like(x)
+    np.divide(x * scale - lo * scale, span, out=out, where=span > 0)
+    return np.clip(out, 0.0, 1.0)
+
+
 class TextIndex:
     """Node embeddings (computed once, optionally cached on disk) and a BM25 index of one
     graph, shared by all retrievers of that graph.
 
     Args:
         graph: the graph (its :attr:`~grounding.TypedGraph.node_texts` are indexed).
-        encoder: any :class:`~grounding.retrieval.text.Encoder`; default: the offline
-            :class:`~grounding.retrieval.text.HashingEncoder` with idf fitted on the node texts.
-        cache: an :class:`~grounding.retrieval.text.EmbeddingCache` (optional).
+        encoder: any :class:`~grounding.language.Encoder`; default: the offline
+            :class:`~grounding.language.HashingEncoder` with idf fitted on the node texts.
+        cache: an :class:`~grounding.language.EmbeddingCache` (optional).
     """
 
     def __init__(

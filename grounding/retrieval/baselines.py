@@ -10,8 +10,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from grounding.retrieval.base import BaseRetriever, Query, Retrieval, TextIndex, check_k, top_k
-from grounding.retrieval.text import minmax
+from grounding.retrieval.base import (
+    BaseRetriever,
+    Query,
+    Retrieval,
+    TextIndex,
+    check_k,
+    minmax,
+    top_k,
+)
 
 __all__ = ["VectorRetriever", "BM25Retriever", "HybridRetriever"]
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from grounding._checks import check_int
 from grounding.graph import TypedGraph
-from grounding.llm import Endpoint
+from grounding.language import Endpoint
 from grounding.retrieval.base import BaseRetriever, Query, Retrieval, TextIndex, check_k, dots
 
 __all__ = ["Community", "Communities", "CommunityRetriever", "LLMSummarizer"]
@@ -168,7 +168,7 @@ class LLMSummarizer:
     """A community summarizer on any OpenAI-compatible chat endpoint (pass as
     ``Communities.build(..., summarize=LLMSummarizer(Endpoint(url, model)))``).
 
-    Raises :class:`grounding.llm.EndpointError` when the endpoint fails or sends no choice.
+    Raises :class:`grounding.language.EndpointError` when the endpoint fails or sends no choice.
 
     References:
         - Edge et al., "From Local to Global: A GraphRAG Approach to Query-Focused
@@ -187,7 +187,9 @@ class LLMSummarizer:
         max_members: int = 20,
     ):
         if not isinstance(endpoint, Endpoint):
-            raise TypeError(f"endpoint must be a grounding.llm.Endpoint, got {endpoint!r:.100}")
+            raise TypeError(
+                f"endpoint must be a grounding.language.Endpoint, got {endpoint!r:.100}"
+            )
         self.endpoint, self.url = endpoint, endpoint.url
         self.max_members = check_int(max_members, "max_members")
 

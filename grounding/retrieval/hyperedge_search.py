@@ -36,9 +36,8 @@ import scipy.sparse as sp
 
 from grounding.evidence import EvidenceState
 from grounding.hypergraph import KnowledgeHypergraph
-from grounding.llm import Endpoint, EndpointError, json_content
+from grounding.language import Encoder, Endpoint, EndpointError, HashingEncoder, json_content
 from grounding.retrieval.base import dots
-from grounding.retrieval.text import Encoder, HashingEncoder
 
 __all__ = [
     "HypergraphIndex",
@@ -352,7 +351,7 @@ class LLMRelevance:
     ``[0, 1]`` per entity.
 
     Raises:
-        grounding.llm.EndpointError: the endpoint failed, or the reply is not such a list.
+        grounding.language.EndpointError: the endpoint failed, or the reply is not such a list.
 
     References:
         "PRoH: Dynamic Planning and Reasoning over Knowledge Hypergraphs for Retrieval-Augmented
@@ -370,7 +369,9 @@ class LLMRelevance:
         endpoint: Endpoint,
     ):
         if not isinstance(endpoint, Endpoint):
-            raise TypeError(f"endpoint must be a grounding.llm.Endpoint, got {endpoint!r:.100}")
+            raise TypeError(
+                f"endpoint must be a grounding.language.Endpoint, got {endpoint!r:.100}"
+            )
         self.endpoint, self.url = endpoint, endpoint.url
 
     def __call__(self, question: str, entity_texts: Sequence[str]) -> np.ndarray:

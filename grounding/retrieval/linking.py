@@ -1,14 +1,7 @@
-r"""Entity linking by dictionary: the entities a free-text question names, found by their
-names and texts.
-
-Every entity of a :class:`~grounding.retrieval.TextIndex`'s graph has *surface forms*: its
-name (``_`` read as a space), its node text, and that text without a trailing parenthetical
-or a ``: description`` (``"Q42 (human)"`` is also ``"Q42"``; ``"Lou Seal: mascot"`` also
-``"Lou Seal"``). A text is scanned left to right for the longest token sequence that is a
-surface form (tokens as :func:`~grounding.retrieval.text.tokenize` cuts them; a one-token
-form that is a function word, such as "the" or "of", is never a mention); mentions do not
-overlap. An ambiguous form (several entities) links every entity it names, the one whose
-embedding is closest to the whole text first (cosine, the index's encoder).
+r"""Entity linking for retrieval: the entities a free-text question names, found by the
+package's one linking rule (:mod:`grounding.language.linking`: the names and surface forms of
+the graph's entities, the longest mention first), with an ambiguous mention's entities ordered
+by the index's encoder: the one whose embedding is closest to the whole text first (cosine).
 
 References:
     Shen, Wang & Han, "Entity Linking with a Knowledge Base: Issues, Techniques, and
@@ -19,38 +12,13 @@ References:
 from __future__ import annotations
 
 import dataclasses
-import re
 
 import numpy as np
 
-from grounding._checks import check_int
+from grounding.language import AnswerLinker, Mention, tokenize
 from grounding.retrieval.base import TextIndex
-from grounding.retrieval.text import tokenize
 
-__all__ = ["EntityLinker", "Mention"]
-
-_FUNCTION_WORDS = frozenset(
-    "a an and are as at be by did do does for from has have he her his how in is it its of on "
-    "or she that the their they this to was were what when where which who whom whose why "
-    "with".split()
-)
-_PAREN = re.compile(r"\s*\([^()]*\)\s*$")
-
-
-@dataclasses.dataclass(frozen=True)
-class Mention:
-    """One linked mention.
-
-    Attributes:
-        text: the mention as it reads in the text (its tokens, lower-case, space-joined).
-        start: index of its first token; ``end``: one past its last.
-        entities: the entities it names, the closest to the whole text first.
-    """
-
-    text: str
-    start: int
-    end: int
-    entities: tuple[str, ...]
+__all__ = ["EntityLinker"]
 
 
 class EntityLinker:
@@ -58,7 +26,7 @@ class EntityLinker:
 
     Args:
         index: the graph's text index (its graph's names and node texts give the surface
-            forms; its encoder orders the entities of an ambiguous form).
+            forms; its encoder orders the entities of an ambiguous mention).
         max_tokens: the longest surface form considered, in tokens.
 
     Raises:
@@ -84,54 +52,25 @@ class EntityLinker:
         if not isinstance(index, TextIndex):
             raise TypeError(f"index must be a TextIndex, got {index!r:.100}")
         self.index, self.graph = index, index.graph
-        self.max_tokens = max_tokens = check_int(max_tokens, "max_tokens")
-        forms: dict[tuple[str, ...], set[int]] = {}
-        for i, (name, text) in enumerate(zip(self.graph.entities, self.graph.node_texts)):
-            for surface in _surfaces(name, text):
-                key = tuple(tokenize(surface))
-                if not key or len(key) > max_tokens:
-                    continue
-                if len(key) == 1 and key[0] in _FUNCTION_WORDS:
-                    continue
-                forms.setdefault(key, set()).add(i)
-        self._forms = {k: tuple(sorted(v)) for k, v in forms.items()}
-        self._longest = max((len(k) for k in self._forms), default=0)
+        self.names = AnswerLinker(self.graph.entities, self.graph.node_texts, max_tokens=max_tokens)
+        self.max_tokens = self.names.max_tokens
 
     def mentions(self, text: str) -> list[Mention]:
-        """The text's mentions, left to right (longest first where forms overlap)."""
-        if not isinstance(text, str):
-            raise TypeError(f"text must be a str, got {type(text).__name__}")
-        tokens = tokenize(text)
-        out: list[Mention] = []
-        i = 0
-        while i < len(tokens):
-            for n in range(min(self._longest, len(tokens) - i), 0, -1):
-                ids = self._forms.get(tuple(tokens[i : i + n]))
-                if ids is not None:
-                    out.append(
-                        Mention(" ".join(tokens[i : i + n]), i, i + n, self._order(ids, text))
-                    )
-                    i += n
-                    break
-            else:
-                i += 1
-        return out
+        """The text's mentions, left to right (longest first where forms overlap), each
+        ambiguous one's entities closest to the text first."""
+        return [
+            dataclasses.replace(m, entities=self._order(m.entities, text)) if len(m.entities) > 1
+            else m
+            for m in self.names.mentions(text)
+        ]  # fmt: skip
 
     def link(self, text: str) -> tuple[str, ...]:
         """Every entity the text names, in mention order (each once)."""
         return tuple(dict.fromkeys(e for m in self.mentions(text) for e in m.entities))
 
-    def _order(self, ids: tuple[int, ...], text: str) -> tuple[str, ...]:
-        if len(ids) > 1 and tokenize(text):
-            emb = self.index.embeddings[list(ids)]
-            sim = emb @ self.index.embed_queries([text])[0]
-            ids = tuple(ids[j] for j in np.argsort(-sim, kind="stable"))
-        return tuple(self.graph.entities[j] for j in ids)
-
-
-def _surfaces(name: str, text: str) -> set[str]:
-    """An entity's surface forms: its name, its text, and the text's head."""
-    out = {name, name.replace("_", " "), text}
-    head = _PAREN.sub("", text)
-    out |= {head, head.split(":", 1)[0]}
-    return {s.strip() for s in out if s.strip()}
+    def _order(self, entities: tuple[str, ...], text: str) -> tuple[str, ...]:
+        if not tokenize(text):
+            return entities
+        ids = [self.graph.entity_index(e) for e in entities]
+        sim = self.index.embeddings[ids] @ self.index.embed_queries([text])[0]
+        return tuple(entities[j] for j in np.argsort(-sim, kind="stable"))

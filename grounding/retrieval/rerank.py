@@ -10,7 +10,7 @@ with the definitions this package chose (the paper names :math:`R_i` "retrieval 
 :math:`M_i` a cosine similarity to the resolved answers, without normalization):
 
 - :math:`R_i\in[0,1]`: the retriever's own score, min-max normalized over the retrieved
-  pool (:func:`~grounding.retrieval.text.minmax`; 0 for every item when all scores are
+  pool (:func:`~grounding.retrieval.base.minmax`; 0 for every item when all scores are
   equal, so the agreement alone orders them);
 - :math:`M_i\in[0,1]`: agreement with the resolved dependency answers :math:`d` weighted by
   their answer probabilities :math:`w_d` (:math:`\sum_d w_d \le 1`), either
@@ -33,8 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from grounding.graph import TypedGraph
-from grounding.retrieval.base import Retrieval
-from grounding.retrieval.text import minmax
+from grounding.retrieval.base import Retrieval, minmax
 
 __all__ = [
     "ALPHA",

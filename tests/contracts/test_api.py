@@ -28,7 +28,8 @@ TOP_LEVEL_HOMES = {
 }
 NAMESPACES = (
     "bounds", "geometry", "paths", "semiring", "energy", "worlds", "regularize", "alignment",
-    "retrieval", "retrieval.learned", "qa", "plans", "llm", "learn", "datasets", "plot",
+    "retrieval", "retrieval.learned", "qa", "prior", "plans", "language", "learn", "datasets",
+    "plot",
     "testing",
 )  # fmt: skip
 
@@ -60,7 +61,10 @@ def test_every_namespace_all_resolves_without_clashes_and_holds_no_helpers(mod):
     ["grounding.kge", "grounding.linkpred", "grounding.retrieval.graph",
      "grounding.retrieval.retrievers", "grounding.retrieval.pcr", "grounding.retrieval.proh",
      "grounding.retrieval.planner", "grounding.qa.pankrag", "grounding.qa.proh",
-     "grounding.qa.loop", "grounding.qa.openai", "grounding.qa.hypergraph"],
+     "grounding.qa.loop", "grounding.qa.openai", "grounding.qa.hypergraph", "grounding.llm",
+     "grounding.retrieval.text", "grounding.retrieval.path_constrained",
+     "grounding.qa.candidates", "grounding.qa.answerer", "grounding.qa.linking",
+     "grounding.qa.remote_model", "grounding.qa.local_model"],
 )  # fmt: skip
 def test_old_module_locations_are_gone(old):
     with pytest.raises(ModuleNotFoundError):

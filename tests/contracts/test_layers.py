@@ -18,13 +18,13 @@ FLOORS = {
     "grounding._shapes": 0,
     "grounding.io": 0,
     "grounding.programs": 1,
-    "grounding.llm": 1,
     "grounding.posterior": 1,
     "grounding.geometry": 1,
     "grounding.alignment": 1,
     "grounding.semiring": 1,
     "grounding.graph": 2,
     "grounding.query": 2,
+    "grounding.language": 2,
     "grounding.evidence": 3,
     "grounding.energy": 3,
     "grounding.bounds": 3,
@@ -39,12 +39,13 @@ FLOORS = {
     "grounding.plot": 6,
     "grounding.solver": 7,
     "grounding.learn": 8,
+    "grounding.prior": 9,
     # retrieval and plans are siblings: neither imports the other
-    "grounding.retrieval": 9,
-    "grounding.plans": 9,
-    "grounding.qa": 10,
-    "grounding.examples": 11,
-    "grounding.testing": 11,
+    "grounding.retrieval": 10,
+    "grounding.plans": 10,
+    "grounding.qa": 11,
+    "grounding.examples": 12,
+    "grounding.testing": 12,
 }
 #: What the dataset loaders may import besides themselves: the data types (and the checks).
 DATA_TYPES = {

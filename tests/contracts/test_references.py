@@ -64,6 +64,7 @@ CORE_MODULES = (
     "grounding.solver.solve",
     "grounding.learn",
     "grounding.learn.least_squares",
+    "grounding.learn.embedding",
     "grounding.learn.kge",
     "grounding.learn.linkpred",
     "grounding.learn.onevsall",
@@ -75,6 +76,8 @@ CORE_MODULES = (
 # baselines (FlatPlanner, HeuristicPlanner), and structural_tags, whose only source (the gated
 # GNN retriever's write-up) has no published title or year.
 UPPER_FLOOR_NAMES = {
+    "grounding.language.lexical": ("BM25",),
+    "grounding.language.linking": ("AnswerLinker",),
     "grounding.retrieval.path_constrained": ("PCR", "SoftPCR"),
     "grounding.retrieval.metrics": (
         "relevance_at_k",
@@ -84,7 +87,6 @@ UPPER_FLOOR_NAMES = {
         "answer_recall_at_k",
     ),
     "grounding.retrieval.baselines": ("VectorRetriever", "BM25Retriever", "HybridRetriever"),
-    "grounding.retrieval.text": ("BM25",),
     "grounding.retrieval.rerank": (
         "dependency_score",
         "graph_agreement",
@@ -113,7 +115,7 @@ UPPER_FLOOR_NAMES = {
         "LLMPlanner",
         "HypergraphTemplatePlanner",
     ),
-    "grounding.qa.answerer": ("KGEAnswerer",),
+    "grounding.prior.answerer": ("KGEAnswerer",),
     "grounding.qa.decomposed": ("PankRAG",),
     "grounding.qa.grounded": ("GroundedQA", "grounding_problem"),
     "grounding.qa.hypergraph_reasoning": ("PRoH",),

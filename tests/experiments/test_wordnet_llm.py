@@ -3,7 +3,7 @@ a tiny scale: its files, its figure's panels, its final line, and the blind cont
 model and the pool see the question text and topic only). Slow (about 1-3 minutes: the model
 answers 10 questions, TransE trains an epoch): ``pytest -m slow
 tests/experiments/test_wordnet_llm.py``; the default suite checks the model itself
-(``tests/llm/test_local.py``)."""
+(``tests/language/test_local.py``)."""
 
 from __future__ import annotations
 

@@ -11,6 +11,7 @@ import pytest
 
 from grounding import TypedGraph
 from grounding.hypergraph import KnowledgeHypergraph
+from grounding.language import HashingEncoder
 from grounding.plans import (
     ComposedChainPredictor,
     FlatPlanner,
@@ -23,7 +24,6 @@ from grounding.plans import (
 )
 from grounding.plans.role_chains import role_chain_accuracy
 from grounding.query import BlindQuestion
-from grounding.retrieval import HashingEncoder
 
 LABELS = {"currency": "currency", "country": "country"}
 GRAPH = TypedGraph.from_triples([("a", "currency", "eur"), ("a", "country", "fr")])

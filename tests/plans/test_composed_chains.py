@@ -10,9 +10,9 @@ import pytest
 
 from grounding import TypedGraph
 from grounding.datasets import kgqa_benchmark
+from grounding.language import HashingEncoder
 from grounding.plans import ComposedChainPredictor, RelationChainPredictor, chain_accuracy
 from grounding.query import BlindQuestion, blind
-from grounding.retrieval import HashingEncoder
 
 VOCAB = ["capital", "currency", "country", "mayor"]
 

@@ -11,9 +11,9 @@ import pytest
 
 from grounding.datasets import kgqa_benchmark
 from grounding.graph import TypedGraph
+from grounding.language import HashingEncoder
 from grounding.plans import RelationChainPredictor, chain_accuracy
 from grounding.query import BlindQuestion, blind
-from grounding.retrieval import HashingEncoder
 
 
 @pytest.fixture(scope="module")

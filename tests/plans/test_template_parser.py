@@ -1,6 +1,6 @@
 """The template parser (grounding.plans.template_parser) against the benchmark's own writer:
 it reads every chain back off every text worded as it knows, nothing off a text worded
-otherwise: none of the held-out test wordings (the rate docs/results.md reports)."""
+otherwise: none of the held-out test wordings (the rate docs/results/grounded_qa.md reports)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def test_the_parser_of_the_training_wordings_reads_no_held_out_test_question(nam
             assert q.chain in [c for c, _ in got], (q.text, q.chain, got)
     test = bench.split("test")
     assert len(test) >= 25
-    # 100 % of the test questions fail to parse: the rate docs/results.md section 6 reports
+    # 100 % of the test questions fail to parse: the rate docs/results/grounded_qa.md reports
     assert all(got == [] for got in parser.predict([blind(q) for q in test], k=9))
     # the same questions parse once the parser is told the test wordings
     told = _parser(bench, phrasings=TEST_PHRASINGS, frames=TEST_FRAMES)

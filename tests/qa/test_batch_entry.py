@@ -11,12 +11,13 @@ import pytest
 
 from grounding import GroundingConfig, TypedGraph
 from grounding.datasets import KGQuestion
+from grounding.language import HashingEncoder
 from grounding.learn import init_model
 from grounding.plans import Plan, RelationChainPredictor, SubQuestion
 from grounding.qa import BlindQA, KGEAnswerer, PankRAG, PRoH
 from grounding.qa._checks import check_questions
 from grounding.query import BlindQuestion
-from grounding.retrieval import PCR, HashingEncoder, TextIndex
+from grounding.retrieval import PCR, TextIndex
 from tests._systems import WORLD_PRIOR, _OnePlan, _world_graph, _world_hypergraph, _WorldModel
 
 CONFIG = GroundingConfig(lam=1.0, kappa=1.0)
@@ -121,7 +122,7 @@ def test_blind_qa_refuses_a_predictor_that_loses_questions(blind_qa):
             return [[(("currency",), 1.0)]]  # one prediction, whatever the batch
 
     qa = BlindQA(blind_qa.answerer, Short(), blind_qa.retriever.spec, CONFIG)
-    with pytest.raises(TypeError, match="returned 1 predictions for 2 questions"):
+    with pytest.raises(TypeError, match="chain prediction returned 1 outputs for 2 questions"):
         qa.answer_batch(GOOD)
 
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from grounding import GroundingConfig, TypedGraph
 from grounding.datasets import KGQuestion, kgqa_benchmark, load_kg, load_musique
-from grounding.llm import Endpoint, EndpointError
+from grounding.language import Endpoint, EndpointError, HashingEncoder
 from grounding.plans import (
     FlatPlanner,
     HeuristicPlanner,
@@ -36,19 +36,18 @@ from grounding.retrieval import (
     Communities,
     CommunityRetriever,
     EntityLinker,
-    HashingEncoder,
     LLMSummarizer,
     Query,
     TextIndex,
     dependency_rerank,
 )
+from grounding.retrieval.base import minmax
 from grounding.retrieval.rerank import (
     ALPHA,
     dependency_score,
     embedding_agreement,
     graph_agreement,
 )
-from grounding.retrieval.text import minmax
 
 # --------------------------------------------------------------------------- plans
 

@@ -13,8 +13,8 @@ import pytest
 from grounding import EvidenceStatus, GroundingConfig, TypedGraph
 from grounding.datasets import KGQuestion
 from grounding.hypergraph import KnowledgeHypergraph
+from grounding.language import EndpointError
 from grounding.learn import KGEModel
-from grounding.llm import EndpointError
 from grounding.plans import (
     HeuristicPlanner,
     HypergraphTemplatePlanner,

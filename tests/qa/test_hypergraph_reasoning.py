@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from grounding import GroundingConfig
 from grounding.datasets import hypergraph_qa_benchmark, load_wd50k, read_statements
 from grounding.hypergraph import KnowledgeHypergraph, hop_relations, parse_role, role_name
-from grounding.llm import Endpoint, EndpointError
+from grounding.language import Endpoint, EndpointError
 from grounding.plans import HypergraphTemplatePlanner, LLMPlanner, Plan, SubQuestion
 from grounding.qa import PRoH
 from grounding.retrieval import (
@@ -467,8 +467,8 @@ def test_proh_weighs_each_plan_by_its_probability():
 
 @pytest.fixture(scope="module")
 def wd50k_blind():
+    from grounding.language import HashingEncoder
     from grounding.plans import RoleChainPredictor
-    from grounding.retrieval import HashingEncoder
 
     bench = hypergraph_qa_benchmark(questions_per_hop=10, hops=(2, 3))
     index = HypergraphIndex(bench.evidence)
@@ -477,9 +477,9 @@ def wd50k_blind():
 
 
 def test_role_chains_read_the_role_mentions_and_walk_the_evidence(wd50k_blind):
+    from grounding.language import HashingEncoder
     from grounding.plans import RoleChainPredictor, role_chain_accuracy
     from grounding.query import BlindQuestion, blind
-    from grounding.retrieval import HashingEncoder
 
     bench, _, pred = wd50k_blind
     kh = bench.evidence
@@ -594,8 +594,8 @@ def test_role_chains_need_the_nesting_and_the_walk_to_read_held_out_wordings():
     """On 40 unseen questions (valid: training wordings; test: held-out wordings), the full
     predictor's top-1 chain is right for at least 80 % (0.875 measured); dropping the nesting
     term or the walk term costs at least 0.1 each (measured 0.70 and 0.625)."""
+    from grounding.language import HashingEncoder
     from grounding.plans import RoleChainPredictor, role_chain_accuracy
-    from grounding.retrieval import HashingEncoder
 
     bench = hypergraph_qa_benchmark(questions_per_hop=100, hops=(2, 3))
     unseen = bench.split("valid") + bench.split("test")

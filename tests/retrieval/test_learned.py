@@ -297,7 +297,7 @@ def test_checkpoint_round_trip_and_refusals(trained, tmp_path):
         TripleRetriever(
             r.graph, GNNConfig(gate="mean", layers=1, hidden=8), encoder=r.encoder
         ).load(path)
-    from grounding.retrieval.text import HashingEncoder
+    from grounding.language import HashingEncoder
 
     with pytest.raises(ValueError, match="another graph or encoder"):
         TripleRetriever(r.graph, r.config, encoder=HashingEncoder(dim=32)).load(path)

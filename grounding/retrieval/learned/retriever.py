@@ -34,6 +34,7 @@ import numpy as np
 from grounding._checks import check_int
 from grounding.evidence import EvidenceState
 from grounding.graph import TypedGraph
+from grounding.language import Encoder, HashingEncoder
 from grounding.learn.checkpoint import check_leaves, read_archive, write_archive
 from grounding.query import Query
 from grounding.retrieval.base import Retrieval, check_k
@@ -52,7 +53,6 @@ from grounding.retrieval.learned.features import (
 )
 from grounding.retrieval.learned.gnn import Batch, GNNConfig, init_params, logits, make_batch
 from grounding.retrieval.learned.prepared import Bucket, PreparedQuestions
-from grounding.retrieval.text import Encoder, HashingEncoder
 
 __all__ = [
     "RetrieverTrainConfig",
