@@ -192,7 +192,7 @@ def real_kg(encoder, cache, n_queries: int | None, seed: int = SEED) -> dict:
         hard = evaluate_retrieval(PCR(index, max_hops=hops), g, bench.queries)
         curve = []
         for lam in progress(lams, desc=f"umls soft PCR d_max={key}"):
-            soft = SoftPCR(index, lam=lam, hop_cost=0.0, slack=1.0, max_hops=hops)
+            soft = SoftPCR(index, lam=lam, hop_cost=0.0, kappa=1.0, max_hops=hops)
             srows = evaluate_retrieval(soft, g, bench.queries)
             # queries with a relevant node outside C(a) that soft PCR returns
             kept = [

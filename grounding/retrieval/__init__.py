@@ -4,8 +4,8 @@
 - :mod:`~grounding.retrieval.base`: :class:`Query`, :class:`Retrieval`, the
   :class:`Retriever` protocol, :class:`TextIndex`, the base classes — where a new retriever
   starts;
-- text and graph retrieval: :mod:`~grounding.retrieval.path_constrained` (hard
-  :class:`PCR` and soft :class:`SoftPCR`, through :func:`grounding.ground`),
+- text and graph retrieval: :mod:`~grounding.retrieval.pcr` (hard :class:`PCR`),
+  :mod:`~grounding.retrieval.soft_pcr` (soft :class:`SoftPCR`, grounded by the solver),
   :mod:`~grounding.retrieval.baselines` (vector, BM25, hybrid), :mod:`~grounding.retrieval.ann`
   (approximate search, optional extra ``ann``), :mod:`~grounding.retrieval.community`
   (hierarchical Leiden communities, global retrieval), :mod:`~grounding.retrieval.rerank`
@@ -56,8 +56,9 @@ from grounding.retrieval.metrics import (
     structural_consistency,
     summarize_retrieval,
 )
-from grounding.retrieval.path_constrained import PCR, SoftPCR
+from grounding.retrieval.pcr import PCR
 from grounding.retrieval.rerank import dependency_rerank
+from grounding.retrieval.soft_pcr import SoftPCR
 
 __all__ = [
     # base

@@ -28,9 +28,14 @@ Steps 1-4 are one jitted program (``vmap``-ed over questions by :func:`ground_ba
 compiled once per configuration and shape bucket (candidates, edges and the nodes of small
 evidence graphs padded to powers of two; claim chains by slot counts per hop count, their
 indices being inputs); the compiled programs sit in a bounded LRU cache.
+
+For every node of a graph as a candidate answer and many anchor sets at once (soft
+path-constrained retrieval), :func:`answer_energies` and :func:`answer_log_posteriors` give
+what ``ground`` gives, from one energy field of the path engine (:mod:`~grounding.solver.answers`).
 """
 
+from grounding.solver.answers import answer_energies, answer_log_posteriors
 from grounding.solver.config import GroundingConfig
 from grounding.solver.solve import ground, ground_batch
 
-__all__ = ["GroundingConfig", "ground", "ground_batch"]
+__all__ = ["GroundingConfig", "ground", "ground_batch", "answer_energies", "answer_log_posteriors"]

@@ -59,10 +59,11 @@ def test_every_namespace_all_resolves_without_clashes_and_holds_no_helpers(mod):
 @pytest.mark.parametrize(
     "old",
     ["grounding.kge", "grounding.linkpred", "grounding.retrieval.graph",
-     "grounding.retrieval.retrievers", "grounding.retrieval.pcr", "grounding.retrieval.proh",
+     "grounding.retrieval.retrievers", "grounding.retrieval.proh",
      "grounding.retrieval.planner", "grounding.qa.pankrag", "grounding.qa.proh",
      "grounding.qa.loop", "grounding.qa.openai", "grounding.qa.hypergraph", "grounding.llm",
      "grounding.retrieval.text", "grounding.retrieval.path_constrained",
+     "grounding.retrieval.learned._training",
      "grounding.qa.candidates", "grounding.qa.answerer", "grounding.qa.linking",
      "grounding.qa.remote_model", "grounding.qa.local_model"],
 )  # fmt: skip

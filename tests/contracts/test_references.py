@@ -78,7 +78,8 @@ CORE_MODULES = (
 UPPER_FLOOR_NAMES = {
     "grounding.language.lexical": ("BM25",),
     "grounding.language.linking": ("AnswerLinker",),
-    "grounding.retrieval.path_constrained": ("PCR", "SoftPCR"),
+    "grounding.retrieval.pcr": ("PCR",),
+    "grounding.retrieval.soft_pcr": ("SoftPCR",),
     "grounding.retrieval.metrics": (
         "relevance_at_k",
         "structural_consistency",
@@ -107,7 +108,9 @@ UPPER_FLOOR_NAMES = {
     ),
     "grounding.retrieval.learned.features": ("dde", "shortest_path_labels", "gold_facts"),
     "grounding.retrieval.learned.gnn": ("GNNConfig", "logits", "dirichlet_energy"),
-    "grounding.retrieval.learned.retriever": ("RetrieverTrainConfig", "TripleRetriever"),
+    "grounding.retrieval.learned.retriever": ("TripleRetriever",),
+    "grounding.retrieval.learned.schedule": ("RetrieverTrainConfig",),
+    "grounding.retrieval.learned.candidates": ("QuestionCandidates",),
     "grounding.plans.dag": ("Plan", "plan_from_decomposition"),
     "grounding.plans.planners": (
         "TemplatePlanner",

@@ -487,7 +487,7 @@ def test_scrambling_every_gold_field_leaves_the_learned_rankings_unchanged(
     labels added to the scorer's input) is caught."""
     import dataclasses
 
-    import grounding.retrieval.learned._training as mod
+    import grounding.retrieval.learned.retriever as mod
 
     bench, model = nations_trained
     test = list(bench.split("test"))

@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grounding import TypedGraph
-from grounding.retrieval import PCR, Query, TextIndex, _rank, path_constrained
+from grounding.retrieval import PCR, Query, TextIndex, _rank
+from grounding.retrieval import pcr as pcr_module
 from grounding.retrieval.base import top_k
 
 
@@ -112,7 +113,7 @@ def test_pcr_screens_in_chunks_of_rows_into_one_kept_buffer(monkeypatch):
     """One query at a time, then groups longer than a screening chunk (the buffer grows), then
     a shorter group reusing the larger buffer: always brute force's lists and scores; copies
     and pickles leave the buffer out."""
-    monkeypatch.setattr(path_constrained, "_SCREEN_ROWS", 3)
+    monkeypatch.setattr(pcr_module, "_SCREEN_ROWS", 3)
     rng = np.random.default_rng(1)
     n = 2_000
     ids = [f"v{i}" for i in range(n)]

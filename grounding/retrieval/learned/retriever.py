@@ -1,4 +1,4 @@
-r"""Learned triple retrievers: training, retrieval, checkpoints.
+r"""Learned triple retrievers: scoring, retrieval, training, checkpoints.
 
 :class:`TripleRetriever` is SubgraphRAG (``GNNConfig(gate="none")``, no anchors) or the
 structurally gated GNN retriever (anchors + ``gate="structural"``) or any ablation between
@@ -24,45 +24,45 @@ state after every epoch (atomically) and resumes from it when started again.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
+from tqdm import tqdm
 
-from grounding._checks import check_int
 from grounding.evidence import EvidenceState
 from grounding.graph import TypedGraph
-from grounding.language import Encoder, HashingEncoder
+from grounding.language import Encoder
 from grounding.learn.checkpoint import check_leaves, read_archive, write_archive
+from grounding.learn.early_stopping import EarlyStopping, check_finite
 from grounding.query import Query
 from grounding.retrieval.base import Retrieval, check_k
-from grounding.retrieval.learned import _training
 from grounding.retrieval.learned._checkpoint import (
     CHECKPOINT_VERSION,
     check_compatible,
     check_meta,
+    data_tag,
     graph_sha256,
+    resume,
+    save_state,
 )
-from grounding.retrieval.learned._training import RetrieverTrainConfig, TrainLog
-from grounding.retrieval.learned.features import (
-    FactGraph,
-    QuestionSubgraph,
-    stable_seed,
-)
-from grounding.retrieval.learned.gnn import Batch, GNNConfig, init_params, logits, make_batch
-from grounding.retrieval.learned.prepared import Bucket, PreparedQuestions
+from grounding.retrieval.learned.candidates import QuestionCandidates
+from grounding.retrieval.learned.features import FactGraph, QuestionSubgraph
+from grounding.retrieval.learned.gnn import Batch, GNNConfig, init_params, logits
+from grounding.retrieval.learned.prepared import Bucket, PreparedQuestions, gather
+from grounding.retrieval.learned.schedule import RetrieverTrainConfig, TrainLog
 
-__all__ = [
-    "RetrieverTrainConfig",
-    "TrainLog",
-    "TripleRetriever",
-]
+__all__ = ["TripleRetriever"]
 
 
-class TripleRetriever:
-    """A learned triple retriever over one graph (module docstring).
+class TripleRetriever(QuestionCandidates):
+    """A learned triple retriever over one graph (module docstring): a scorer over the
+    candidate facts of :class:`~grounding.retrieval.learned.QuestionCandidates`.
 
     Args:
         graph: the searched graph (its node texts are embedded).
@@ -102,33 +102,18 @@ class TripleRetriever:
         seed: int = 0,
         facts: FactGraph | None = None,
     ):
-        for label, v, lo in (
-            ("n_anchors", n_anchors, 0),
-            ("hops", hops, 1),
-            ("anchor_hops", anchor_hops, 0),
-            ("max_facts", max_facts, 1),
-        ):
-            check_int(v, label, lo)
+        super().__init__(
+            graph,
+            encoder=encoder,
+            relation_texts=relation_texts,
+            n_anchors=n_anchors,
+            hops=hops,
+            anchor_hops=anchor_hops,
+            max_facts=max_facts,
+            facts=facts,
+        )
         config = config if config is not None else GNNConfig()
-        self.graph, self.config = graph, config
-        self.facts = facts if facts is not None else FactGraph.from_graph(graph)
-        rel_texts = list(relation_texts) if relation_texts is not None else list(graph.relations)
-        if len(rel_texts) != len(graph.relations):
-            raise ValueError(
-                f"relation_texts must have {len(graph.relations)} entries, got {len(rel_texts)}"
-            )
-        texts = list(graph.node_texts)
-        self.encoder = (
-            encoder if encoder is not None else HashingEncoder(dim=256).fit(texts + rel_texts)
-        )
-        self.entity_text = np.asarray(self.encoder.encode(texts), np.float32)
-        self.relation_text = jnp.asarray(self.encoder.encode(rel_texts), jnp.float32)
-        self.n_anchors, self.hops, self.anchor_hops, self.max_facts = (
-            n_anchors,
-            hops,
-            anchor_hops,
-            max_facts,
-        )
+        self.config = config
         if not isinstance(anchor_tags, bool):
             raise TypeError(f"anchor_tags must be a bool, got {anchor_tags!r}")
         self.anchor_tags = anchor_tags
@@ -136,125 +121,9 @@ class TripleRetriever:
             "" if n_anchors and anchor_tags else "-noanchor"
         )
         self.params = init_params(
-            jax.random.PRNGKey(seed), config, self.encoder.dim, len(rel_texts)
+            jax.random.PRNGKey(seed), config, self.encoder.dim, len(graph.relations)
         )
-        self._fact_norm = self._fact_norms()
         self._entity_text = jnp.asarray(self.entity_text)
-        self._score = jax.jit(lambda p, b: logits(p, config, b, self.relation_text))
-
-    # ------------------------------------------------------------------ question subgraphs
-    def _fact_norms(self) -> np.ndarray:
-        E, R = self.entity_text, np.asarray(self.relation_text)
-        f = self.facts
-        out = np.empty(f.n_facts, np.float32)
-        for lo in range(0, f.n_facts, 65536):
-            s = slice(lo, lo + 65536)
-            out[s] = np.linalg.norm(E[f.head[s]] + R[f.relation[s]] + E[f.tail[s]], axis=1)
-        return np.maximum(out, 1e-12)
-
-    def anchor_facts(self, q: np.ndarray) -> np.ndarray:
-        """The ``n_anchors`` facts most cosine-similar to the question embedding ``q``."""
-        if self.n_anchors == 0:
-            return np.zeros(0, np.int64)
-        f = self.facts
-        qe, qr = self.entity_text @ q, np.asarray(self.relation_text) @ q
-        cos = (qe[f.head] + qr[f.relation] + qe[f.tail]) / self._fact_norm
-        n = min(self.n_anchors, f.n_facts)
-        top = np.argpartition(-cos, n - 1)[:n]
-        return top[np.lexsort((top, -cos[top]))]
-
-    def _topics(self, query: Query) -> list[int]:
-        topics = [self.graph.entity_index(a) for a in query.anchors if self.graph.has_entity(a)]
-        if not topics:
-            raise ValueError(
-                f"query {query.id or query.text!r}: no topic entity in the graph "
-                f"(anchors {list(query.anchors)})"
-            )
-        return topics
-
-    def subgraph(self, query: Query, q: np.ndarray | None = None) -> QuestionSubgraph:
-        """The query's candidate subgraph (answers from ``query.relevant`` when given, for the
-        labels only). What the candidates are depends on the query's text and anchors alone
-        (the tie-break at the cap is seeded by them, not by the query's id), so a question
-        gets the same candidates in training, in evaluation and in use."""
-        q = self.embed([query])[0] if q is None else q
-        topics = self._topics(query)
-        anchors = self.anchor_facts(q)
-        cand = self.facts.candidates(
-            topics,
-            anchors,
-            self.hops,
-            self.anchor_hops,
-            self.max_facts,
-            seed=stable_seed("\x1f".join((query.text, *query.anchors))),
-        )
-        answers = [self.graph.entity_index(a) for a in query.relevant if self.graph.has_entity(a)]
-        return QuestionSubgraph.build(self.facts, cand, topics, answers, anchors)
-
-    def embed(self, queries: Sequence[Query]) -> np.ndarray:
-        """``[Q, dim]`` question embeddings."""
-        return np.asarray(self.encoder.encode([q.text for q in queries]), np.float32)
-
-    def subgraphs(self, queries: Sequence[Query]) -> list[QuestionSubgraph]:
-        """:meth:`subgraph` of each query."""
-        qs = self.embed(queries)
-        return [self.subgraph(query, q) for query, q in zip(queries, qs)]
-
-    def batch(
-        self, subs: Sequence[QuestionSubgraph], qs: np.ndarray, n_rows: int | None = None
-    ) -> Batch:
-        """The model input of subgraphs ``subs`` with question embeddings ``qs`` (``n_rows``:
-        pad to that many rows, :func:`~grounding.retrieval.learned.gnn.make_batch`)."""
-        return make_batch(subs, qs, self.entity_text, n_rows=n_rows)
-
-    def candidate_settings(self, labels: str = "all") -> dict:
-        """What prepared questions must agree on to serve this retriever: the candidate
-        settings, the encoder and the label mode (``anchor_tags`` and the architecture are
-        not among them: retrievers that differ only there share prepared questions)."""
-        return dict(
-            n_anchors=self.n_anchors,
-            hops=self.hops,
-            anchor_hops=self.anchor_hops,
-            max_facts=self.max_facts,
-            encoder=self.encoder.name,
-            text_dim=self.encoder.dim,
-            n_facts=self.facts.n_facts,
-            labels=labels,
-        )
-
-    def prepare(self, queries: Sequence[Query], labels: str = "all") -> PreparedQuestions:
-        """The queries' candidate subgraphs and features, built once and padded into the
-        buckets of :func:`~grounding.retrieval.learned.prepared.bucket_shapes` (answers, for
-        the labels, from ``query.relevant``; ``labels``: ``"all"`` or ``"pair"``)."""
-        if len(queries) == 0:
-            raise ValueError("no questions to prepare")
-        qs = self.embed(queries)
-        subs = [self.subgraph(query, q) for query, q in zip(queries, qs)]
-        return self.prepare_subgraphs(subs, qs, [x.id or x.text for x in queries], labels)
-
-    def prepare_subgraphs(
-        self,
-        subs: Sequence[QuestionSubgraph],
-        qs: np.ndarray,
-        ids: Sequence[str] | None = None,
-        labels: str = "all",
-    ) -> PreparedQuestions:
-        """:class:`PreparedQuestions` of subgraphs already built (question embeddings ``qs``)."""
-        settings = self.candidate_settings(labels)
-        return PreparedQuestions.build(subs, qs, self.max_facts, settings, ids, labels)
-
-    def _check_prepared(self, prepared: PreparedQuestions, labels: str | None = None) -> None:
-        mine = self.candidate_settings(prepared.settings.get("labels", "all"))
-        if labels is not None:
-            mine["labels"] = labels
-        if prepared.settings != mine:
-            diff = sorted(k for k in set(mine) | set(prepared.settings)
-                          if mine.get(k) != prepared.settings.get(k))  # fmt: skip
-            raise ValueError(
-                f"{self.name}: the prepared questions were built with other settings ("
-                + ", ".join(f"{k}={prepared.settings.get(k)!r} vs {mine.get(k)!r}" for k in diff)
-                + ")"
-            )
 
     # ------------------------------------------------------------------------- scoring
     def scores(
@@ -283,7 +152,7 @@ class TripleRetriever:
     def _bucket_logits(self, bucket: Bucket, rows: int = 8) -> np.ndarray:
         """``[Q, M]`` logits of a bucket's questions, ``rows`` at a time (a last, smaller
         batch padded with empty rows: one compiled scorer per bucket shape)."""
-        score = _training.programs(self.config, 1e-3, self.anchor_tags)[1]
+        score = programs(self.config, 1e-3, self.anchor_tags)[1]
         Q = bucket.q.shape[0]
         out = []
         for lo in range(0, Q, rows):
@@ -369,13 +238,87 @@ class TripleRetriever:
                 larger than the state's run; a state of another retriever, schedule or
                 question set is refused with a ``ValueError``).
         """
-        return _training.train(self, train, valid, config, progress, checkpoint)
+        config = config if config is not None else RetrieverTrainConfig()
+        log = TrainLog()
+        t0 = time.perf_counter()
+        tp = train if isinstance(train, PreparedQuestions) else self.prepare(train, config.labels)
+        self._check_prepared(tp, config.labels)
+        vp = None
+        if isinstance(valid, PreparedQuestions):
+            vp = valid
+        elif len(valid):
+            vp = self.prepare(valid)
+        if vp is not None:
+            self._check_prepared(vp)
+        keep = tp.has_path
+        log.n_train, log.n_skipped = int(keep.sum()), int((~keep).sum())
+        if not keep.any():
+            raise ValueError(
+                "no training question has a topic-answer path in its candidate subgraph"
+            )
+        step = programs(self.config, float(config.lr), self.anchor_tags)[0]
+        opt = optax.adam(config.lr)
+        state = opt.init(self.params)
+        rng = np.random.default_rng(config.seed)
+        stop = EarlyStopping(config.patience)
+        stop.best_state = self.params
+        start = 0
+        tag = data_tag(tp, vp)
+        if checkpoint is not None and Path(checkpoint).exists():
+            state, rng, start = resume(self, checkpoint, config, tag, opt, log, stop)
+        local = [np.flatnonzero(keep[rows]) for rows in tp.rows]  # trainable rows per bucket
+        B = config.batch_size
+        t1 = time.perf_counter()
+        for epoch in tqdm(range(start, config.epochs), disable=not progress, desc=self.name):
+            if log.stopped:
+                break
+            te = time.perf_counter()
+            batches = []
+            for b, rows in enumerate(local):
+                perm = rng.permutation(rows)
+                batches += [(b, perm[lo : lo + B]) for lo in range(0, len(perm), B)]
+            losses = []
+            for j in rng.permutation(len(batches)):
+                b, idx = batches[j]
+                live = np.arange(B) < len(idx)
+                full = np.resize(idx, B) if len(idx) else np.zeros(B, np.int64)
+                self.params, state, loss = step(
+                    self.params, state, tp.buckets[b], jnp.asarray(full), jnp.asarray(live),
+                    self._entity_text, self.relation_text,
+                )  # fmt: skip
+                losses.append(loss)
+            mean = float(np.mean(np.asarray(jnp.stack(losses))))
+            check_finite(mean, self.params, epoch, self.name)
+            log.loss.append(mean)
+            if vp is None:
+                stop.best_state, stop.best_epoch = self.params, epoch
+            else:
+                log.valid_recall.append(self.valid_recall(vp, config.eval_k))
+                log.stopped = stop.update(epoch, log.valid_recall[-1], self.params)
+            log.best_epoch = stop.best_epoch
+            log.epoch_seconds.append(time.perf_counter() - te)
+            if checkpoint is not None:
+                save_state(self, checkpoint, config, tag, state, rng, log, stop)
+        self.params = stop.best_state
+        log.train_seconds = time.perf_counter() - t1
+        log.seconds = time.perf_counter() - t0
+        return log
 
     def valid_recall(self, prepared: PreparedQuestions, k: int = 100) -> float:
         """Mean over the questions with a shortest-path fact among their candidates of the
         share of those facts in the top ``k`` (the stopping criterion; ties broken by
         candidate order)."""
-        return _training.valid_recall(self, prepared, k)
+        self._check_prepared(prepared)
+        recalls = []
+        for bucket in prepared.buckets:
+            z = self._bucket_logits(bucket)
+            gold = np.asarray(bucket.gold)
+            n_gold = gold.sum(1)
+            kk = min(k, z.shape[1])
+            top = np.argsort(-z, axis=1, kind="stable")[:, :kk]  # ties: candidate order
+            hits = np.take_along_axis(gold, top, 1).sum(1)
+            recalls += (hits / np.maximum(n_gold, 1))[n_gold > 0].tolist()
+        return float(np.mean(recalls)) if recalls else 0.0
 
     # ------------------------------------------------------------------------ checkpoints
     def _fingerprint(self) -> dict:
@@ -431,3 +374,31 @@ class TripleRetriever:
 
 
 _SETTINGS = ("n_anchors", "hops", "anchor_hops", "max_facts", "anchor_tags")
+
+
+@functools.lru_cache(maxsize=64)
+def programs(config: GNNConfig, lr: float, anchor_tags: bool):
+    """The compiled training step and scorer of an architecture (shared by every retriever and
+    seed of it; one compilation per bucket shape)."""
+    opt = optax.adam(lr)
+
+    def loss_fn(p, b: Batch, rel):
+        z = logits(p, config, b, rel)
+        z = jnp.where(b.fact_mask, z, 0.0)
+        bce = optax.sigmoid_binary_cross_entropy(z, b.labels) * b.fact_mask
+        per_q = jnp.sum(bce, 1) / jnp.maximum(jnp.sum(b.fact_mask, 1), 1)
+        real = jnp.any(b.fact_mask, 1)
+        return jnp.sum(per_q * real) / jnp.maximum(jnp.sum(real), 1)
+
+    @jax.jit
+    def step(p, s, bucket: Bucket, idx, live, ent, rel):
+        b = gather(bucket, idx, live, ent, anchor_tags)
+        loss, g = jax.value_and_grad(loss_fn)(p, b, rel)
+        upd, s = opt.update(g, s, p)
+        return optax.apply_updates(p, upd), s, loss
+
+    @jax.jit
+    def score(p, bucket: Bucket, idx, live, ent, rel):
+        return logits(p, config, gather(bucket, idx, live, ent, anchor_tags), rel)
+
+    return step, score
