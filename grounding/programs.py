@@ -2,8 +2,10 @@
 releases them.
 
 Every compiled program the solver runs (:func:`grounding.ground`, :func:`grounding.ground_batch`
-and the systems built on them) is compiled ahead of time for one configuration and one set of
-input shapes, and kept in one least-recently-used cache of at most :func:`max_programs`
+and the systems built on them) and every program of the in-process language model
+(:class:`grounding.language.LocalLM`: its forward pass and cache moves) is compiled ahead of
+time for one configuration and one set of input shapes, and kept in one least-recently-used
+cache of at most :func:`max_programs`
 programs (default :data:`DEFAULT_MAX_PROGRAMS`). Every input dimension is padded to a shape
 bucket first (:func:`grounding._shapes.bucket`: candidates, anchors, chain widths, nodes,
 edges and batch rows), so a workload meets finitely many shapes and, when they fit under the
@@ -91,7 +93,7 @@ def program_info() -> dict[str, Any]:
     caches keep what each compilation traced until :func:`release_programs` (the limits page
     of the documentation); raise the cap if the memory maps allow. ``by_kind``: live programs
     per kind (``"solver"``: the grounding program; ``"chain costs"``: the walk report's
-    costs)."""
+    costs; ``"local model"``: the in-process language model's programs)."""
     with _LOCK:
         kinds = collections.Counter(key[0][0] for key in _CACHE)
         return dict(

@@ -10,11 +10,10 @@ from functools import partial
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from grounding.bounds import log_ratio_bound, tv_bound, tv_bound_sharp
+from grounding.bounds import certified_tv, stability_certificate
 from grounding.decision import Action
 from grounding.evidence import EvidenceStatus
 from grounding.graph import Triple
@@ -67,23 +66,9 @@ class Certificate:
     def build(
         cls, lam: ArrayLike, omega: ArrayLike, log_posterior: jax.Array, valid: jax.Array
     ) -> Certificate:
-        """The certificate of a posterior at ``omega`` (``jit``/``vmap``-able)."""
-        lam, omega = jnp.asarray(lam), jnp.asarray(omega)
-        top = jax.lax.top_k(log_posterior, min(2, log_posterior.shape[-1]))[0]
-        margin = top[0] - top[1] if log_posterior.shape[-1] > 1 else jnp.asarray(jnp.inf)
-        margin = jnp.where(jnp.isnan(margin), jnp.inf, margin)  # (-inf) - (-inf): no rival
-        safe_lam = jnp.where(lam > 0, lam, 1.0)
-        radius = jnp.where(lam > 0, margin / safe_lam, jnp.inf)  # Thm. 3, log-ratio claim
-        return cls(
-            lam=lam,
-            omega=omega,
-            log_ratio=jnp.where(valid, log_ratio_bound(lam, omega), jnp.inf),
-            tv_paper=jnp.where(valid, tv_bound(lam, omega), 1.0),  # Eq. (21)
-            tv_sharp=jnp.where(valid, tv_bound_sharp(lam, omega), 1.0),
-            margin=margin,
-            radius=jnp.where(valid, radius, 0.0),
-            valid=jnp.asarray(valid),
-        )
+        """The certificate of a posterior at ``omega`` (``jit``/``vmap``-able): the Thm. 3
+        arithmetic of :func:`grounding.bounds.stability_certificate`."""
+        return cls(**stability_certificate(lam, omega, log_posterior, valid))
 
     def __repr__(self) -> str:  # Certificate(lam=4, omega=2, ..., radius=0.1733, valid=True)
         shown = ", ".join(
@@ -92,12 +77,9 @@ class Certificate:
         return f"Certificate({shown})"
 
     def tv_at(self, omega: ArrayLike) -> tuple[jax.Array, jax.Array]:
-        """``(paper, sharp)`` TV bounds for another oscillation ``omega``."""
-        ok = self.valid
-        return (
-            jnp.where(ok, tv_bound(self.lam, omega), 1.0),
-            jnp.where(ok, tv_bound_sharp(self.lam, omega), 1.0),
-        )
+        """``(paper, sharp)`` TV bounds for another oscillation ``omega``
+        (:func:`grounding.bounds.certified_tv`)."""
+        return certified_tv(self.lam, omega, self.valid)
 
 
 @jax.tree_util.register_dataclass

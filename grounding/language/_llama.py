@@ -1,6 +1,8 @@
 """The llama forward pass of :class:`grounding.language.LocalLM` in JAX, and the reading of a GGUF file
 (weights dequantized by ``gguf``, the tokenizer rebuilt by ``tokenizers``): pure functions over
-a key/value cache, every shape bucketed by the caller."""
+a key/value cache, every shape bucketed by the caller, each compiled through the package's one
+bounded registry of programs (:func:`grounding.programs.run_program`: counted, capped, and
+dropped by :func:`grounding.programs.release_programs` with the solver's)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from grounding.programs import run_program
 
 
 def need(module: str):
@@ -127,8 +131,23 @@ def _rope(x, pos, base):
     return jnp.stack([x0 * cos - x1 * sin, x0 * sin + x1 * cos], axis=-1).reshape(x.shape)
 
 
-@functools.partial(jax.jit, static_argnames=("cfg",))
 def forward(
+    params: dict,
+    cache_k: jax.Array,
+    cache_v: jax.Array,
+    cache_ok: jax.Array,
+    tokens: np.ndarray,
+    ok: np.ndarray,
+    start: int,
+    cfg: Config,
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """:func:`_forward`, compiled once per configuration and shapes in the bounded registry."""
+    make = lambda: functools.partial(_forward, cfg=cfg)  # noqa: E731
+    return run_program(("local model", "forward", cfg), make,
+                       params, cache_k, cache_v, cache_ok, tokens, ok, start)  # fmt: skip
+
+
+def _forward(
     params: dict,
     cache_k: jax.Array,
     cache_v: jax.Array,
@@ -185,19 +204,32 @@ def forward(
     return jax.nn.log_softmax(logits, axis=-1), cache_k, cache_v, cache_ok
 
 
-@functools.partial(jax.jit, static_argnames=("slots",))
 def grow(
     cache_k: jax.Array, cache_v: jax.Array, cache_ok: jax.Array, slots: int
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """The cache with its slot axis padded (invalid slots) to ``slots``."""
+    make = lambda: functools.partial(_grow, slots=slots)  # noqa: E731
+    return run_program(("local model", "grow", slots), make, cache_k, cache_v, cache_ok)
+
+
+def _grow(
+    cache_k: jax.Array, cache_v: jax.Array, cache_ok: jax.Array, slots: int
+) -> tuple[jax.Array, jax.Array, jax.Array]:
     pad = slots - cache_ok.shape[1]
     grow = [(0, 0)] * cache_k.ndim
     grow[2] = (0, pad)
     return jnp.pad(cache_k, grow), jnp.pad(cache_v, grow), jnp.pad(cache_ok, ((0, 0), (0, pad)))
 
 
-@jax.jit
 def take_rows(
+    cache_k: jax.Array, cache_v: jax.Array, cache_ok: jax.Array, rows: jax.Array
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The cache rows ``rows`` (a beam's rows follow their parents)."""
+    return run_program(("local model", "take rows"), lambda: _take_rows,
+                       cache_k, cache_v, cache_ok, rows)  # fmt: skip
+
+
+def _take_rows(
     cache_k: jax.Array, cache_v: jax.Array, cache_ok: jax.Array, rows: jax.Array
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
     return cache_k[:, rows], cache_v[:, rows], cache_ok[rows]

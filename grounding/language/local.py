@@ -22,11 +22,13 @@ default weights (98 MB, Apache-2.0).
 
 The forward pass is the llama block: RMSNorm, rotary position embedding on adjacent pairs
 (the layout GGUF stores the query and key weights in), grouped-query attention, SwiGLU, tied
-input/output embeddings. It is one jitted function over a key/value cache, scanned over the
+input/output embeddings. It is one compiled function over a key/value cache, scanned over the
 layers; every shape that reaches it is bucketed by the package's one padding rule
 (``grounding._shapes.bucket``: the next power of two, at least 8 rows, 32 prompt tokens, 8
-answer tokens and 128 cache slots), so a long run compiles a handful of programs. The prompt prefix every question shares (system message and
-worked examples) is evaluated once; the questions of a batch are left-padded so that they end
+answer tokens and 128 cache slots), so a long run compiles a handful of programs, kept in the
+package's one bounded registry (:mod:`grounding.programs`: counted under the kind ``"local
+model"``, released by :func:`~grounding.programs.release_programs`). The prompt prefix every
+question shares (system message and worked examples) is evaluated once; the questions of a batch are left-padded so that they end
 at one slot, and their beams step together: on a CPU each step reads every weight once,
 whatever the batch.
 

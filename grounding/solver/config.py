@@ -33,6 +33,28 @@ __all__ = ["GroundingConfig", "SUPPORT"]
 SUPPORT = "support"
 
 
+def _setting(
+    default: Any = dataclasses.MISSING,
+    *,
+    positive: bool = False,
+    inf: bool = False,
+    at_most: float | None = None,
+    unset: str | None = None,
+) -> Any:
+    """A numeric setting (a leaf of the pytree) and its range: ``>= 0`` (``> 0`` when
+    ``positive``), finite unless ``inf``, at most ``at_most``; a default of ``None`` (or
+    :data:`SUPPORT`) makes it optional, and ``unset`` names the setting it then follows."""
+    optional = default is None or isinstance(default, str)
+    meta = dict(leaf=True, positive=positive, inf=inf, at_most=at_most, unset=unset,
+                optional=optional)  # fmt: skip
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def _static(default: Any, check: Any) -> Any:
+    """A static setting (metadata of the pytree, part of a program's key) and its check."""
+    return dataclasses.field(default=default, metadata=dict(leaf=False, check=check))
+
+
 @dataclasses.dataclass(frozen=True)
 class GroundingConfig:
     r"""The settings of :func:`grounding.ground` (and of every system that grounds).
@@ -112,49 +134,50 @@ class GroundingConfig:
         2.0
     """
 
-    lam: ArrayLike
-    kappa: ArrayLike
-    tau: ArrayLike = 0.0
-    eps: ArrayLike | str | None = SUPPORT
-    alpha: ArrayLike = 1.0
-    xi: ArrayLike = 1.0
-    hop_cost: ArrayLike = 0.0
-    mismatch_cost: ArrayLike = math.inf
-    eps_s: ArrayLike | None = None
-    contradiction_penalty: ArrayLike | None = None
-    margin_threshold: ArrayLike = 0.0
-    theta: ArrayLike | None = None
-    omega: ArrayLike | None = None
-    min_reliability: float = 0.0
-    n_paths: int = 3
-    path_candidates: int | None = 16
+    # each setting declared once, here, with its range (checked when a config is built, and
+    # where a rebuilt or traced config meets the solver: _check, checked_settings)
+    lam: ArrayLike = _setting()
+    kappa: ArrayLike = _setting(positive=True, inf=True)
+    tau: ArrayLike = _setting(0.0)
+    eps: ArrayLike | str | None = _setting(SUPPORT, inf=True)
+    alpha: ArrayLike = _setting(1.0)
+    xi: ArrayLike = _setting(1.0)
+    hop_cost: ArrayLike = _setting(0.0)
+    mismatch_cost: ArrayLike = _setting(math.inf, inf=True)
+    eps_s: ArrayLike | None = _setting(None, inf=True, unset="kappa")
+    contradiction_penalty: ArrayLike | None = _setting(None, positive=True, inf=True, unset="kappa")
+    margin_threshold: ArrayLike = _setting(0.0, inf=True)
+    theta: ArrayLike | None = _setting(None, at_most=1.0)
+    omega: ArrayLike | None = _setting(None, inf=True)
+    min_reliability: float = _static(0.0, check_min_reliability)
+    n_paths: int = _static(3, lambda v: check_int(v, "n_paths", 0))
+    path_candidates: int | None = _static(
+        16, lambda v: None if v is None else check_int(v, "path_candidates", 0)
+    )
 
     def __post_init__(self) -> None:
         self._check()
 
     def _check(self) -> None:
-        """Every concrete value in its range (traced ones pass through); the static settings
-        normalized. Marks the config checked."""
-        for name, (strict, allow_inf) in _RANGES.items():
+        """Every concrete value in its declared range (traced ones pass through); the static
+        settings normalized. Marks the config checked."""
+        for name, spec in _LEAVES.items():
             x = getattr(self, name)
             if name == "eps" and isinstance(x, str):
                 if x != SUPPORT:
                     raise ValueError(f"eps must be a number, {SUPPORT!r} or None, got {x!r:.100}")
                 continue
-            if x is not None or name not in _OPTIONAL:
-                _check_scalar(name, x, allow_inf=allow_inf, strict=strict)
-        if self.theta is not None and is_concrete(self.theta):
-            if not float(np.asarray(self.theta)) <= 1.0:
+            if x is None and spec["optional"]:
+                continue
+            _check_scalar(name, x, allow_inf=spec["inf"], strict=spec["positive"])
+            bound = spec["at_most"]
+            if bound is not None and is_concrete(x) and not float(np.asarray(x)) <= bound:
                 raise ValueError(
-                    "theta must lie in [0, 1] (a posterior-mass threshold, Eq. (22)), got "
-                    f"{float(np.asarray(self.theta))}"
+                    f"{name} must lie in [0, {bound:g}] (a posterior-mass threshold, Eq. (22)), "
+                    f"got {float(np.asarray(x))}"
                 )
-        object.__setattr__(self, "min_reliability", check_min_reliability(self.min_reliability))
-        object.__setattr__(self, "n_paths", check_int(self.n_paths, "n_paths", 0))
-        if self.path_candidates is not None:
-            object.__setattr__(
-                self, "path_candidates", check_int(self.path_candidates, "path_candidates", 0)
-            )
+        for name, check in _STATIC.items():
+            object.__setattr__(self, name, check(getattr(self, name)))
         object.__setattr__(self, "_checked", True)
 
     @property
@@ -217,19 +240,12 @@ class GroundingConfig:
 
     @staticmethod
     def _arrays_of(a: dict) -> dict[str, jax.Array]:
-        out = dict(
-            lam=a["lam"],
-            kappa=a["kappa"],
-            tau=a["tau"],
-            alpha=a["alpha"],
-            xi=a["xi"],
-            hop_cost=a["hop_cost"],
-            mismatch_cost=a["mismatch_cost"],
-            eps_s=a.get("eps_s", a["kappa"]),
-            contradiction_penalty=a.get("contradiction_penalty", a["kappa"]),
-            margin_threshold=a["margin_threshold"],
-        )
-        out.update({k: a[k] for k in ("eps", "theta", "omega") if k in a})
+        """The settings ``a`` (the leaves that are set) with the unset ones that default to
+        another filled in (``eps_s`` and the contradiction penalty: ``kappa``)."""
+        out = dict(a)
+        for name, spec in _LEAVES.items():
+            if name not in out and spec["unset"] is not None:
+                out[name] = a[spec["unset"]]
         return out
 
     def _arrays_of_config(self, a: dict) -> dict[str, jax.Array]:
@@ -271,38 +287,18 @@ def checked_settings(a: Mapping[str, jax.Array]) -> tuple[dict[str, jax.Array], 
     ``jit``/``vmap``/``grad``-able: the replaced values get a zero gradient, never NaN. Keys
     that are not settings pass through."""
     out, ok = dict(a), jnp.asarray(True)
-    for name, (strict, allow_inf) in _RANGES.items():
+    for name, spec in _LEAVES.items():
         if name not in a:
             continue
         x = jnp.asarray(a[name])
-        good = x > 0 if strict else x >= 0  # False at NaN
-        if not allow_inf:
+        good = x > 0 if spec["positive"] else x >= 0  # False at NaN
+        if not spec["inf"]:
             good &= jnp.isfinite(x)
-        if name == "theta":
-            good &= x <= 1
+        if spec["at_most"] is not None:
+            good &= x <= spec["at_most"]
         out[name] = jnp.where(good, x, jnp.zeros_like(x))
         ok &= good
     return out, ok
-
-
-#: Each numeric setting's range: ``(strictly positive, +inf allowed)``; ``theta`` is also at
-#: most 1. The optional ones may be ``None``.
-_RANGES = {
-    "lam": (False, False),
-    "kappa": (True, True),
-    "tau": (False, False),
-    "alpha": (False, False),
-    "xi": (False, False),
-    "hop_cost": (False, False),
-    "mismatch_cost": (False, True),
-    "margin_threshold": (False, True),
-    "eps": (False, True),
-    "eps_s": (False, True),
-    "contradiction_penalty": (True, True),
-    "theta": (False, False),
-    "omega": (False, True),
-}
-_OPTIONAL = ("eps", "eps_s", "contradiction_penalty", "theta", "omega")
 
 
 def _path_rule(tau: object, dtype: Any) -> bool | None:
@@ -322,22 +318,15 @@ def _path_rule(tau: object, dtype: Any) -> bool | None:
     return not x >= temperature_floor(dtype)
 
 
-_DATA = (
-    "lam",
-    "kappa",
-    "tau",
-    "eps",
-    "alpha",
-    "xi",
-    "hop_cost",
-    "mismatch_cost",
-    "eps_s",
-    "contradiction_penalty",
-    "margin_threshold",
-    "theta",
-    "omega",
-)
-_META = ("min_reliability", "n_paths", "path_candidates")
+#: The settings by kind, read off the fields' declarations: the numeric leaves of the pytree
+#: (with their ranges) and the static settings (with their checks), in field order.
+_LEAVES = {f.name: f.metadata for f in dataclasses.fields(GroundingConfig) if f.metadata["leaf"]}
+_STATIC = {
+    f.name: f.metadata["check"]
+    for f in dataclasses.fields(GroundingConfig)
+    if not f.metadata["leaf"]
+}
+_DATA, _META = tuple(_LEAVES), tuple(_STATIC)
 
 
 def _flatten(config: GroundingConfig):

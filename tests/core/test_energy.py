@@ -516,6 +516,32 @@ def test_thm3_oscillation_is_taken_on_the_prior_support(pe, data):
     assert float(g.bounds.oscillation(e1, e2, lp)) == pytest.approx(d.max() - d.min(), abs=1e-9)
 
 
+@given(perturbed_energies(), lambdas(max_value=1e3))
+def test_thm3_certificate_radius_keeps_the_best_candidate(pe, lam):
+    """The certificate of a posterior (``grounding.bounds.stability_certificate``): its margin
+    is the best log-posterior minus the runner-up's, its bounds are Thm. 3's at ``omega``, and
+    any evidence state whose oscillation stays below its radius keeps the best candidate best;
+    a certificate that does not apply is vacuous."""
+    log_prior, e1, e2 = pe
+    p1 = np.asarray(g.gibbs_log_posterior(log_prior, e1, lam))
+    p2 = np.asarray(g.gibbs_log_posterior(log_prior, e2, lam))
+    omega = float(g.bounds.oscillation(e1, e2, log_prior))
+    c = g.bounds.stability_certificate(lam, omega, jnp.asarray(p1), True)
+    top = np.sort(p1)[::-1]
+    want = top[0] - top[1] if len(top) > 1 and np.isfinite(top[1]) else np.inf
+    assert float(c["margin"]) == pytest.approx(want, rel=1e-12, abs=1e-12)
+    assert float(c["radius"]) == pytest.approx(want / lam if lam > 0 else np.inf, rel=1e-12)
+    assert float(c["tv_sharp"]) == float(g.bounds.tv_bound_sharp(lam, omega))
+    assert float(c["tv_paper"]) == float(g.bounds.tv_bound(lam, omega))
+    assert float(c["log_ratio"]) == float(g.bounds.log_ratio_bound(lam, omega))
+    note(f"omega={omega} radius={float(c['radius'])}")
+    if omega < float(c["radius"]) * (1 - 1e-9):
+        assert int(np.argmax(p2)) == int(np.argmax(p1))
+    off = g.bounds.stability_certificate(lam, omega, jnp.asarray(p1), False)
+    assert float(off["radius"]) == 0.0 and float(off["log_ratio"]) == np.inf
+    assert float(off["tv_paper"]) == 1.0 and float(off["tv_sharp"]) == 1.0
+
+
 def test_thm3_symbolic_tanh_identities():
     x = sp.symbols("x", positive=True)
     a, b = sp.exp(-x), sp.exp(x)

@@ -137,3 +137,19 @@ def test_the_local_model_example_of_the_docs_runs(lm, capsys):
     as written (its own assertions included)."""
     runpy.run_path(str(Path(__file__).parents[2] / "docs" / "examples" / "local_model.py"))
     assert "decision:" in capsys.readouterr().out
+
+
+def test_the_models_programs_live_in_the_bounded_registry(lm):
+    """The forward pass and the cache moves are compiled in the package's one registry of
+    programs: counted there under their kind, dropped by ``release_programs`` with the
+    solver's, and compiled again afterwards to the same scores."""
+    from grounding import programs
+
+    before = lm.score("What is a dog?", ["an animal", "a planet"])
+    assert programs.program_info()["by_kind"].get("local model", 0) >= 2
+    programs.release_programs()
+    assert programs.program_info()["live"] == 0
+    again = lm.score("What is a dog?", ["an animal", "a planet"])
+    np.testing.assert_array_equal(again, before)
+    assert programs.program_info()["by_kind"]["local model"] >= 2
+
