@@ -3,7 +3,7 @@
 For each dataset (CoDEx-M and UMLS; CoDEx-S with its hard negatives as counter-evidence): the
 templated benchmark of :func:`grounding.datasets.kgqa_benchmark`; a TransE model with
 reciprocal relations, trained 1-vs-all on the evidence (train split) only, plays the LLM
-(:class:`grounding.qa.KGEAnswerer` composes its translations along the question's chain;
+(:class:`grounding.prior.KGEAnswerer` composes its translations along the question's chain;
 temperature fitted on validation questions; trained in 32-bit floats; quick mode trains for a
 few epochs only); path-constrained retrieval from the topic entity (depth = the question's hop
 count) builds the evidence state; :func:`grounding.ground` re-weights the

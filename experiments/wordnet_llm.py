@@ -11,7 +11,7 @@ graph): incompleteness by construction, not by deletion.
 
 The model: SmolLM2-135M-Instruct (:class:`grounding.language.LocalLM`, in-process), prompted with a
 system line and worked examples from training questions (one per relation), sees the question
-text only. Its candidates (:class:`grounding.qa.LocalCandidateModel`): its ``K_BEAMS`` best
+text only. Its candidates (:class:`grounding.prior.LocalCandidateModel`): its ``K_BEAMS`` best
 complete answers by beam search, and the names of the ``POOL`` nodes that path-constrained
 retrieval finds within two hops of the topic (from the text and topic alone), every one scored
 by the model's own log-probability of the answer; answers are linked to synsets by name (an

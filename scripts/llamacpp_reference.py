@@ -1,6 +1,6 @@
 """Write llama.cpp's next-token log-probabilities and answer scores for fixed prompts, the
-independent reference that ``tests/language/test_local.py`` checks :class:`grounding.language.LocalLM`
-against (``tests/language/data/llamacpp_reference.json``).
+independent reference that ``tests/language/test_local.py`` checks
+:class:`grounding.language.LocalLM` against (``tests/language/data/llamacpp_reference.json``).
 
 llama.cpp is the reference implementation of the GGUF format; it is not a dependency of the
 package. Build it without the AMX kernels, which crash on machines that do not grant the AMX

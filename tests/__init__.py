@@ -3,8 +3,8 @@
 files of one name in two folders do not collide.
 
 This folder goes on ``sys.path`` so that the shared helpers beside this file (``_tol``,
-``_stub``, ``_batches``, ``_experiment_runs``, ``_multiprocess_worker``) import by their bare
-names from any folder; it goes last, so that a test folder (``datasets/``, ``llm/``, ...) never
+``_stub``, ``_batches``, ``_retrieval``, ``_experiment_runs``, ``_multiprocess_worker``) import by their bare
+names from any folder; it goes last, so that a test folder (``datasets/``, ``language/``, ...) never
 shadows an installed package of the same name.
 """
 

@@ -99,7 +99,8 @@ assert [g.EvidenceStatus(int(s)).name for s in res.status] == [
 # --8<-- [start:qa]
 import dataclasses
 
-from grounding.qa import Candidates, GroundedQA
+from grounding.prior import Candidates
+from grounding.qa import GroundedQA
 from grounding.retrieval import PCR, TextIndex
 
 
@@ -182,7 +183,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from grounding.language import Endpoint
-from grounding.qa import OpenAICompatibleModel
+from grounding.prior import OpenAICompatibleModel
 
 received = []  # the requests the server saw
 mode = {"reply": "ok"}  # what the server does next: ok, error, not-json, slow
@@ -251,7 +252,7 @@ assert out.answer == "bob"
 # --8<-- [start:failures]
 import socket
 
-from grounding.qa import CandidateModelError
+from grounding.prior import CandidateModelError
 
 with socket.socket() as s:  # a port where nothing listens
     s.bind(("127.0.0.1", 0))

@@ -4,8 +4,8 @@ log-probabilities; grounding re-weights them by a small graph."""
 
 # --8<-- [start:local]
 from grounding import EvidenceStatus, GroundingConfig, GroundingProblem, TypedGraph, ground
-from grounding.language import LocalLM
-from grounding.qa import AnswerLinker, LocalCandidateModel
+from grounding.language import AnswerLinker, LocalLM
+from grounding.prior import LocalCandidateModel
 from grounding.query import BlindQuestion
 
 graph = TypedGraph.from_triples(

@@ -1,6 +1,6 @@
-"""The llama forward pass of :class:`grounding.language.LocalLM` in JAX, and the reading of a GGUF file
-(weights dequantized by ``gguf``, the tokenizer rebuilt by ``tokenizers``): pure functions over
-a key/value cache, every shape bucketed by the caller, each compiled through the package's one
+"""The llama forward pass of :class:`grounding.language.LocalLM` in JAX, and the reading of a
+GGUF file (weights dequantized by ``gguf``, the tokenizer rebuilt by ``tokenizers``): pure
+functions over a key/value cache, every shape bucketed by the caller, each compiled through the package's one
 bounded registry of programs (:func:`grounding.programs.run_program`: counted, capped, and
 dropped by :func:`grounding.programs.release_programs` with the solver's)."""
 
@@ -131,20 +131,11 @@ def _rope(x, pos, base):
     return jnp.stack([x0 * cos - x1 * sin, x0 * sin + x1 * cos], axis=-1).reshape(x.shape)
 
 
-def forward(
-    params: dict,
-    cache_k: jax.Array,
-    cache_v: jax.Array,
-    cache_ok: jax.Array,
-    tokens: np.ndarray,
-    ok: np.ndarray,
-    start: int,
-    cfg: Config,
-) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
-    """:func:`_forward`, compiled once per configuration and shapes in the bounded registry."""
+def forward(*args: object, cfg: Config) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """:func:`_forward` of ``args``, compiled once per configuration and shapes in the bounded
+    registry."""
     make = lambda: functools.partial(_forward, cfg=cfg)  # noqa: E731
-    return run_program(("local model", "forward", cfg), make,
-                       params, cache_k, cache_v, cache_ok, tokens, ok, start)  # fmt: skip
+    return run_program(("local model", "forward", cfg), make, *args)
 
 
 def _forward(

@@ -9,9 +9,9 @@ explicit abstention (:meth:`Candidates.abstain`) with its reason; it never retur
 answer silently.
 
 A model that answers in free text builds its candidates with :meth:`Candidates.from_answers`
-and an :class:`~grounding.language.AnswerLinker`: answers naming no entity stay candidates, out of
-graph (grounded as unsupported); an answer naming several entities is split equally over
-them (the rules: :mod:`grounding.language.linking`).
+and an :class:`~grounding.language.AnswerLinker`: answers naming no entity stay candidates,
+out of graph (grounded as unsupported); an answer naming several entities is split equally
+over them (the rules: :mod:`grounding.language.linking`).
 """
 
 from __future__ import annotations
@@ -269,8 +269,8 @@ class CandidateModel(Protocol):
     the most candidates to return), and for many questions at once
     ``propose_batch(questions, k) -> list[Candidates]`` (one per question, in order). A class
     that subclasses :class:`CandidateModel` inherits :meth:`propose_batch` as a loop over
-    :meth:`propose`; a model that runs questions together (:class:`~grounding.prior.LocalCandidateModel`)
-    overrides it. A model that cannot answer one question raises :class:`CandidateModelError`
+    :meth:`propose`; a model that runs questions together
+    (:class:`~grounding.prior.LocalCandidateModel`) overrides it. A model that cannot answer one question raises :class:`CandidateModelError`
     (or abstains); the QA loops record it as that question's outcome and answer the others
     (a batch that raises is asked again question by question)."""
 

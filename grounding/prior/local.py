@@ -1,15 +1,15 @@
-r"""A candidate model that runs a small language model in-process (:class:`~grounding.language.LocalLM`,
-SmolLM2-135M-Instruct by default): offline, deterministic, with the model's own token
-log-probabilities as the prior.
+r"""A candidate model that runs a small language model in-process
+(:class:`~grounding.language.LocalLM`, SmolLM2-135M-Instruct by default): offline,
+deterministic, with the model's own token log-probabilities as the prior.
 
 For a question, the model's ``k`` most probable complete answers by beam search are the
 candidates, with the answers of an optional ``pool`` (e.g. the names of entities retrieved
 around the topic) beside them; each answer's log-weight is :math:`\log p_\theta(a \mid q)`
 under the model's chat template (its tokens and the end-of-turn token), so the model itself
 ranks every candidate, generated or retrieved. The answers are linked to the graph by an
-:class:`~grounding.language.AnswerLinker` with the rules of :mod:`grounding.language.linking`: an answer
-that names no entity stays a candidate, out of graph; one that names several entities is split
-equally over them; then :meth:`~grounding.prior.Candidates.from_answers` normalizes the prior
+:class:`~grounding.language.AnswerLinker` with the rules of :mod:`grounding.language.linking`:
+an answer that names no entity stays a candidate, out of graph; one that names several
+entities is split equally over them; then :meth:`~grounding.prior.Candidates.from_answers` normalizes the prior
 :math:`p_\theta` of Eq. (1) over what remains.
 
 The model is deterministic, so its proposals are memoized by question text, topic and ``k``

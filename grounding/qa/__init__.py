@@ -13,8 +13,8 @@ knowledge hypergraph).
 
 Where candidates come from (the model prior of Eq. (1)) is :mod:`grounding.prior`; how answer
 texts are linked to entities, :mod:`grounding.language`. Their names a loop is built with
-(:class:`~grounding.prior.Candidates`, the candidate models, :class:`~grounding.language.AnswerLinker`)
-are re-exported here."""
+(:class:`~grounding.prior.Candidates`, the candidate models,
+:class:`~grounding.language.AnswerLinker`) are re-exported here."""
 
 from grounding.language import AnswerLinker, normalize_answer
 from grounding.prior import (

@@ -1,7 +1,7 @@
 r"""The paper's loop end to end: question -> candidates and prior -> retrieval -> evidence state
 -> :func:`grounding.ground` -> answer or abstention, with supporting paths and a certificate.
 
-:class:`GroundedQA` wires a :class:`~grounding.qa.CandidateModel` (the LLM's
+:class:`GroundedQA` wires a :class:`~grounding.prior.CandidateModel` (the LLM's
 :math:`p_\theta`, Eq. (1)) to a retriever (anything with ``retrieve(query, k)`` returning a
 :class:`~grounding.retrieval.Retrieval`, e.g. :class:`~grounding.retrieval.PCR` from the topic
 entity, or a function of the depth that builds one). A question with a relation chain is

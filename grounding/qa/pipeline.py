@@ -106,7 +106,8 @@ def batch_or_each(
     ``run([item])[0]``), and an item that fails alone gets the reason (:func:`failure` of
     ``stage``) in place of its output, so only the failing items lose theirs. A single item
     is run alone at once (unless ``one`` is given: then the batch is tried first);
-    ``run=None`` (no batched form) runs every item alone.
+    ``run=None`` (no batched form) runs every item alone. A failure's reason is a string in
+    the item's place, so a stage's outputs are never strings.
 
     With ``again``, the items that pass alone are run once more as one batch, and those
     outputs are kept: for a stage whose outputs depend on the batch they are asked in, they
@@ -124,12 +125,13 @@ def batch_or_each(
             pass  # find the failing items: run them one by one
     alone = one if one is not None else (lambda x: _one_each(run([x]), 1, stage)[0])  # type: ignore[misc]
     out: list[R | str] = []
-    for x in items:
+    ok = []
+    for j, x in enumerate(items):
         try:
             out.append(alone(x))
+            ok.append(j)
         except QUESTION_ERRORS as err:
             out.append(failure(stage, err))
-    ok = [j for j, y in enumerate(out) if not isinstance(y, str)]
     if again and run is not None and 1 < len(ok) < len(items):
         try:
             for j, y in zip(ok, _one_each(run([items[j] for j in ok]), len(ok), stage)):

@@ -1,6 +1,6 @@
 r"""Evidence for many retrievals at once: :func:`subgraph_evidence_batch` (the edge sets of
-:func:`~grounding.retrieval.subgraph_evidence`, query by query identical) and the
-depth-bounded batch of :class:`~grounding.retrieval.PCR`.
+:func:`~grounding.retrieval.subgraph_evidence`, query by query identical) and the evidence
+edges of the depth-bounded batch of :class:`~grounding.retrieval.PCR`.
 
 Everything runs on whole chunks of queries: one breadth-first search for all their anchor
 sets (:meth:`grounding.TypedGraph.distances_to_nearest`), shortest-path predecessors chosen
@@ -18,7 +18,6 @@ import numpy as np
 from grounding.evidence import EvidenceState
 from grounding.graph import TypedGraph, _edges_of
 from grounding.graph._memo import GraphMemo
-from grounding.retrieval._rank import screen
 from grounding.semiring.reach import _distinct
 
 _CHUNK_CELLS = 1 << 22  # [Q, N] distance cells per chunk of queries (bounds memory)
@@ -270,40 +269,4 @@ def subgraph_evidence_batch(
             EvidenceState(graph=graph.subgraph(e), provenance=dict(p or {}))
             for e, p in zip(edges, provs)
         ]
-    return out
-
-
-def retrieve_bounded(pcr: Any, queries: Sequence[Any], k: int) -> list:
-    """:meth:`PCR.retrieve_batch <grounding.retrieval.PCR.retrieve_batch>` at a depth limit:
-    per chunk of queries one breadth-first search gives every candidate set (the nodes within
-    ``max_hops`` of an anchor, as :meth:`~grounding.retrieval.PCR.candidates`), each ranked by
-    ``PCR._rank`` as :meth:`~grounding.retrieval.PCR.retrieve` ranks it (so the same indices
-    and scores), and the same distances give each retrieval's evidence, set ahead of its first
-    access. Queries without a known anchor take the fallback (evidence built when read)."""
-    out, todo = pcr.anchored(queries, k)
-    if not todo:
-        return out
-    qv = pcr.index.embed_queries([queries[i].text for i, _ in todo])
-    g, step = pcr.graph, chunk_size(pcr.graph.n_nodes)
-    for s in range(0, len(todo), step):
-        chunk = todo[s : s + step]
-        dist, reach = g.distances_to_nearest(
-            [a for _, a in chunk], pcr.max_hops, compact=True, pairs=True
-        )
-        q, v = reach[0], reach[1]  # the candidate sets, split by query
-        rows, cands = qv[s : s + len(chunk)], np.split(v, np.searchsorted(q, range(1, len(chunk))))
-        approx = None  # one product over all nodes screens the chunk, if one set is large
-        if any(2 * len(c) >= g.n_nodes for c in cands):
-            approx = screen(pcr.index.embeddings, rows)
-        ranked = [
-            pcr._rank(rows[j : j + 1], c, k, None if approx is None else approx[j : j + 1])[0]
-            for j, c in enumerate(cands)
-        ]
-        edges = evidence_edges(
-            g, dist, [a for _, a in chunk], [idx for idx, _ in ranked], None, reach
-        )
-        for (i, anchors), (idx, scores), e in zip(chunk, ranked, edges):
-            r = pcr._result(queries[i], idx, scores, anchors, max_hops=pcr.max_hops)
-            state = EvidenceState(graph=g.subgraph(e), provenance=dict(r.provenance))
-            out[i] = r._cache_evidence(state)
     return out

@@ -1,5 +1,5 @@
-"""The in-process language model (:class:`grounding.language.LocalLM`, SmolLM2-135M-Instruct) against
-llama.cpp, the reference implementation of its file format.
+"""The in-process language model (:class:`grounding.language.LocalLM`, SmolLM2-135M-Instruct)
+against llama.cpp, the reference implementation of its file format.
 
 ``data/llamacpp_reference.json`` was written by ``scripts/llamacpp_reference.py`` with
 llama-cpp-python 0.3.36 (an implementation nobody here wrote, run in its own process): the
@@ -152,4 +152,3 @@ def test_the_models_programs_live_in_the_bounded_registry(lm):
     again = lm.score("What is a dog?", ["an animal", "a planet"])
     np.testing.assert_array_equal(again, before)
     assert programs.program_info()["by_kind"]["local model"] >= 2
-

@@ -35,7 +35,6 @@ from grounding.retrieval import (
     PCR,
     Communities,
     CommunityRetriever,
-    EntityLinker,
     LLMSummarizer,
     Query,
     TextIndex,
@@ -708,27 +707,6 @@ def test_scrambling_every_gold_field_leaves_blind_pankrag_unchanged(umls_blind):
 
 
 # --------------------------------------------------------------------------- free text
-
-
-def test_entity_linker_finds_names_and_texts_longest_first():
-    g = TypedGraph.from_triples(
-        [("lou_seal", "mascot_of", "giants"), ("sf", "has", "giants"), ("sf2", "r", "giants")],
-        entities=["lou_seal", "giants", "sf", "sf2"],
-        texts=["Lou Seal: mascot", "San Francisco Giants (team)", "San Francisco", "San Francisco"],
-    )
-    linker = EntityLinker(TextIndex(g))
-    got = linker.mentions("Is the mascot of the San Francisco Giants Lou Seal?")
-    assert [(m.text, m.entities) for m in got] == [
-        ("san francisco giants", ("giants",)),  # the longest form wins over "San Francisco"
-        ("lou seal", ("lou_seal",)),
-    ]
-    (m,) = linker.mentions("Where is San Francisco?")
-    assert set(m.entities) == {"sf", "sf2"}  # ambiguous: both, closest to the text first
-    assert linker.link("What of the who?") == () and linker.link("LOU_SEAL") == ("lou_seal",)
-    with pytest.raises(TypeError, match="TextIndex"):
-        EntityLinker(g)
-    with pytest.raises(TypeError, match="str"):
-        linker.link(None)
 
 
 class NeighborModel:

@@ -119,6 +119,56 @@ def test_grounded_qa_a_failing_model_call_is_that_questions_abstention():
     assert out.reason.startswith("candidate model failed (EndpointError)")
 
 
+class BatchTable(Table):
+    """:class:`Table` that runs questions together (``propose_batch``): one call a batch."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.batches = []
+
+    def propose_batch(self, questions, k):
+        self.batches.append([q.topic for q in questions])
+        return [self.propose(q, k) for q in questions]
+
+
+def test_grounded_qa_asks_a_batching_model_once_and_a_failing_batch_question_by_question():
+    qs = [_question("t"), _question("b2", qid="q2"), _question("u", qid="q3")]
+    model = BatchTable(TABLE)
+    outs = _qa(model).answer_batch(qs)
+    assert model.batches == [["t", "b2", "u"]] and model.calls == ["t", "b2", "u"]
+    for o, q in zip(outs, qs):
+        alone = _qa(Table(TABLE)).answer(q)
+        assert (o.answer, o.reason) == (alone.answer, alone.reason)
+        assert (o.result is None) == (alone.result is None)
+        if o.result is not None:
+            _same(o, alone)
+    failing = BatchTable(TABLE, fail={"b2"})
+    outs = _qa(failing).answer_batch(qs)
+    assert failing.batches == [["t", "b2", "u"]]  # the batch failed: then each one alone
+    assert failing.calls == ["t", "b2", "t", "b2", "u"]
+    assert outs[1].reason == (
+        "candidate model failed (CandidateModelError): the endpoint timed out for b2"
+    )
+    _same(outs[0], _qa(Table(TABLE)).answer(qs[0]))
+    _same(outs[2], _qa(Table(TABLE)).answer(qs[2]))
+
+
+def test_a_model_with_the_default_loop_is_asked_question_by_question():
+    """A model that inherits ``CandidateModel.propose_batch`` (a loop) is asked one question
+    at a time, so a failing question costs no second request of the others."""
+    from grounding.prior import CandidateModel
+    from grounding.prior.candidates import runs_batches
+
+    class Looped(Table, CandidateModel):
+        pass
+
+    model = Looped(TABLE, fail={"b2"})
+    assert not runs_batches(model) and runs_batches(BatchTable(TABLE))
+    assert not runs_batches(Table(TABLE))
+    _qa(model).answer_batch([_question("t"), _question("b2", qid="q2"), _question("u", qid="q3")])
+    assert model.calls == ["t", "b2", "u"]
+
+
 def test_grounded_qa_a_missing_topic_is_a_reason_and_a_missing_candidate_is_unsupported():
     """Only a topic the graph lacks fails a question; a candidate it lacks (``zz``) is grounded
     as unsupported, exactly as ``b1``, which x (isolated) reaches by no walk either."""
