@@ -369,8 +369,8 @@ def test_the_qa_batch_walks_down_the_floors_without_climbing_back():
     """``GroundedQA.answer_batch`` and ``BlindQA.answer_batch`` traced call by call
     (``sys.setprofile``) on a small graph:
     no function of the package calls a function of a unit on a higher floor than its own (a
-    callback up the floors would show here), so one batch goes qa -> retrieval -> solver ->
-    core in one direction; and it passes through each of those floors."""
+    callback up the floors would show here), so one batch goes qa -> prior -> retrieval ->
+    language -> solver -> core in one direction; and it passes through each of those floors."""
     import sys
 
     import numpy as np
@@ -389,9 +389,12 @@ def test_the_qa_batch_walks_down_the_floors_without_climbing_back():
     )
     pcr = PCR(TextIndex(graph), max_hops=2)
 
-    class Model:
+    class Model:  # a model that runs questions together: asked through grounding.prior
         def propose(self, question, k):
             return Candidates.from_scores(["c", "e", "f"], [0.0, -0.5, -1.0], k=k)
+
+        def propose_batch(self, questions, k):
+            return [self.propose(q, k) for q in questions]
 
     class Answerer:  # BlindQA's answerer: scores over the entities for a topic and chain
         entities = graph.entities
@@ -434,4 +437,5 @@ def test_the_qa_batch_walks_down_the_floors_without_climbing_back():
         sys.setprofile(None)
     assert len(outs) == 4 and all(o.result is not None for o in outs)
     assert not climbs, "\n".join(climbs[:10])
-    assert {"grounding.qa", "grounding.retrieval", "grounding.solver", "grounding.graph"} <= seen
+    assert {"grounding.qa", "grounding.prior", "grounding.retrieval", "grounding.language",
+            "grounding.solver", "grounding.graph"} <= seen  # fmt: skip
