@@ -405,18 +405,6 @@ def check_tau(tau: ArrayLike) -> Tau:
     return Tau(t, bool(concrete and float(np.asarray(tau)) == 0.0), not concrete)
 
 
-@functools.lru_cache(maxsize=16)
-def first_bad_name(names: tuple) -> int | None:
-    """Index of the first name a TSV file cannot carry (see :func:`bad_name`), or ``None``;
-    cached, because derived graphs share their vocabulary tuple."""
-    return next((i for i, n in enumerate(names) if not isinstance(n, str) or bad_name(n)), None)
-
-
-def bad_name(name: str) -> bool:
-    """Names that a TSV file cannot carry: empty, padded, or holding a tab or line break."""
-    return not name or name != name.strip() or any(c in name for c in "\t\n\r")
-
-
 def frozen_array(x: Any) -> Any:
     """A NumPy edge array as a read-only array that owns its data (a copy unless it already
     is one), so the graph cannot change in place behind the caches keyed on it; anything else

@@ -36,6 +36,7 @@ from grounding._checks import (
     check_nonnegative_scalar,
     is_stand_in,
 )
+from grounding._names import nfc
 from grounding.geometry import Identity, Metric, RelationMap, typed_residual
 from grounding.graph import Triple, TypedGraph
 from grounding.posterior import log_normalize
@@ -69,7 +70,7 @@ class ClaimChain:
     description: str = ""
 
     def __post_init__(self) -> None:
-        ents, rels = tuple(self.entities), tuple(self.relations)
+        ents, rels = tuple(map(nfc, self.entities)), tuple(map(nfc, self.relations))  # one spelling
         if len(ents) != len(rels) + 1 or not rels:
             raise ValueError(
                 f"a claim chain needs T >= 1 relations and T + 1 entities, got {len(rels)} "
@@ -117,8 +118,7 @@ _HINT = "GroundingProblem.from_logprobs(question, candidates, scores) normalizes
 
 
 def _key(c: Candidate) -> object:
-    """What makes two candidates the same hypothesis: the answer name, or a chain's entities
-    and relations (its display name and description do not count)."""
+    """The hypothesis a candidate states: an answer's name, a chain's entities and relations."""
     return (c.entities, c.relations) if isinstance(c, ClaimChain) else c
 
 
@@ -189,8 +189,8 @@ class GroundingProblem:
     claim_energy: ArrayLike | None = None
 
     def __post_init__(self) -> None:
-        cands = tuple(self.candidates)
-        self.__dict__.update(candidates=cands, anchors=tuple(self.anchors))  # (frozen)
+        cands = tuple(map(nfc, self.candidates))  # names in their one spelling (NFC)
+        self.__dict__.update(candidates=cands, anchors=tuple(map(nfc, self.anchors)))  # (frozen)
         if not isinstance(self.question, str):
             raise TypeError(f"question must be a str, got {type(self.question).__name__}")
         if not cands:
@@ -248,7 +248,7 @@ class GroundingProblem:
             >>> p.names, [round(float(x), 6) for x in jnp.exp(p.log_prior)]
             (('b', 'c'), [0.6, 0.4])
         """
-        cands = tuple(candidates)
+        cands = tuple(map(nfc, candidates))  # one spelling: copies that differ in it merge
         lp = np.asarray(check_log_prob(log_prior, "log_prior", hint=_HINT), float)
         if lp.shape != (len(cands),):
             raise ValueError(

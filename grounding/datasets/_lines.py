@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from grounding._names import name_problem
+
 __all__ = ["bad_name", "decode_utf8", "excerpt", "parse_number", "split_lines"]
 
 #: Longest stretch of a malformed record quoted in an error message.
@@ -29,10 +31,6 @@ def decode_utf8(raw: bytes, label: str, where: str = "{label}, line {line}") -> 
         ) from None
 
 
-#: The control characters (Unicode category Cc) and the byte-order mark.
-_UNNAMEABLE = re.compile("[\x00-\x1f\x7f-\x9f\ufeff]")
-
-
 def split_lines(text: str) -> list[str]:
     """``text`` cut at ``\\n`` only (a trailing ``\\r`` dropped from each line).
 
@@ -53,20 +51,9 @@ def excerpt(value: object, limit: int = EXCERPT_CHARS) -> str:
 
 
 def bad_name(name: str) -> str | None:
-    """Why ``name`` cannot be an entity or relation name read from a file, or ``None``:
-    empty, leading or trailing whitespace, a control character (NUL, tab, ...) or a byte-order
-    mark (U+FEFF, left inside a file by concatenating UTF-8 files)."""
-    if not name:
-        return "is empty"
-    if name != name.strip():
-        return "has leading or trailing whitespace"
-    bad = _UNNAMEABLE.search(name)
-    if bad is None:
-        return None
-    ch, col = bad.group(), bad.start() + 1
-    if ch == "\ufeff":
-        return f"holds a byte-order mark (U+FEFF) at column {col}"
-    return f"holds the control character {ch!r} at column {col}"
+    """Why ``name`` cannot be an entity or relation name read from a file, or ``None``: the
+    package's one name rule (:func:`grounding._names.name_problem`)."""
+    return name_problem(name)
 
 
 def parse_number(text: str) -> float:

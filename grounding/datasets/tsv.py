@@ -95,7 +95,16 @@ def load_triples(
         True
     """
     graph = TypedGraph.from_triples(*read_triples(path))
-    return graph if entities is None else graph.with_entities(entities)
+    if entities is None:
+        return graph
+    if isinstance(entities, (str, bytes)):
+        raise TypeError(f"entities must be a sequence of names, not a string: {entities!r:.100}")
+    entities = list(entities)
+    for j, name in enumerate(entities):
+        why = bad_name(name)
+        if why:  # named by the argument, not by a place in the merged vocabulary
+            raise ValueError(f"load_triples({str(path)!r}): entities[{j}] {excerpt(name)} {why}")
+    return graph.with_entities(entities)
 
 
 def read_triples(path: str | PathLike | Traversable) -> tuple[list[Triple], list[float]]:

@@ -18,7 +18,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from grounding._checks import check_reliability, first_bad_name, frozen_array
+from grounding._checks import check_reliability, frozen_array
+from grounding._names import checked_names, nfc
 from grounding.graph import _build as _graph_build
 from grounding.semiring import EdgeIndex, Reachability
 from grounding.semiring.reach import csr_slices
@@ -111,14 +112,8 @@ class TypedGraph:
                     f"{name} indices must lie in [0, {bound}), got [{a.min()}, {a.max()}]"
                 )
         check_reliability(self.reliability, "reliability")
-        for kind, names in (("entity", self.entities), ("relation", self.relations)):
-            i = first_bad_name(tuple(names))
-            if i is not None:
-                raise ValueError(
-                    f"{kind} name {i} ({names[i]!r}) must be a non-empty string without a tab, "
-                    "a line break or leading/trailing whitespace (it must round-trip through "
-                    "a TSV file)"
-                )
+        for kind, field in (("entity", "entities"), ("relation", "relations")):  # one rule
+            object.__setattr__(self, field, checked_names(kind, getattr(self, field)))
         if len(set(self.entities)) != len(self.entities):
             raise ValueError("entities contains duplicate names")
         if len(set(self.relations)) != len(self.relations):
@@ -157,15 +152,15 @@ class TypedGraph:
             >>> g.n_nodes, g.node_texts, g.reachable(0).tolist()
             (3, ('A.', 'B.', 'C.'), [0, 1])
         """
-        triples = [tuple(t) for t in triples]
+        triples = [tuple(map(nfc, t)) for t in triples]  # names in their one spelling
         for i, t in enumerate(triples):
             if len(t) != 3 or not all(isinstance(x, str) for x in t):
                 raise ValueError(f"triples[{i}] must be a (head, relation, tail) of strings: {t!r}")
         if texts is not None and entities is None:
             raise ValueError("texts needs the entities they belong to (pass entities=)")
         # dicts keep first-appearance order: linear in the number of triples
-        ents = list(entities) if entities is not None else []
-        rels = list(relations) if relations is not None else []
+        ents = list(map(nfc, entities)) if entities is not None else []
+        rels = list(map(nfc, relations)) if relations is not None else []
         if entities is None:
             ents = list(dict.fromkeys(x for h, _, t in triples for x in (h, t)))
         if relations is None:
@@ -273,10 +268,12 @@ class TypedGraph:
         return _index(self.relations)
 
     def entity_index(self, name: str) -> int:
-        """Index of entity ``name``; ``KeyError`` naming it if it is not in the graph."""
+        """Index of entity ``name`` (in Unicode NFC); ``KeyError`` naming an unknown one."""
         try:
             return self._entity_ix[name]
         except (KeyError, TypeError):
+            if isinstance(name, str) and nfc(name) in self._entity_ix:  # another spelling
+                return self._entity_ix[nfc(name)]
             raise KeyError(f"unknown entity {name!r} (the graph has {self.n_nodes})") from None
 
     def relation_index(self, name: str) -> int:
@@ -287,8 +284,8 @@ class TypedGraph:
             raise KeyError(f"unknown relation {name!r}") from None
 
     def has_entity(self, name: object) -> bool:
-        """Whether ``name`` is an entity of this graph (``None`` and non-strings: no)."""
-        return isinstance(name, str) and name in self._entity_ix
+        """Whether ``name`` (in Unicode NFC) is an entity (``None``, non-strings: no)."""
+        return isinstance(name, str) and (name in self._entity_ix or nfc(name) in self._entity_ix)
 
     # ---------------------------------------------------------------- reachability
     @functools.cached_property

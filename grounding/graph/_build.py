@@ -9,6 +9,8 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from grounding._names import checked_names
+
 Triple = tuple[str, str, str]
 TypedGraph = Any  # grounding.graph.TypedGraph (not imported: the package imports this module)
 
@@ -72,6 +74,7 @@ def new_entities(
     bad = [n for n in names if not isinstance(n, str)]
     if bad:
         raise TypeError(f"entity names must be str, got {bad[0]!r:.100}")
+    names = list(checked_names("added entity", names))  # the one rule, named by its place here
     added: dict[str, str] = {}
     for i, n in enumerate(names):
         if not graph.has_entity(n) and n not in added:

@@ -1,6 +1,7 @@
 r"""Linking names: from text to the graph entities it names, by one rule.
 
-**One matching form**, :func:`normalize_answer`: Unicode case folding, ``_`` read as a space,
+**One matching form**, :func:`normalize_answer`: Unicode case folding in the package's one
+spelling of a name (NFC: "café" with a combining accent is "café"), ``_`` read as a space,
 runs of white space collapsed, surrounding quotes and white space and final periods removed
 (repeated until nothing changes, so the form of a form is itself).
 
@@ -62,6 +63,7 @@ import re
 from collections.abc import Sequence
 
 from grounding._checks import check_int
+from grounding._names import checked_names, nfc
 from grounding.language.lexical import tokenize
 
 __all__ = ["AnswerLinker", "Mention", "normalize_answer", "surface_forms"]
@@ -76,7 +78,7 @@ _PAREN = re.compile(r"\s*\([^()]*\)\s*$")
 
 
 def _once(x: str) -> str:
-    x = x.casefold().replace("_", " ")
+    x = nfc(x.casefold()).replace("_", " ")  # the package's one spelling of a name: NFC
     x = re.sub(r"\s+", " ", x).strip()
     return x.strip(_QUOTES).rstrip(".").strip()
 
@@ -149,7 +151,9 @@ class AnswerLinker:
         max_tokens: the longest surface form :meth:`mentions` considers, in tokens.
 
     Raises:
-        ValueError: an empty vocabulary, or ``texts`` of another length.
+        ValueError: an empty vocabulary, a name the package's name rule refuses (named with
+            its index: empty, padded, a control or format character), or ``texts`` of another
+            length.
 
     References:
         Shen, Wang & Han, "Entity Linking with a Knowledge Base: Issues, Techniques, and
@@ -171,7 +175,7 @@ class AnswerLinker:
             raise TypeError(
                 f"entities must be a sequence of names, not a string: {entities!r:.100}"
             )
-        entities = tuple(entities)
+        entities = checked_names("entity", entities)  # the one name rule and spelling
         if not entities:
             raise ValueError("entities is empty: answers need a vocabulary to link to")
         if texts is not None and len(texts) != len(entities):

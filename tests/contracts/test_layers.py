@@ -16,6 +16,7 @@ FLOORS = {
     "grounding._numerics": 0,
     "grounding._checks": 0,
     "grounding._shapes": 0,
+    "grounding._names": 0,
     "grounding.io": 0,
     "grounding.programs": 1,
     "grounding.posterior": 1,
@@ -54,6 +55,7 @@ DATA_TYPES = {
     "grounding.query",
     "grounding.hypergraph",
     "grounding._checks",
+    "grounding._names",
 }
 
 
