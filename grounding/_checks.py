@@ -100,7 +100,8 @@ def as_float_array(
     if isinstance(x, (str, bytes)) or x is None:
         raise TypeError(f"{name} must be an array of numbers, got {type(x).__name__}")
     try:
-        arr = _to_host(x) if keep_host and _is_host(x) else _to_jax(x)
+        with np.errstate(over="ignore"):  # a value too large for the width: reported below
+            arr = _to_host(x) if keep_host and _is_host(x) else _to_jax(x)
     except TypeError as exc:  # e.g. objects, strings inside a list
         raise TypeError(f"{name} must be an array of numbers: {exc}") from None
     except ValueError:  # ragged nested lists
@@ -208,6 +209,12 @@ def check_nonnegative_scalar(
         if (a < 0).any():
             raise ValueError(f"{name} must be >= 0, got {a}")
         if not allow_inf and np.isinf(a).any():
+            given = np.asarray(x, np.float64) if isinstance(x, (int, float)) else a
+            if np.isfinite(given).all():  # finite as given: too large for the float width
+                raise ValueError(
+                    f"{name}={x!r} is too large for {a.dtype} (the float width the package "
+                    "computes in; jax.config.update('jax_enable_x64', True) for float64)"
+                )
             raise ValueError(f"{name} must be finite, got {a}")
     return arr
 

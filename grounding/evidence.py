@@ -14,6 +14,7 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
+import jax
 import numpy as np
 
 from grounding.graph import Triple, TypedGraph
@@ -25,6 +26,11 @@ def check_min_reliability(min_reliability: object) -> float:
     """The reliability an observed edge needs to count as counter-support: a real scalar in
     ``[0, 1]`` (edge reliabilities lie in ``(0, 1]``, Eq. (8); above 1, or NaN, no edge would
     qualify and counter-evidence would be switched off without a word)."""
+    if isinstance(min_reliability, jax.core.Tracer):
+        raise TypeError(
+            "min_reliability is a static setting (it decides which edges count as "
+            "counter-support): give a Python number, not a value traced by jit, vmap or grad"
+        )
     v = np.asarray(min_reliability)
     if isinstance(min_reliability, bool) or v.ndim or v.dtype.kind not in "iuf":
         raise TypeError(f"min_reliability must be a real number, got {min_reliability!r}")

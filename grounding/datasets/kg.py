@@ -36,6 +36,7 @@ from os import PathLike
 import jax.numpy as jnp
 import numpy as np
 
+from grounding._names import checked_names
 from grounding.datasets.tsv import read_triples
 from grounding.datasets.wordnet import read_synset_texts
 from grounding.graph import Triple, TypedGraph
@@ -75,6 +76,8 @@ class KGSplits:
     negatives: tuple[tuple[str, np.ndarray], ...] = ()
 
     def __post_init__(self) -> None:
+        for kind, field in (("entity", "entities"), ("relation", "relations")):  # one name rule
+            object.__setattr__(self, field, checked_names(kind, getattr(self, field)))
         for name, texts, vocab in (
             ("entity_texts", self.entity_texts, self.entities),
             ("relation_texts", self.relation_texts, self.relations),

@@ -11,6 +11,7 @@ from grounding.graph import Triple
 from grounding.prior import Candidates
 from grounding.problem import Realization
 from grounding.solver import GroundingConfig
+from grounding.solver.config import make_config
 
 __all__ = ["check_config"]
 
@@ -19,13 +20,19 @@ def check_config(
     owner: str, config: object, realization: object = None
 ) -> tuple[GroundingConfig, Realization | None]:
     """A system's grounding settings, checked once when it is built: a
-    :class:`~grounding.GroundingConfig` and an optional :class:`~grounding.Realization`
-    (a ``TypeError`` names ``owner`` and the argument otherwise)."""
+    :class:`~grounding.GroundingConfig` (one rebuilt from leaves, e.g. by ``tree_map``, is
+    checked as a new one: a value out of range is a ``ValueError`` naming ``owner``, the
+    argument and the field) and an optional :class:`~grounding.Realization` (a ``TypeError``
+    names ``owner`` and the argument otherwise)."""
     if not isinstance(config, GroundingConfig):
         raise TypeError(
             f"{owner}: config must be a GroundingConfig (e.g. GroundingConfig(lam=4.0, "
             f"kappa=1.0)), got {config!r:.100}"
         )
+    try:  # a config rebuilt from leaves (tree_map, an optimizer step) is checked here too
+        config = make_config(config, {}, owner)
+    except (TypeError, ValueError) as err:
+        raise type(err)(f"{owner}: config: {err}") from None
     if realization is not None and not isinstance(realization, Realization):
         raise TypeError(f"realization must be a Realization or None, got {realization!r:.100}")
     return config, realization

@@ -134,7 +134,15 @@ class BlindQA:
         anchor (a topic the evidence lacks fails the question, a candidate it lacks is
         grounded as unsupported)."""
         if not chains:
-            raise ValueError("no relation chain is predicted from this question's topic")
+            graph = getattr(self.predictor, "graph", None)
+            if graph is not None and not graph.has_entity(question.topic):
+                raise ValueError(
+                    f"topic entity {question.topic!r:.100} is not in the predictor's graph: "
+                    "no relation chain leaves it"
+                )
+            raise ValueError(
+                f"no relation chain is predicted from the topic {question.topic!r:.100}"
+            )
         claims, log_prior = [], []
         for chain, w in chains:
             scores = self.answerer.log_scores(question.topic, chain)

@@ -137,6 +137,25 @@ def test_blind_qa_keeps_out_of_graph_candidates_as_unsupported():
     assert bad.result is None and "topic entity 'zz'" in bad.reason
 
 
+def test_blind_qa_names_a_topic_its_predictor_cannot_read():
+    """A predictor over a graph predicts no chain from a topic the graph lacks: the reason
+    names the topic (and says why); a known topic without a chain is named too."""
+
+    class GraphPredictor:  # as the package's predictors: no chain from a topic it cannot walk
+        graph = _graph()
+
+        def predict(self, questions, k):
+            return [[(("r1",), 1.0)] if q.topic == "t" else [] for q in questions]
+
+    qa = BlindQA(Answerer(), GraphPredictor(), PCR(TextIndex(_graph()), max_hops=1), CONFIG)
+    ok, missing, stuck = qa.answer_batch([BlindQuestion("r1 of t?", "t"),
+                                          BlindQuestion("r1 of nowhere?", "nowhere"),
+                                          BlindQuestion("r1 of c1?", "c1")])  # fmt: skip
+    assert ok.reason is None
+    assert "topic entity 'nowhere' is not in the predictor's graph" in missing.reason
+    assert "no relation chain is predicted from the topic 'c1'" in stuck.reason
+
+
 def test_pankrag_keeps_out_of_graph_answers_and_anchors_the_next_step_at_graph_ones():
     """Step 1's candidates include ``zz`` (unsupported, kept in its answers); step 2 is
     anchored at step 1's answers that are graph entities (``zz`` anchors no walk)."""
