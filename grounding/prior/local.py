@@ -70,6 +70,8 @@ class LocalCandidateModel(CandidateModel):
         """:meth:`propose` of many questions, the model run on those not asked before
         together (memoized by text, topic and ``k``)."""
         check_int(k, "k")
+        if isinstance(questions, (str, bytes)):
+            raise TypeError(f"questions must be a sequence of questions, not {questions!r:.100}")
         keys = [(q.text, q.topic, k) for q in questions]
         todo = list(dict.fromkeys(key for key in keys if key not in self._proposed))
         if len(self._proposed) + len(todo) > _MEMO:

@@ -14,16 +14,18 @@ Weights: a completion's log-weight is the sum of its tokens' log-probabilities
 (``choices[i].logprobs.content[j].logprob``, the sequence log-probability). A completion that
 recurs verbatim is counted once (its probability is already its weight; summing repeats
 would square the distribution). When some completion comes without log-probabilities (none
-sent, not numbers, or ``-inf``), every sample of the question counts once, repeats included:
-the prior is then the answers' sample frequency. A token log-probability above 0 (a
-probability over 1) or NaN is not a missing value but a broken one: ``propose`` raises
-:class:`~grounding.prior.CandidateModelError` naming the choice, the token and the value rather
-than let the prior silently change kind; values up to ``1e-6`` above 0 are rounding and count
-as 0.
+sent, a ``logprobs`` field that is not an object, entries that are not numbers, or ``-inf``),
+every sample of the question counts once, repeats included: the prior is then the answers'
+sample frequency. A token log-probability above 0 (a probability over 1) or NaN is not a
+missing value but a broken one: that choice is set aside, listed with its reason (the choice,
+the token and the value) in ``Candidates.dropped``, and the other choices are answered as
+usual, so the prior never silently changes kind; when no choice is left, the model abstains
+with the reasons. Values up to ``1e-6`` above 0 are rounding and count as 0.
 
-Linking (:mod:`grounding.language.linking`): the first line of each completion is an answer, linked
-by an :class:`~grounding.language.AnswerLinker` of ``entities`` and ``texts`` (exact comparison of
-:func:`~grounding.language.linking.normalize_answer` forms with the entity names and texts) and
+Linking (:mod:`grounding.language.linking`): the first line of each completion is an answer,
+linked by an :class:`~grounding.language.AnswerLinker` of ``entities`` and ``texts`` (exact
+comparison of :func:`~grounding.language.linking.normalize_answer` forms with the entity
+names and texts) and
 turned into candidates by :meth:`~grounding.prior.Candidates.from_answers`, which normalizes
 them into the prior :math:`p_\theta` of Eq. (1): an answer that names no entity is an
 out-of-graph candidate (``Candidates.out_of_graph``, grounded as unsupported); one that
@@ -49,6 +51,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 
@@ -136,9 +139,9 @@ class OpenAICompatibleModel(CandidateModel):
 
         Raises:
             CandidateModelError: the endpoint timed out, could not be reached, answered an
-                HTTP error status or a reply that is not a chat completion, or a token
-                log-probability above 0 (or NaN). A refused choice is no error (module
-                docstring).
+                HTTP error status or a reply that is not a chat completion. A refused choice
+                and a choice with a broken token log-probability (above 0, or NaN) are no
+                error: they are set aside with their reasons (module docstring).
         """
         body = {
             "messages": self.messages(question),
@@ -153,18 +156,24 @@ class OpenAICompatibleModel(CandidateModel):
         try:
             choices = self._sample(body)
             texts = [_content(self.url, i, c) for i, c in enumerate(choices)]
-            raw = [
-                (text, _sequence_logprob(self.url, i, c))
-                for i, (c, (text, _)) in enumerate(zip(choices, texts))
-                if text is not None
-            ]
         except EndpointError as err:
             raise CandidateModelError(str(err)) from None
         if not choices:
             return Candidates.abstain(f"{self.url} returned no completion")
-        if not raw:  # every completion was refused or came without text
-            why = "; ".join(dict.fromkeys(reason for _, reason in texts))
-            return Candidates.abstain(f"{self.url}: no completion has text: {why[:600]}")
+        raw, broken, why_not = [], [], []
+        for i, (c, (text, why)) in enumerate(zip(choices, texts)):
+            if text is None:  # refused, or no text
+                why_not.append(why)
+                continue
+            lp, bad = _sequence_logprob(i, c)
+            if bad:  # a broken log-probability: this choice is set aside, the others kept
+                broken.append(f"{_first_line(text)} ({bad})")
+                why_not.append(bad)
+                continue
+            raw.append((text, lp))
+        if not raw:  # every completion was refused, came without text or is broken
+            why = "; ".join(dict.fromkeys(why_not))
+            return Candidates.abstain(f"{self.url}: no usable completion: {why[:600]}", broken)
         if any(lp is None for _, lp in raw):  # frequency estimate: one sample, one vote
             raw = [(c, 0.0) for c, _ in raw]
         else:  # a verbatim repeat carries no new probability mass: first occurrence only
@@ -173,7 +182,10 @@ class OpenAICompatibleModel(CandidateModel):
                 first.setdefault(c, lp)
             raw = list(first.items())
         answers = [_first_line(c) for c, _ in raw]
-        return Candidates.from_answers(answers, [lp for _, lp in raw], self.linker, k=k)
+        got = Candidates.from_answers(answers, [lp for _, lp in raw], self.linker, k=k)
+        if broken:  # reported beside the candidates, with their reasons
+            got = dataclasses.replace(got, dropped=got.dropped + tuple(broken))
+        return got
 
     def _sample(self, body: dict) -> list:
         """``n_samples`` choices: one request, topped up when ``n`` is not honoured."""
@@ -227,22 +239,26 @@ def _first_line(content: str) -> str:
     return lines[0].strip() if lines else ""
 
 
-def _sequence_logprob(url: str, i: int, choice: dict) -> float | None:
-    """Sum of the completion's token log-probabilities, or ``None`` when absent/malformed;
-    EndpointError for a value above :data:`LOGPROB_TOLERANCE` or NaN."""
-    content = (choice.get("logprobs") or {}).get("content") if isinstance(choice, dict) else None
+def _sequence_logprob(i: int, choice: dict) -> tuple[float | None, str]:
+    """The sum of the completion's token log-probabilities, ``None`` when absent or malformed
+    (no ``logprobs`` object, entries that are not numbers, ``-inf``), and the reason the
+    choice is broken, else ``""``: a value above :data:`LOGPROB_TOLERANCE` (a probability over
+    1) or NaN is not a missing value but a broken one."""
+    logprobs = choice.get("logprobs") if isinstance(choice, dict) else None
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
     if not isinstance(content, list) or not content:
-        return None
+        return None, ""
     try:
         values = [float(t["logprob"]) for t in content]
     except (KeyError, TypeError, ValueError):
-        return None
+        return None, ""
     for j, v in enumerate(values):
-        if math.isnan(v) or v > LOGPROB_TOLERANCE:
-            raise EndpointError(
-                f"{url}: choice {i}, token {j} has log-probability {v!r} (above 0: a "
-                "probability over 1); the server's log-probabilities are invalid"
+        if math.isnan(v):
+            return None, f"choice {i}, token {j} has log-probability nan (not a number)"
+        if v > LOGPROB_TOLERANCE:
+            return None, (
+                f"choice {i}, token {j} has log-probability {v!r} (above 0: a probability over 1)"
             )
     if not all(math.isfinite(v) for v in values):  # -inf: treated as absent
-        return None
-    return float(sum(min(v, 0.0) for v in values))
+        return None, ""
+    return float(sum(min(v, 0.0) for v in values)), ""

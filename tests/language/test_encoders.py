@@ -183,6 +183,16 @@ def test_cache_key_depends_on_encoder_and_texts(tmp_path):
     assert (cache.misses, cache.hits, e2.calls) == (2, 0, 1)
 
 
+def _header(shape) -> bytes:
+    """The magic and header of an ``.npy`` file of float32 ``shape`` (and no data)."""
+    import io
+
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": "<f4", "fortran_order": False,
+                                               "shape": shape})  # fmt: skip
+    return np.lib.format.magic(1, 0) + buf.getvalue()
+
+
 @pytest.mark.parametrize(
     "corrupt",
     [
@@ -191,6 +201,9 @@ def test_cache_key_depends_on_encoder_and_texts(tmp_path):
         lambda p: np.save(p, np.zeros((3, 64), dtype=np.float32)),  # wrong shape
         lambda p: np.save(p, np.zeros((2, 64))),  # wrong dtype
         lambda p: np.save(p, np.full((2, 64), np.nan, dtype=np.float32)),
+        lambda p: p.write_bytes(_header((10**9, 10**6))),  # a header declaring petabytes
+        lambda p: p.write_bytes(_header((2, 64)) + b"\0" * 16),  # data shorter than declared
+        lambda p: np.save(p, np.asfortranarray(np.ones((2, 64), np.float32) / 8)),  # unit rows
     ],
 )
 def test_cache_corrupt_file_is_recomputed(tmp_path, corrupt):

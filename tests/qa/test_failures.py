@@ -230,6 +230,26 @@ def test_a_config_that_is_not_a_grounding_config_is_refused_by_every_system(conf
             build()
 
 
+def test_a_config_rebuilt_out_of_range_is_refused_when_a_system_is_built():
+    """A config rebuilt from leaves (``tree_map``, an optimizer step) skips the constructor's
+    checks; every system checks it when built, as the documentation says, and names itself,
+    the argument and the field (the model is never asked)."""
+    import jax
+
+    bad = jax.tree_util.tree_map(lambda x: -5.0 if x == 2.0 else x, GroundingConfig(2.0, 1.0))
+    index, model = TextIndex(_graph()), Table(TABLE)
+    systems = (
+        ("GroundedQA", lambda: GroundedQA(model, PCR(index, max_hops=1), bad)),
+        ("BlindQA", lambda: BlindQA(_answerer(), object(), PCR(index, max_hops=1), bad)),
+        ("PankRAG", lambda: PankRAG(TemplatePlanner({"r1": "r1"}), model, index, bad)),
+        ("PRoH", lambda: PRoH(HeuristicPlanner(), HypergraphIndex(_toy()), bad)),
+    )
+    for owner, build in systems:
+        with pytest.raises(ValueError, match=f"{owner}: config: lam must be >= 0, got -5"):
+            build()
+    assert model.calls == []
+
+
 def test_grounded_qa_model_and_retriever_are_checked_at_construction():
     config = GroundingConfig(lam=1.0, kappa=1.0)
     with pytest.raises(TypeError, match="model"):

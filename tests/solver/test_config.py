@@ -369,3 +369,23 @@ def test_a_config_replaced_inside_jit_keeps_its_path_rule(tau):
         np.testing.assert_allclose(got[1], want.log_posterior, rtol=1e-12)
     assert cfg.replace(lam=2.0).tropical is (tau == 0.0)
     assert cfg.replace(tau=0.5).tropical is False and cfg.replace(tau=0.0).tropical is True
+
+
+def test_a_finite_setting_too_large_for_the_float_width_is_reported_as_given():
+    with jax.enable_x64(False):
+        with pytest.raises(ValueError, match=r"lam=1e\+308 is too large for float32"):
+            g.GroundingConfig(lam=1e308, kappa=1.0)
+        with pytest.raises(ValueError, match="lam must be finite, got inf"):
+            g.GroundingConfig(lam=float("inf"), kappa=1.0)
+
+
+def test_a_traced_min_reliability_names_the_setting():
+    """``min_reliability`` is static (it picks the edges that count as counter-support): a
+    traced value is refused by name, not by JAX's conversion error."""
+
+    def build(m):
+        return g.GroundingConfig(lam=1.0, kappa=1.0, min_reliability=m).lam
+
+    with pytest.raises(TypeError, match="min_reliability is a static setting"):
+        jax.jit(build)(0.5)
+
