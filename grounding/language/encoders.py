@@ -386,4 +386,3 @@ def _read_cached(path: Path, shape: tuple[int, int]) -> np.ndarray:
     if len(data) != need:
         raise ValueError(f"{len(data)} bytes of data where the header declares {need}")
     return np.frombuffer(data, np.float32).reshape(shape).copy()
-

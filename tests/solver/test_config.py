@@ -388,4 +388,3 @@ def test_a_traced_min_reliability_names_the_setting():
 
     with pytest.raises(TypeError, match="min_reliability is a static setting"):
         jax.jit(build)(0.5)
-
