@@ -36,8 +36,8 @@ def test_with_entities_adds_isolated_entities_and_keeps_everything_else():
     [
         ("mtor", None, TypeError, "not a string"),
         ([3], None, TypeError, "must be str"),
-        (["a\tb"], None, ValueError, "without a tab"),
-        ([" pad"], None, ValueError, "leading/trailing whitespace"),
+        (["a\tb"], None, ValueError, "holds the control character"),
+        ([" pad"], None, ValueError, "has leading or trailing whitespace"),
         (["x", "y"], ["X"], ValueError, "2 names but 1 texts"),
     ],
 )
