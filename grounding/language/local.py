@@ -130,7 +130,8 @@ class LocalLM:
         ):
             raise TypeError("examples must be (question, answer) pairs of str")
         weights = read_gguf(self.path)
-        self.cfg, self.params, self.tokenizer, self.eos = weights[:3] + (weights.eos,)
+        self.cfg, self.params, self.tokenizer = weights.cfg, weights.params, weights.tokenizer
+        self.eos = weights.eos
         self.context, self.sha256, self.size = weights.context, weights.sha256, weights.size
         self._template = ChatTemplate(weights.template, str(self.path))
         self.system = system
