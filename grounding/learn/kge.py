@@ -206,8 +206,9 @@ def train(
     """Fit a :class:`KGEModel` on ``kg.train`` with early stopping on ``kg.valid`` MRR.
 
     Args:
-        kg: the splits; only ``train`` is fitted, ``valid`` drives early stopping (filtered
-            against train + valid + test, the standard protocol).
+        kg: the splits; only ``train`` is fitted, ``valid`` drives early stopping (its ranks
+            filtered against train + valid only, so no test triple reaches a choice made on
+            validation; :func:`evaluate_link_prediction`).
         kind: ``"transe"``, ``"rotate"`` or ``"linear"``.
         config: hyperparameters; default :data:`DEFAULTS` ``[kind]``.
         checkpoint: optional ``.npz`` path, rewritten atomically at each new best.
