@@ -9,6 +9,9 @@
 - **names**: the one linking rule from text to the entities it names: a matching form
   (:func:`normalize_answer`), surface forms (:func:`surface_forms`), whole answers and the
   mentions inside free text (:class:`AnswerLinker`, :mod:`~grounding.language.linking`);
+- **phrases**: the phrases that name keys (e.g. relations) found inside a text, longest
+  first (:class:`PhraseIndex`), from labels (:func:`label_phrases`) and learned from
+  examples (:func:`learned_phrases`) (:mod:`~grounding.language.phrases`);
 - **language models**: over HTTP, one OpenAI-compatible endpoint that every client of the
   package (candidate model, planner, relevance refiner, community summarizer) talks through
   (:class:`Endpoint`: what a request guarantees against a misbehaving server); in-process, a
@@ -35,6 +38,7 @@ from grounding.language.endpoint import (
 from grounding.language.lexical import BM25, tokenize
 from grounding.language.linking import AnswerLinker, Mention, normalize_answer, surface_forms
 from grounding.language.local import LocalLM, default_gguf_path
+from grounding.language.phrases import PhraseIndex, PhraseMention, label_phrases, learned_phrases
 
 __all__ = [
     # words
@@ -53,6 +57,11 @@ __all__ = [
     "Mention",
     "normalize_answer",
     "surface_forms",
+    # phrases
+    "PhraseIndex",
+    "PhraseMention",
+    "label_phrases",
+    "learned_phrases",
     # language models
     "Endpoint",
     "EndpointError",

@@ -10,12 +10,17 @@
 - :mod:`~grounding.plans.composed_chains`: chains composed relation by relation by a beam
   over the graph (:class:`ComposedChainPredictor`), which can propose chains no training
   question used;
+- :mod:`~grounding.plans.chain_reader`: chains read from the question's words
+  (:class:`ChainReader`: relation mentions, their order and direction read from position,
+  checked against the graph) and the label-lookup baseline a reader is measured against
+  (:class:`LabelLookup`);
 - :mod:`~grounding.plans.template_parser`: the templated benchmark's chains read back off
   its texts (:class:`TemplateChainParser`), the baseline a blind reader is measured against;
 - :mod:`~grounding.plans.role_chains`: role chains predicted from a blind hypergraph question
   (:class:`RoleChainPredictor`) and the plans built on them (:class:`RoleChainPlanner`).
 """
 
+from grounding.plans.chain_reader import ChainReader, LabelLookup
 from grounding.plans.composed_chains import ComposedChainPredictor
 from grounding.plans.dag import Plan, SubQuestion, plan_from_decomposition
 from grounding.plans.planners import (
@@ -46,6 +51,8 @@ __all__ = [
     "LLMPlanner",
     "RelationChainPredictor",
     "ComposedChainPredictor",
+    "ChainReader",
+    "LabelLookup",
     "TemplateChainParser",
     "chain_accuracy",
     "RoleChainPredictor",
