@@ -145,11 +145,11 @@ def blind_loop(bench, answerer, pcr, predictor, oracle_hits: dict, log) -> dict:
     its own lambda fitted on validation the same way): what reading the template alone
     recovers."""
     valid = bench.split("valid")
-    qa, lam = fitted(lambda c: BlindQA(answerer, predictor, lambda d: pcr[d], c), valid)
+    qa, lam = fitted(lambda c: BlindQA(answerer, predictor, lambda d: pcr[d], c), bench)
     texts = dict(zip(bench.kg.entities, bench.kg.node_texts))
     parser = TemplateChainParser(bench.relation_labels, texts)
     # the baseline fits its own lambda on validation, as the blind loop does
-    parsed, parser_lam = fitted(lambda c: BlindQA(answerer, parser, lambda d: pcr[d], c), valid)
+    parsed, parser_lam = fitted(lambda c: BlindQA(answerer, parser, lambda d: pcr[d], c), bench)
     out: dict = dict(lam=lam, parser_lam=parser_lam, per_hop={})
     for h in (1, 2, 3):
         test = bench.split("test", h)
@@ -212,7 +212,7 @@ def run_setting(setting: Setting, log, seed: int = 0) -> tuple[dict, Example]:
     )
     negative = counter_evidence(bench) if setting.negatives else frozenset()
     valid = bench.split("valid")
-    qa, lam = fitted(lambda c: GroundedQA(answerer, lambda d: pcr[d], c), valid)
+    qa, lam = fitted(lambda c: GroundedQA(answerer, lambda d: pcr[d], c), bench)
     report: dict = dict(
         dataset=setting.name,
         seed=seed,

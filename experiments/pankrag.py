@@ -276,7 +276,7 @@ def blind_predictor(bench, answerer, pcr, log, per_hop: int | None = None):
     first ``per_hop`` validation questions of each hop count (``None``: all)."""
     paths, predictor = blind_paths(bench, log)
     valid = [q for h in HOPS for q in bench.split("valid", h)[:per_hop]]
-    _, lam = fitted(lambda c: BlindQA(answerer, predictor, lambda d: pcr[d], c), valid)
+    _, lam = fitted(lambda c: BlindQA(answerer, predictor, lambda d: pcr[d], c), bench, valid)
     return paths, predictor, lam
 
 
@@ -451,7 +451,7 @@ def answer_seed(seed: int, full: bool, log, per_hop: int | None = None) -> dict:
     community_seconds = time.perf_counter() - t
     index = retrievers[0][1].index
     valid = bench.split("valid")
-    _, lam = fitted(lambda c: GroundedQA(answerer, lambda d: retrievers[0][d], c), valid)
+    _, lam = fitted(lambda c: GroundedQA(answerer, lambda d: retrievers[0][d], c), bench, valid)
     # quick: a smoke run on fewer questions (--per-hop N: N per hop count)
     per_hop = None if full else (per_hop or QUICK_PER_HOP)
     t = time.perf_counter()

@@ -284,13 +284,14 @@ def fit_role_predictor(bench, encode):
 def shared_lambda(index, bench, planner, predictor) -> float:
     """One lambda for every system: :func:`grounding.qa.fit_lambda` (Adam on the validation
     log-mass of the gold answers) over the final groundings of blind PRoH (every solution's)
-    and blind HyperGraphRAG, probed at lambda = 1 (energies do not depend on lambda)."""
+    and blind HyperGraphRAG, probed at lambda = 1 (energies do not depend on lambda); the
+    gold answers are read off the train and valid statements (no test statement)."""
     valid = list(bench.split("valid"))
     shown = [blind(q) for q in valid]
     _, outs = run_proh(index, shown, planner, LAMBDA_PROBE)
     chains = predictor.predict(shown, K_CHAINS)
     _, results, _ = run_hypergraphrag(index, shown, chains, LAMBDA_PROBE)
-    gold = [q.answers for q in valid]
+    gold = [bench.fitting_answers(q) for q in valid]  # train + valid statements only
     return fit_lambda([*outs, *results], [*gold, *gold])
 
 

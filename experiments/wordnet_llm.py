@@ -238,7 +238,7 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
 
     valid = [q for h in HOPS for q in bench.split("valid", h)[: sc.valid_per_hop]]
     test = [q for h in HOPS for q in bench.split("test", h)[: sc.test_per_hop]]
-    gold_v = [q.answers for q in valid]
+    gold_v = [bench.fitting_answers(q) for q in valid]  # train + valid triples only
     log(f"{len(valid)} validation and {len(test)} test questions; the model answers them ...")
     asked = valid + test
     for lo in range(0, len(asked), 16):

@@ -127,7 +127,8 @@ def _build(setting: Setting, seed: int):
 @functools.lru_cache(maxsize=4)
 def _answerer(setting: Setting, seed: int):
     """The trained answerer of a setting (the wording of the texts does not reach it: it
-    trains on the evidence and fits its temperature on the validation questions' answers)."""
+    trains on the evidence and fits its temperature on the validation questions' answers,
+    read off the train and valid triples: :meth:`~grounding.datasets.KGQABenchmark.fitting_answers`)."""
     bench = kgqa_benchmark(setting.name, questions_per_hop=setting.questions_per_hop, seed=seed)
     shared = 4096 if setting.name == "codex-m" else 0  # CoDEx-M: batch negatives (speed)
     cfg = OneVsAllConfig(
@@ -147,7 +148,8 @@ def _answerer(setting: Setting, seed: int):
     model = jax.tree.map(lambda x: jnp.asarray(x, jnp.float64), fit.model)
     answerer = KGEAnswerer(model, bench.kg.entities, bench.kg.relations)
     valid = bench.split("valid")
-    answerer.fit_temperature(valid, [q.answers for q in valid])
+    # gold answers read off train + valid only: no test triple reaches a fitted value
+    answerer.fit_temperature(valid, [bench.fitting_answers(q) for q in valid])
     return answerer, fit
 
 
@@ -345,12 +347,17 @@ def _with_label_weight(predictor: T, weight: float) -> T:
     return out
 
 
-def fitted(make: Callable[[GroundingConfig], T], valid: Sequence) -> tuple[T, float]:
-    """A QA system with its lambda fitted on the validation questions: ``make(config)`` builds
-    it; built at lambda = 1 (the energies do not depend on lambda) it answers them (a
-    :class:`~grounding.qa.BlindQA` sees ``blind(q)`` only), :func:`grounding.qa.fit_lambda`
-    fits lambda on their gold answers, and the system is built again at that lambda."""
+def fitted(
+    make: Callable[[GroundingConfig], T], bench, valid: Sequence | None = None
+) -> tuple[T, float]:
+    """A QA system with its lambda fitted on validation questions (``valid``, default all of
+    ``bench``'s): ``make(config)`` builds it; built at lambda = 1 (the energies do not depend
+    on lambda) it answers them (a :class:`~grounding.qa.BlindQA` sees ``blind(q)`` only),
+    :func:`grounding.qa.fit_lambda` fits lambda on their gold answers read off the train and
+    valid triples (:meth:`~grounding.datasets.KGQABenchmark.fitting_answers`: no test triple
+    reaches the fit), and the system is built again at that lambda."""
+    valid = bench.split("valid") if valid is None else valid
     probe = make(config(1.0))
     shown = [blind(q) for q in valid] if isinstance(probe, BlindQA) else list(valid)
-    lam = fit_lambda(probe.answer_batch(shown), [q.answers for q in valid])
+    lam = fit_lambda(probe.answer_batch(shown), [bench.fitting_answers(q) for q in valid])
     return make(config(lam)), lam

@@ -137,6 +137,27 @@ class KGQABenchmark:
         n = self.kg.n_relations
         return _adjacency(self.kg.all_triples(), n), _adjacency(self.kg.train, n)
 
+    @functools.cached_property
+    def _fitting_adjacency(self) -> list:
+        return _adjacency(np.concatenate([self.kg.train, self.kg.valid]), self.kg.n_relations)
+
+    def fitting_answers(self, question: KGQuestion) -> tuple[str, ...]:
+        """The answers a system may fit on (a temperature, lambda): the entities the
+        question's chain reaches from its topic in the train and valid triples, never a test
+        triple (``question.answers`` are read off the whole world, test triples included).
+        Empty when only test triples lead to an answer.
+
+        Example:
+            >>> b = kgqa_benchmark("umls", questions_per_hop=30, seed=0)
+            >>> q = b.split("valid")[0]
+            >>> set(b.fitting_answers(q)) <= set(q.answers)
+            True
+        """
+        g = self.graph
+        t = g.entity_index(question.topic)
+        ids = [g.relation_index(r) for r in question.chain]
+        return tuple(self.kg.entities[a] for a in chain_answers(self._fitting_adjacency, t, ids))
+
     def make_question(
         self, topic: str, chain: Sequence[str], id: str, split: str = "test"
     ) -> KGQuestion | None:

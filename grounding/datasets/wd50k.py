@@ -93,10 +93,10 @@ class HypergraphSplits:
     valid: KnowledgeHypergraph
     test: KnowledgeHypergraph
 
-    def world(self) -> KnowledgeHypergraph:
-        """Every statement (train, then valid, then test)."""
+    def world(self, splits: Sequence[str] = SPLITS) -> KnowledgeHypergraph:
+        """Every statement (train, then valid, then test), or those of ``splits``."""
         stmts = [
-            h.statement(i) for h in (self.train, self.valid, self.test) for i in range(h.n_edges)
+            h.statement(i) for s in splits for h in (getattr(self, s),) for i in range(h.n_edges)
         ]
         t = self.train
         return KnowledgeHypergraph.from_statements(
@@ -235,6 +235,19 @@ class HyperQABenchmark:
     evidence: KnowledgeHypergraph
     questions: tuple[HyperQuestion, ...]
     wording: str = "single"
+    #: the train and valid statements: what a system may fit on (no test statement)
+    fitting: KnowledgeHypergraph | None = None
+
+    def fitting_answers(self, question: HyperQuestion) -> tuple[str, ...]:
+        """The answers a system may fit on (lambda): the entities the question's
+        role chain reaches from its topic in the train and valid statements, never a test
+        statement (``question.answers`` are read off the world). Empty when only test
+        statements lead to an answer."""
+        if self.fitting is None:
+            raise ValueError(f"{self.name}: no train + valid statements were given")
+        idx = self._cached("_fi", lambda: _Index(self.fitting))
+        found = idx.answers(self.fitting.entity_index(question.topic), question.roles)
+        return tuple(self.fitting.entities[a] for a in found)
 
     def split(self, name: str, hops: int | None = None) -> tuple[HyperQuestion, ...]:
         if name not in SPLITS:
@@ -301,7 +314,8 @@ def hypergraph_qa_benchmark(
         raise ValueError(f"split_fractions must be 3 shares >= 0 summing to 1, got {fr!r}")
     data = data or load_wd50k()
     world = data.world()
-    bench = HyperQABenchmark(data.name, world, data.train, ())
+    fitting = data.world(("train", "valid"))
+    bench = HyperQABenchmark(data.name, world, data.train, (), fitting=fitting)
     wi, ei = bench._world_index, bench._evidence_index
     rng = np.random.default_rng(seed)
     topics = np.unique(world.member)

@@ -42,6 +42,24 @@ def test_benchmark_answers_match_brute_force(nations_bench):
             assert b != (a[:-3] if a.endswith("^-1") else a + "^-1")
 
 
+def test_fitting_answers_are_read_off_train_and_valid_triples_only(nations_bench):
+    """What a system may fit on (a temperature, lambda): the chain followed in train + valid,
+    brute force; never a test triple."""
+    kg = nations_bench.kg
+    fitting = kg.names(kg.train) + kg.names(kg.valid)
+    differs_from_world = differs_from_evidence = 0
+    for q in nations_bench.questions:
+        ans = {q.topic}
+        for r in q.chain:
+            ans = follow(fitting, ans, r)
+        ans.discard(q.topic)
+        got = set(nations_bench.fitting_answers(q))
+        assert got == ans and set(q.observed) <= got <= set(q.answers)
+        differs_from_world += got != set(q.answers)
+        differs_from_evidence += got != set(q.observed)
+    assert differs_from_world and differs_from_evidence  # neither the world nor train alone
+
+
 def test_benchmark_is_deterministic_and_split(nations_bench):
     again = kgqa_benchmark("nations", questions_per_hop=40, max_answers=8, seed=3)
     assert again.questions == nations_bench.questions

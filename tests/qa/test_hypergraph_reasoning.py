@@ -139,9 +139,12 @@ def test_hypergraph_questions_against_brute_force():
             }
         return frontier - {topic}
 
+    fitting = train + [data.valid.statement(h) for h in range(data.valid.n_edges)]
     for q in bench.questions[::7]:
         assert set(q.answers) == reach(world, q.topic, q.roles)
         assert set(q.observed) == reach(train, q.topic, q.roles) <= set(q.answers)
+        # what a system may fit on: train + valid statements, never a test one
+        assert set(bench.fitting_answers(q)) == reach(fitting, q.topic, q.roles)
         assert len(q.chain) == 2 * q.hops and q.topic not in q.answers
     assert {q.hops for q in bench.questions} == {2, 3, 5}
     assert {q.split for q in bench.questions} == {"train", "valid", "test"}
