@@ -59,6 +59,48 @@ def seed_bootstrap(
     )
 
 
+#: Student's t quantile 0.975 by degrees of freedom (1-30, then 40, 60, 120; 1.96 beyond).
+_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
+         9: 2.262, 10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131,
+         16: 2.120, 17: 2.110, 18: 2.101, 19: 2.093, 20: 2.086, 21: 2.080, 22: 2.074,
+         23: 2.069, 24: 2.064, 25: 2.060, 26: 2.056, 27: 2.052, 28: 2.048, 29: 2.045,
+         30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980}  # fmt: skip
+
+
+def t975(df: float) -> float:
+    """Student's t 0.975 quantile at ``df`` degrees of freedom, read at the largest tabled
+    ``df`` not above it (so a fractional Welch ``df`` gives a slightly wider interval)."""
+    if not df >= 1:
+        raise ValueError(f"a t interval needs at least 1 degree of freedom, got {df!r}")
+    return _T975[max(k for k in _T975 if k <= df)] if df < 1e9 else 1.96
+
+
+def seed_t_interval(per_seed: Sequence[float]) -> dict:
+    """The seed-level 95 % interval of a mean over training seeds: each seed's value (e.g. its
+    mean paired difference over the test questions), mean +- t(S-1) s / sqrt(S). It reads the
+    seeds as the sample, so it carries the training variance a question-level interval
+    averages away; with few seeds it is wide. Needs at least two seeds."""
+    x = np.asarray(per_seed, float)
+    if len(x) < 2:
+        raise ValueError(f"a seed-level interval needs at least 2 seeds, got {len(x)}")
+    half = t975(len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x))
+    lo, hi = x.mean() - half, x.mean() + half
+    return dict(diff=float(x.mean()), ci=(float(lo), float(hi)), seeds=len(x),
+                per_seed=x.tolist(), resolved=bool(lo > 0 or hi < 0))  # fmt: skip
+
+
+def welch_t_interval(a: tuple[float, float, int], b: tuple[float, float, int]) -> dict:
+    """The seed-level 95 % interval of ``mean_a - mean_b`` from each side's mean, sample s.d.
+    and number of seeds ``(mean, sd, n)`` (Welch: unequal variances, Welch-Satterthwaite
+    degrees of freedom), for two systems trained on their own seeds."""
+    (ma, sa, na), (mb, sb, nb) = a, b
+    va, vb = sa * sa / na, sb * sb / nb
+    se = math.sqrt(va + vb)
+    df = (va + vb) ** 2 / (va * va / (na - 1) + vb * vb / (nb - 1)) if se > 0 else 1e9
+    lo, hi = ma - mb - t975(df) * se, ma - mb + t975(df) * se
+    return dict(diff=ma - mb, ci=(lo, hi), df=df, resolved=bool(lo > 0 or hi < 0))
+
+
 VERDICTS = ("holds", "fails", "not resolved", "not tested")
 
 

@@ -20,32 +20,41 @@ the test questions' wordings disjoint from those of the training and validation 
 (:func:`grounding.datasets.kgqa_benchmark`'s ``wording="held-out"``), so a system must read
 wordings it never saw.
 
-Blind relation paths (``blind_paths`` in the JSON, ``grounded_qa_paths.csv``): two predictors
-fitted on the training questions see each test question's text and topic only, each with its
-label weight chosen on validation: chains composed relation by relation over the graph
-(:class:`grounding.plans.ComposedChainPredictor`, the blind systems' predictor) and the
-training chains ranked (:class:`grounding.plans.RelationChainPredictor`, whose ceiling is the
-share of test chains seen in training); top-1/top-3 path accuracy per hop with Wilson
-intervals. The blind loop (:class:`grounding.qa.BlindQA`): the top 3 predicted paths become
-claims, each candidate grounded on its own claim, lambda fitted on blind validation outcomes by
-the same gradient fit; per hop its prior, hard and soft Hits@1 and AURC, hard and soft against
-the blind prior and against the oracle loop (gold chain), paired; beside it, labelled as a
-baseline, the loop whose chains the template parser of the training wordings reads off the
-texts (:class:`grounding.plans.TemplateChainParser`). Every row carries its budget per question
-(answerer calls, grounding passes, evidence edges).
+Blind relation paths (``blind_paths`` in the JSON, ``grounded_qa_paths.csv``): four predictors
+fitted on the training questions see each test question's text and topic only, their choices
+made on validation: the chain reader (:class:`grounding.plans.ChainReader`, the blind
+systems' predictor), label lookup (:class:`grounding.plans.LabelLookup`, its baseline), chains
+composed relation by relation over the graph (:class:`grounding.plans.ComposedChainPredictor`,
+the former blind predictor) and the training chains ranked
+(:class:`grounding.plans.RelationChainPredictor`, whose ceiling is the share of test chains
+seen in training); top-1/top-3 path accuracy per hop with Wilson intervals. The blind loop
+(:class:`grounding.qa.BlindQA`): the top 3 predicted paths become claims, each candidate
+grounded on its own claim, lambda fitted on blind validation outcomes by the same gradient fit;
+per hop its prior, hard and soft Hits@1 and AURC, hard and soft against the blind prior and
+against the oracle loop (gold chain), paired. Beside it, each with its own lambda, the same
+loop with the label lookup's chains and with the chains the template parser of the training
+wordings reads off the texts (:class:`grounding.plans.TemplateChainParser`), both baselines,
+and with the composed predictor's, each against the reader's loop, paired. Every row carries
+its budget per question (answerer calls, grounding passes, evidence edges). Validation
+answers (for T and lambda) are read off the train and valid triples only
+(:meth:`grounding.datasets.KGQABenchmark.fitting_answers`).
 
 Seeds: ``--seeds N`` repeats every dataset on the benchmark and answerer of seeds 0..N-1
 (default one quick, three full); the tables and figure are seed 0's, and ``seeds`` in the JSON
 holds, over the pooled test questions of all seeds, the blind prior / hard / soft Hits@1 and
-the intervals of soft - prior, hard - prior and blind - oracle, each a two-level bootstrap
-(seeds, then questions within each seed, resampled: training variance included).
+the intervals of soft - prior, hard - prior, blind - oracle and the reader's loop against each
+other blind system, each a two-level bootstrap (seeds, then questions within each seed,
+resampled) and, with two seeds or more, the seed-level t-interval over the seeds' mean
+differences (``seed_level``), which the docs' verdicts read.
 
 Final line: ``dataset=<name> hops=2 seed=0 grounded_hits1=<x> prior_hits1=<y> hard_hits1=<z>
-aurc=<w> oracle_hits1=<o> blind_hits1=<b> path_acc=<p> path_ceiling=<c> path_acc_training_chains=<t>
-blind_prior_hits1=<bp> blind_soft_hits1=<bs> blind_hard_hits1=<bh> parser_hits1=<ph>``
-(CoDEx-M, 2 hops, seed 0; soft grounding with the gold chain; the composed path predictor's
-top-1 accuracy, the training-chain ceiling and that predictor's top-1; the blind loop's
-prior, soft and hard Hits@1; the template parser's loop, soft).
+aurc=<w> oracle_hits1=<o> blind_hits1=<b> path_acc=<p> path_acc_lookup=<l>
+path_acc_composed=<c> path_ceiling=<e> path_acc_training_chains=<t> blind_prior_hits1=<bp>
+blind_soft_hits1=<bs> blind_hard_hits1=<bh> lookup_hits1=<lh> parser_hits1=<ph>`` (CoDEx-M, 2
+hops, seed 0; soft grounding with the gold chain; the top-1 path accuracy of the reader, label
+lookup and composed predictors, the training-chain ceiling and that predictor's top-1; the
+blind loop's prior, soft and hard Hits@1; the label lookup's and template parser's loops,
+soft).
 """
 
 from __future__ import annotations
@@ -84,7 +93,7 @@ from experiments._setup import (
     score,
     settings,
 )
-from experiments._stats import paired_bootstrap, seed_bootstrap
+from experiments._stats import paired_bootstrap, seed_bootstrap, seed_t_interval
 from grounding import (
     EvidenceStatus,
     GroundingResult,
@@ -136,66 +145,91 @@ def worked_example(qa: GroundedQA, outcomes) -> Example:
     return state.graph, result, list(o.candidates.entities)
 
 
-def blind_loop(bench, answerer, pcr, predictor, oracle_hits: dict, log) -> dict:
+#: The blind systems, each a :class:`BlindQA` with its own chain predictor and its own lambda:
+#: the chain reader (the blind loop's row) and, beside it, label lookup and the template
+#: parser (baselines) and the composed predictor (the former blind predictor).
+BLIND_SYSTEMS = {
+    "reader": "chain reader",
+    "lookup": "label lookup (baseline)",
+    "parser": "template parser (baseline)",
+    "composed": "composed chains (former predictor)",
+}
+
+
+#: The path predictors of ``grounded_qa_paths.csv`` (:func:`experiments._setup.blind_paths`).
+PATH_PREDICTORS = {
+    "reader": "chain reader",
+    "lookup": "label lookup (baseline)",
+    "composed": "composed chains (former predictor)",
+    "training_chains": "training chains",
+}
+
+
+def blind_loop(bench, answerer, pcr, predictors: dict, oracle_hits: dict, log) -> dict:
     """The loop on blind questions (:class:`~grounding.qa.BlindQA`: predicted relation chains,
-    each candidate grounded on its own claim), lambda fitted on blind validation outcomes; per
-    hop its Hits@1 per method, hard and soft grounding against the blind prior, and the paired
-    difference to the oracle loop (gold chain). Beside it, labelled as a baseline, the same
-    loop whose chains are read back off the templated texts (:class:`TemplateChainParser`,
-    its own lambda fitted on validation the same way): what reading the template alone
-    recovers."""
-    valid = bench.split("valid")
-    qa, lam = fitted(lambda c: BlindQA(answerer, predictor, lambda d: pcr[d], c), bench)
+    each candidate grounded on its own claim), one per chain predictor of
+    :data:`BLIND_SYSTEMS`, each with its lambda fitted on its blind validation outcomes. Per
+    hop: the reader's Hits@1 per method, hard and soft grounding against its blind prior and
+    against the oracle loop (gold chain), paired; each other system's Hits@1, its soft
+    grounding against the oracle's and against the reader's, paired; budgets."""
     texts = dict(zip(bench.kg.entities, bench.kg.node_texts))
-    parser = TemplateChainParser(bench.relation_labels, texts)
-    # the baseline fits its own lambda on validation, as the blind loop does
-    parsed, parser_lam = fitted(lambda c: BlindQA(answerer, parser, lambda d: pcr[d], c), bench)
-    out: dict = dict(lam=lam, parser_lam=parser_lam, per_hop={})
+    chains = dict(predictors, parser=TemplateChainParser(bench.relation_labels, texts))
+    systems = {
+        name: fitted(lambda c, p=chains[name]: BlindQA(answerer, p, lambda d: pcr[d], c), bench)
+        for name in BLIND_SYSTEMS
+    }
+    out: dict = dict(
+        lam=systems["reader"][1], lams={n: lam for n, (_, lam) in systems.items()}, per_hop={}
+    )
     for h in (1, 2, 3):
         test = bench.split("test", h)
         shown = [blind(q) for q in test]
-        outcomes = qa.answer_batch(shown)
-        scored, parser_scored = (
-            {m: [score(o, m, q.answers) for o, q in zip(outs, test)] for m in METHODS}
-            for outs in (outcomes, parsed.answer_batch(shown))
-        )
-        hits, parser_hits = (
-            {m: np.array([sc["hit"] for sc in x[m]]) for m in METHODS}
-            for x in (scored, parser_scored)
-        )
-        conf = {m: np.array([sc["confidence"] for sc in scored[m]]) for m in METHODS}
+        outcomes = {n: qa.answer_batch(shown) for n, (qa, _) in systems.items()}
+        scored = {
+            n: {m: [score(o, m, q.answers) for o, q in zip(outs, test)] for m in METHODS}
+            for n, outs in outcomes.items()
+        }
+        hits = {
+            n: {m: np.array([sc["hit"] for sc in x[m]]) for m in METHODS} for n, x in scored.items()
+        }
+        main = hits["reader"]
+        conf = {m: np.array([sc["confidence"] for sc in scored["reader"][m]]) for m in METHODS}
         row: dict = {
             m: dict(
-                hits1=float(hits[m].mean()),
-                aurc=risk_coverage(conf[m], hits[m])["aurc"],
-                vs_oracle=paired_bootstrap(hits[m], oracle_hits[h][m]),
-                vs_prior=paired_bootstrap(hits[m], hits["prior"]),
-                hit=hits[m].tolist(),  # per question, for the pooled seeds' intervals
+                hits1=float(main[m].mean()),
+                aurc=risk_coverage(conf[m], main[m])["aurc"],
+                vs_oracle=paired_bootstrap(main[m], oracle_hits[h][m]),
+                vs_prior=paired_bootstrap(main[m], main["prior"]),
+                hit=main[m].tolist(),  # per question, for the pooled seeds' intervals
             )
             for m in METHODS
         }
         row["soft_hit"] = row["soft"]["hit"]
-        row["parser"] = {
-            m: dict(
-                hits1=float(parser_hits[m].mean()),
-                vs_oracle=paired_bootstrap(parser_hits[m], oracle_hits[h][m]),
-                hit=parser_hits[m].tolist(),
-            )
-            for m in METHODS
-        }
-        row["no_answer"] = float(np.mean([o.result is None for o in outcomes]))
-        row["budget"] = mean_budget(outcomes)
+        for n in BLIND_SYSTEMS:
+            if n != "reader":
+                row[n] = {
+                    m: dict(
+                        hits1=float(hits[n][m].mean()),
+                        vs_oracle=paired_bootstrap(hits[n][m], oracle_hits[h][m]),
+                        vs_reader=paired_bootstrap(hits[n][m], main[m]),
+                        hit=hits[n][m].tolist(),
+                    )
+                    for m in METHODS
+                }
+                row[n]["budget"] = mean_budget(outcomes[n])
+        row["no_answer"] = float(np.mean([o.result is None for o in outcomes["reader"]]))
+        row["budget"] = mean_budget(outcomes["reader"])
         out["per_hop"][h] = row
         log(
-            f"{bench.name} {h}-hop blind: "
+            f"{bench.name} {h}-hop blind (reader): "
             + " ".join(f"{m}={row[m]['hits1']:.3f}" for m in METHODS)
             + " (soft - prior {:+.3f}, 95 % {:+.3f} to {:+.3f}; ".format(
                 row["soft"]["vs_prior"]["diff"], *row["soft"]["vs_prior"]["ci"]
             )
-            + "soft vs oracle {:+.3f}, 95 % {:+.3f} to {:+.3f}); ".format(
+            + "soft vs oracle {:+.3f}, 95 % {:+.3f} to {:+.3f}); soft ".format(
                 row["soft"]["vs_oracle"]["diff"], *row["soft"]["vs_oracle"]["ci"]
             )
-            + f"template parser soft={row['parser']['soft']['hits1']:.3f}"
+            + " ".join(f"{n}={row[n]['soft']['hits1']:.3f}" for n in BLIND_SYSTEMS if n != "reader")
         )
     return out
 
@@ -211,7 +245,6 @@ def run_setting(setting: Setting, log, seed: int = 0) -> tuple[dict, Example]:
         f"({fit.epochs_run} epochs, {time.perf_counter() - t0:.0f} s); fitting lambda ..."
     )
     negative = counter_evidence(bench) if setting.negatives else frozenset()
-    valid = bench.split("valid")
     qa, lam = fitted(lambda c: GroundedQA(answerer, lambda d: pcr[d], c), bench)
     report: dict = dict(
         dataset=setting.name,
@@ -223,7 +256,7 @@ def run_setting(setting: Setting, log, seed: int = 0) -> tuple[dict, Example]:
         kappa=KAPPA,
         per_hop={},
     )
-    report["blind_paths"], predictor = blind_paths(bench, log)
+    report["blind_paths"], predictors = blind_paths(bench, log)
     oracle_hits: dict = {}
     for h in (1, 2, 3):
         test = bench.split("test", h)
@@ -257,7 +290,7 @@ def run_setting(setting: Setting, log, seed: int = 0) -> tuple[dict, Example]:
             + " ".join(f"{m}={row[m]['hits1']:.3f}" for m in METHODS)
             + f" ({time.perf_counter() - t0:.0f} s)"
         )
-    report["blind"] = blind_loop(bench, answerer, pcr, predictor, oracle_hits, log)
+    report["blind"] = blind_loop(bench, answerer, pcr, predictors, oracle_hits, log)
     log(f"{setting.name}: blind loop done ({time.perf_counter() - t0:.0f} s)")
     if negative:
         qs = negative_questions(bench, setting.questions_per_hop)
@@ -270,44 +303,60 @@ def run_setting(setting: Setting, log, seed: int = 0) -> tuple[dict, Example]:
 
 
 def over_seeds(reports: list[dict], log) -> dict:
-    """Blind against oracle soft Hits@1 per dataset and hop, over every benchmark seed run:
-    each seed's two numbers, and the paired bootstrap 95 % interval of blind - oracle over the
-    pooled test questions of all seeds."""
+    """Per dataset and hop, over every benchmark seed run (each seed draws its questions and
+    trains its answerer and readers): each seed's oracle and blind soft Hits@1, the pooled blind
+    Hits@1 per method and system, and the differences the docs read (soft - prior,
+    hard - prior, blind - oracle, reader - each other blind system, soft) each with two 95 %
+    intervals: a two-level bootstrap (seeds, then questions within each seed, resampled) and,
+    with two seeds or more, the seed-level t-interval over the seeds' mean differences."""
     out: dict = {}
     for name in dict.fromkeys(r["dataset"] for r in reports):
         runs = [r for r in reports if r["dataset"] == name]
         out[name] = {}
         for h in (1, 2, 3):
+            rows = [r["blind"]["per_hop"][h] for r in runs]
             oracle = [np.asarray(r["per_hop"][h]["selective"]["soft"]["hit"], float) for r in runs]
-            blind_ = [np.asarray(r["blind"]["per_hop"][h]["soft_hit"], float) for r in runs]
-            by_method = {  # the blind loop's hits per method, one array per seed
-                m: [np.asarray(r["blind"]["per_hop"][h][m]["hit"], float) for r in runs]
-                for m in METHODS
+            by_method = {  # the reader's blind loop, one array per seed
+                m: [np.asarray(row[m]["hit"], float) for row in rows] for m in METHODS
             }
-            parser = np.concatenate(
-                [r["blind"]["per_hop"][h]["parser"]["soft"]["hit"] for r in runs]
-            )
-            # two-level intervals: seeds (benchmark and answerer) and questions resampled
-            out[name][h] = dict(
+            other = {
+                n: [np.asarray(row[n]["soft"]["hit"], float) for row in rows]
+                for n in BLIND_SYSTEMS
+                if n != "reader"
+            }
+            pairs = {
+                "soft_minus_prior": (by_method["soft"], by_method["prior"]),
+                "hard_minus_prior": (by_method["hard"], by_method["prior"]),
+                "blind_minus_oracle": (by_method["soft"], oracle),
+                **{f"reader_minus_{n}": (by_method["soft"], x) for n, x in other.items()},
+            }
+            cell = out[name][h] = dict(
                 seeds=[r["seed"] for r in runs],
                 oracle_hits1=[float(x.mean()) for x in oracle],
-                blind_hits1=[float(x.mean()) for x in blind_],
-                blind_minus_oracle=seed_bootstrap(blind_, oracle),
+                blind_hits1=[float(x.mean()) for x in by_method["soft"]],
                 blind={m: float(np.concatenate(by_method[m]).mean()) for m in METHODS},
-                blind_aurc={
-                    m: float(np.mean([r["blind"]["per_hop"][h][m]["aurc"] for r in runs]))
-                    for m in METHODS
-                },
-                soft_minus_prior=seed_bootstrap(by_method["soft"], by_method["prior"]),
-                hard_minus_prior=seed_bootstrap(by_method["hard"], by_method["prior"]),
-                parser_soft=float(parser.mean()),
+                blind_aurc={m: float(np.mean([row[m]["aurc"] for row in rows])) for m in METHODS},
+                systems={n: float(np.concatenate(x).mean()) for n, x in other.items()},
+                parser_soft=float(np.concatenate(other["parser"]).mean()),
             )
+            for key, (a, b) in pairs.items():
+                cell[key] = seed_bootstrap(a, b)
+                if len(runs) > 1:
+                    cell[key]["seed_level"] = seed_t_interval(
+                        [float((x - y).mean()) for x, y in zip(a, b)]
+                    )
             for key in ("soft_minus_prior", "hard_minus_prior", "blind_minus_oracle"):
-                c = out[name][h][key]
+                c = cell[key]
+                seed_level = c.get("seed_level")
                 log(
-                    f"{name} {h}-hop over seeds {out[name][h]['seeds']}: blind {key} "
+                    f"{name} {h}-hop over seeds {cell['seeds']}: blind {key} "
                     f"{c['diff']:+.3f} (95 % {c['ci'][0]:+.3f} to {c['ci'][1]:+.3f}, n={c['n']}, "
-                    f"{c.get('seeds', 1)} seeds)"
+                    f"{c.get('seeds', 1)} seeds"
+                    + (
+                        f"; seed level {seed_level['ci'][0]:+.3f} to {seed_level['ci'][1]:+.3f})"
+                        if seed_level
+                        else ")"
+                    )
                 )
     return out
 
@@ -488,17 +537,18 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
             r["dataset"],
             r["seed"],
             h,
-            system,
+            label,
             m,
             part[m]["hits1"],
             part[m].get("aurc", ""),
-            *_interval(part[m], key),
+            *_interval(part[m], "vs_prior" if system == "reader" else None),
+            *_interval(part[m], None if system == "reader" else "vs_reader"),
         )
         for r in reports
         for h in (1, 2, 3)
-        for system, part, key in (
-            ("blind", r["blind"]["per_hop"][h], "vs_prior"),
-            ("template parser (baseline)", r["blind"]["per_hop"][h]["parser"], None),
+        for system, label in BLIND_SYSTEMS.items()
+        for part in (
+            r["blind"]["per_hop"][h] if system == "reader" else r["blind"]["per_hop"][h][system],
         )
         for m in METHODS
     ]
@@ -516,18 +566,18 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
                 "minus_prior",
                 "minus_prior_low",
                 "minus_prior_high",
+                "minus_reader",
+                "minus_reader_low",
+                "minus_reader_high",
             ),
             blind_rows,
         )  # fmt: skip
     )
     path_rows = [
-        (r["dataset"], r["seed"], h, kind, acc["top1"], acc["topk"], acc["ceiling"], acc["n"])
+        (r["dataset"], r["seed"], h, label, acc["top1"], acc["topk"], acc["ceiling"], acc["n"])
         for r in reports + other_seeds
-        for kind, part in (
-            ("composed", r["blind_paths"]),
-            ("training chains", r["blind_paths"]["training_chains"]),
-        )
-        for h, acc in part["per_hop"].items()
+        for kind, label in PATH_PREDICTORS.items()
+        for h, acc in r["blind_paths"][kind]["per_hop"].items()
     ]
     paths.append(
         write_csv(
@@ -540,19 +590,22 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
         figure(reports, example), args.out / "grounded_qa.png", quick=not args.full
     )
     two = reports[0]["per_hop"][2]
-    paths_two = reports[0]["blind_paths"]["per_hop"][2]
+    paths_two = {k: reports[0]["blind_paths"][k]["per_hop"][2] for k in PATH_PREDICTORS}
     blind_two = reports[0]["blind"]["per_hop"][2]
     print(
         f"dataset={reports[0]['dataset']} hops=2 seed=0 "
         f"grounded_hits1={two['soft']['hits1']:.4f} prior_hits1={two['prior']['hits1']:.4f} "
         f"hard_hits1={two['hard']['hits1']:.4f} aurc={two['soft']['aurc']:.4f} "
         f"oracle_hits1={two['soft']['hits1']:.4f} blind_hits1={blind_two['soft']['hits1']:.4f} "
-        f"path_acc={paths_two['top1']:.4f} path_ceiling={paths_two['ceiling']:.4f} "
-        f"path_acc_training_chains="
-        f"{reports[0]['blind_paths']['training_chains']['per_hop'][2]['top1']:.4f} "
+        f"path_acc={paths_two['reader']['top1']:.4f} "
+        f"path_acc_lookup={paths_two['lookup']['top1']:.4f} "
+        f"path_acc_composed={paths_two['composed']['top1']:.4f} "
+        f"path_ceiling={paths_two['reader']['ceiling']:.4f} "
+        f"path_acc_training_chains={paths_two['training_chains']['top1']:.4f} "
         f"blind_prior_hits1={blind_two['prior']['hits1']:.4f} "
         f"blind_soft_hits1={blind_two['soft']['hits1']:.4f} "
         f"blind_hard_hits1={blind_two['hard']['hits1']:.4f} "
+        f"lookup_hits1={blind_two['lookup']['soft']['hits1']:.4f} "
         f"parser_hits1={blind_two['parser']['soft']['hits1']:.4f}"
     )
     return paths

@@ -36,11 +36,15 @@ and ungated models), transfer (trained on one graph, tested on the other), speed
 (question-epochs/s, ms per epoch, epochs to the stopping rule).
 
 **Downstream, blind.** :class:`grounding.qa.BlindQA` with each learned retriever (seed 0) as
-its retriever: the system sees the question text and topic only; relation paths come from a
-:class:`grounding.plans.RelationChainPredictor` fitted on the training questions; each
-retriever's top 100 facts are the evidence; one ``lambda`` fitted on blind validation
-outcomes with PCR's evidence. Hits@1 of soft grounding, with paired intervals. The former
-loop, which grounds the question's gold chain, stays as the row "oracle (gold chain)".
+its retriever: the system sees the question text and topic only, asked in the benchmark's
+held-out wordings (the same questions; the retrievers trained on the single-template texts);
+relation paths come from the grounded QA experiment's chain reader
+(:class:`grounding.plans.ChainReader`, fitted on the training questions, which are worded in
+the training wordings only, its weights chosen on validation); each retriever's top 100 facts are the evidence;
+one ``lambda`` fitted on blind validation outcomes with PCR's evidence, the validation
+answers read off the train and valid triples. Hits@1 of soft grounding, with paired
+intervals. The loop that grounds the question's gold chain stays as the row "oracle (gold
+chain)".
 
 Final line: ``recall100_subgraphrag=<x> recall100_gated=<y> recall100_ungated=<z>
 recall100_pcr=<w> ceiling100_gated=<g> ceiling100_subgraphrag=<s> blind_hits1_gated=<b>

@@ -19,9 +19,9 @@ test questions per hop count (``--per-hop N``: N). Each system's budget per ques
 (answerer calls, grounding passes, evidence edges) is reported beside its accuracy.
 
 - **Blind** systems see each test question's text and topic entity only
-  (:func:`grounding.query.blind`); the relation-path predictor of the grounded QA experiment
-  (``blind_paths``: fitted on the training questions, its label weight chosen on validation)
-  replaces the gold chain. PankRAG blind plans one step per relation of the top-1 predicted
+  (:func:`grounding.query.blind`); the chain reader of the grounded QA experiment
+  (``blind_paths``: :class:`~grounding.plans.ChainReader`, fitted on the training questions,
+  its weights chosen on validation) replaces the gold chain. PankRAG blind plans one step per relation of the top-1 predicted
   path (:class:`~grounding.plans.PredictedPathPlanner`); also without the reranker; the
   one-step (no-DAG) pipeline on the same predicted path at the node and candidate budget of
   PankRAG's largest plan (3 steps of 20 nodes: 60 nodes; 5 anchors of 20 candidates: 100);
@@ -30,8 +30,8 @@ test questions per hop count (``--per-hop N``: N). Each system's budget per ques
   validation outcomes of the one-loop system (``grounding.qa.fit_lambda``, the grounded QA
   experiment's blind fit).
 - **Oracle (gold chain)** systems read the question's gold relation chain: PankRAG (templated
-  plan, local retrieval, dependency-aware reranking with graph agreement), without the
-  reranker, with embedding agreement, without the DAG (once with PankRAG's per-step budget, 20
+  plan, local retrieval, dependency-aware reranking with graph agreement), with one answer
+  passed on (one answerer call per step, its fewest), without the reranker, with embedding agreement, without the DAG (once with PankRAG's per-step budget, 20
   nodes and 20 candidates, once with the budget of its largest plan, 60 nodes and 100
   candidates), global (community) retrieval only, and the one-loop PCR and soft-PCR systems;
   lambda fitted on validation questions for the one-loop path-constrained system
@@ -50,7 +50,10 @@ probability; final Hits@1 with and without the reranker.
 Seeds: ``--seeds N`` repeats the CoDEx-M answering on the benchmark and answerer of seeds
 0..N-1 (default one quick, three full); tables, figure, speed and error propagation are seed
 0's, and ``seeds`` in the JSON holds each system's Hits@1 per seed and its comparisons with
-PankRAG over the pooled test questions of all seeds.
+PankRAG over the pooled test questions of all seeds (two-level bootstrap and seed-level
+t-interval), and the DAG at its fewest calls against no DAG at matched nodes and candidates
+(``dag_fewest_calls``). Validation answers (for T and lambda) are read off the train and valid
+triples only.
 
 Quick mode: the first 15 test questions of each hop count (a smoke run); the blind lambda is
 fitted on the first 15 validation questions of each hop count.
@@ -92,7 +95,7 @@ from experiments._setup import (
     fitted,
     mean_budget,
 )
-from experiments._stats import paired_bootstrap, seed_bootstrap
+from experiments._stats import paired_bootstrap, seed_bootstrap, seed_t_interval
 from grounding import programs
 from grounding.datasets import load_fanoutqa, load_musique
 from grounding.language import Endpoint
@@ -111,6 +114,7 @@ from grounding.retrieval import Communities
 
 ORACLE = (
     "pankrag",
+    "pankrag_beam1",
     "no_rerank",
     "embedding_agreement",
     "no_dag",
@@ -123,6 +127,7 @@ BLIND = ("pankrag_blind", "pankrag_beam1_blind", "no_rerank_blind", "flat_blind"
 SYSTEMS = ORACLE + BLIND
 LABELS = {
     "pankrag": "PankRAG",
+    "pankrag_beam1": "PankRAG, one answer passed on",
     "no_rerank": "without the reranker",
     "embedding_agreement": "embedding agreement",
     "no_dag": "without the DAG",
@@ -270,11 +275,13 @@ def matched_budget(largest_plan: int) -> dict[str, int]:
 
 
 def blind_predictor(bench, answerer, pcr, log, per_hop: int | None = None):
-    """The relation-path predictor of the grounded QA experiment (fitted on the training
-    questions) and the one lambda of every blind system: the grounded QA experiment's blind
-    fit on the blind validation outcomes of the one-loop system (:class:`BlindQA`), on the
-    first ``per_hop`` validation questions of each hop count (``None``: all)."""
-    paths, predictor = blind_paths(bench, log)
+    """The chain reader of the grounded QA experiment (fitted on the training questions, its
+    weights chosen on validation) and the one lambda of every blind system: the grounded QA
+    experiment's blind fit on the blind validation outcomes of the one-loop system
+    (:class:`BlindQA`), on the first ``per_hop`` validation questions of each hop count
+    (``None``: all)."""
+    paths, predictors = blind_paths(bench, log)
+    predictor = predictors["reader"]
     valid = [q for h in HOPS for q in bench.split("valid", h)[:per_hop]]
     _, lam = fitted(lambda c: BlindQA(answerer, predictor, lambda d: pcr[d], c), bench, valid)
     return paths, predictor, lam
@@ -302,6 +309,8 @@ def run_system(name, questions, parts):
     predicted_flat = PredictedPathPlanner(predictor, bench.relation_labels, texts, flat=True)
     largest = predictor.max_hops  # the longest chain the predictor proposes
     kw = dict(
+        # the fewest answerer calls: one per step (the accuracy-calls comparison)
+        pankrag_beam1=dict(beam=1),
         no_rerank=dict(rerank=False),
         embedding_agreement=dict(agreement="embedding"),
         no_dag=dict(planner=FlatPlanner()),
@@ -505,15 +514,22 @@ def answer_seed(seed: int, full: bool, log, per_hop: int | None = None) -> dict:
 
 def over_seeds(runs: list[dict]) -> dict:
     """Each system's Hits@1 per seed, and its comparison with PankRAG of the same kind over the
-    pooled test questions of every seed: the sign test on the pooled questions, and the 95 %
+    pooled test questions of every seed: the sign test on the pooled questions, the 95 %
     interval of a two-level bootstrap (seeds, then questions within each seed: each seed
-    trains its own answerer, so the interval carries training variance)."""
+    trains its own answerer and reader) and, with two seeds or more, the seed-level t-interval
+    over the seeds' mean differences (``seed_level``, which the docs' verdicts read); also the
+    DAG against no DAG at the fewest calls (``pankrag_beam1`` - ``no_dag_matched``)."""
     out: dict = {"seeds": [r["seed"] for r in runs], "systems": {}}
     per_seed = {s: [r["per_question"][s] for r in runs] for s in SYSTEMS}
 
     def against(ref: str, s: str) -> dict:
         a, b = np.concatenate(per_seed[ref]), np.concatenate(per_seed[s])
-        return paired(a, b) | seed_bootstrap(per_seed[ref], per_seed[s])
+        out = paired(a, b) | seed_bootstrap(per_seed[ref], per_seed[s])
+        if len(runs) > 1:  # the seeds as the sample: each seed's mean difference
+            out["seed_level"] = seed_t_interval(
+                [float(np.mean(x - y)) for x, y in zip(per_seed[ref], per_seed[s])]
+            )
+        return out
 
     for s in SYSTEMS:
         row: dict = {"hits1": [float(np.mean(r["per_question"][s])) for r in runs]}
@@ -522,6 +538,12 @@ def over_seeds(runs: list[dict]) -> dict:
         if s in BLIND[1:]:
             row["against_pankrag_blind"] = against("pankrag_blind", s)
         out["systems"][s] = row
+    # the DAG at its fewest answerer calls (one per step) against no DAG at matched nodes and
+    # candidates: the closest budgets the two have (oracle and blind)
+    out["dag_fewest_calls"] = {
+        "oracle": against("pankrag_beam1", "no_dag_matched"),
+        "blind": against("pankrag_beam1_blind", "flat_blind"),
+    }
     return out
 
 

@@ -13,6 +13,7 @@ from experiments._setup.qa import (
     SETTINGS,
     Setting,
     blind_paths,
+    build,
     config,
     fitted,
     score,
@@ -325,14 +326,21 @@ def column_hits(outcomes, questions) -> tuple[np.ndarray, np.ndarray]:
 
 
 def downstream(bench, answerer, pcr, models, test, valid, log) -> dict:
-    """Blind (BlindQA with predicted paths) and oracle (gold chain) soft-grounding Hits@1 per
-    retriever on the test questions, both columns scored by :func:`column_hits` (the top of
-    the soft posterior), the decision rule's coverage beside them, with paired intervals."""
+    """Blind (BlindQA with the chain reader's paths) and oracle (gold chain) soft-grounding
+    Hits@1 per retriever on the test questions, both columns scored by :func:`column_hits`
+    (the top of the soft posterior), the decision rule's coverage beside them, with paired
+    intervals. The questions are asked in the benchmark's held-out wordings (the grounded QA
+    experiment's texts: the same questions, chains, answers and splits), which no training
+    question of the reader shows; the retrievers were trained on the single-template texts."""
     out: dict = {}
-    paths, predictor = blind_paths(bench, log)
+    held = build(SETTINGS[False][bench.name])[0]  # the same questions in held-out wordings
+    worded = {q.id: q for q in held.questions}
+    test, valid = [worded[q.id] for q in test], [worded[q.id] for q in valid]
+    paths, predictors = blind_paths(held, log)
+    predictor = predictors["reader"]
     out["blind_paths"] = paths
-    _, lam_blind = fitted(lambda c: BlindQA(answerer, predictor, lambda d: pcr[d], c), bench, valid)
-    _, lam_oracle = fitted(lambda c: GroundedQA(answerer, lambda d: pcr[d], c), bench, valid)
+    _, lam_blind = fitted(lambda c: BlindQA(answerer, predictor, lambda d: pcr[d], c), held, valid)
+    _, lam_oracle = fitted(lambda c: GroundedQA(answerer, lambda d: pcr[d], c), held, valid)
     out["lam_blind"], out["lam_oracle"] = lam_blind, lam_oracle
     retrievers = dict(models, pcr=None)
     hits: dict = {}

@@ -1,6 +1,6 @@
 """The question-answering experiments' shared parts: settings (one ``GroundingConfig`` per
 lambda), benchmarks and trained answerers (memoized), the scores of an outcome of any system
-through the outcome protocol, and the blind relation-chain predictor."""
+through the outcome protocol, and the blind relation-chain predictors."""
 
 from __future__ import annotations
 
@@ -20,7 +20,13 @@ from grounding.datasets import kgqa_benchmark
 from grounding.graph import inverse_relation
 from grounding.language import HashingEncoder
 from grounding.learn import OneVsAllConfig, train_one_vs_all
-from grounding.plans import ComposedChainPredictor, RelationChainPredictor, chain_accuracy
+from grounding.plans import (
+    ChainReader,
+    ComposedChainPredictor,
+    LabelLookup,
+    RelationChainPredictor,
+    chain_accuracy,
+)
 from grounding.qa import (
     BlindQA,
     KGEAnswerer,
@@ -293,15 +299,32 @@ def evaluate(outcomes, lam: float) -> dict:
 LABEL_WEIGHTS = (0.0, 0.5, 1.0, 2.0)  # beta of the relation-path predictor, chosen on valid
 
 
-def blind_paths(bench, log) -> tuple[dict, ComposedChainPredictor]:
-    """Relation paths predicted from the blind question (text and topic) by two predictors
-    fitted on the training questions, each with its label weight chosen on validation: chains
-    composed relation by relation over the graph (the blind systems' predictor) and the
-    training chains ranked (whose ceiling is the share of test chains seen in training). Top-1
-    and top-3 path accuracy per hop on test with Wilson intervals, the ceiling beside them."""
+def blind_paths(bench, log) -> tuple[dict, dict]:
+    """Relation paths predicted from the blind question (text and topic) by four predictors
+    fitted on the training questions, their choices made on validation: the chain reader
+    (:class:`~grounding.plans.ChainReader`, the blind systems' predictor: phrasings learned,
+    weights and temperature chosen on validation), label lookup (its baseline,
+    :class:`~grounding.plans.LabelLookup`), chains composed relation by relation over the graph
+    (the former predictor) and the training chains ranked (whose ceiling is the share of test
+    chains seen in training), each of the last two with its label weight chosen on
+    validation. Top-1 and top-3 path accuracy per hop on test with Wilson intervals, the
+    ceiling beside them. Returns the report and the fitted ``reader``, ``lookup`` and
+    ``composed`` predictors."""
     enc = HashingEncoder()
-    train = bench.split("train")
+    train, valid, test = (bench.split(s) for s in ("train", "valid", "test"))
     seen = [q.chain for q in train]
+
+    def scored(predictor) -> dict:
+        acc = chain_accuracy(predictor, test, seen=seen)
+        for r in acc.values():
+            r["top1_ci"], r["topk_ci"] = (wilson(r[m] * r["n"], r["n"]) for m in ("top1", "topk"))
+        return acc
+
+    out, chosen = {}, {}
+    for kind, make in (("reader", ChainReader), ("lookup", LabelLookup)):
+        p = make(bench.relation_labels, bench.graph).fit(train, valid)
+        out[kind] = dict(weights=p.weights, temperature=p.temperature, per_hop=scored(p))
+        chosen[kind] = p
     makers = {
         "composed": lambda b: ComposedChainPredictor(
             enc.encode, bench.relation_labels, bench.graph, label_weight=b
@@ -314,30 +337,25 @@ def blind_paths(bench, log) -> tuple[dict, ComposedChainPredictor]:
     def mean_top1(acc: dict) -> float:
         return float(np.mean([r["top1"] for r in acc.values()]))
 
-    out, chosen = {}, {}
     for kind, make in makers.items():
         # the prototypes do not depend on the label weight: fit once, vary it per copy
         fitted = make(LABEL_WEIGHTS[0]).fit(train)
         fits = {b: _with_label_weight(fitted, b) for b in LABEL_WEIGHTS}
-        valid = {
-            b: mean_top1(chain_accuracy(p, bench.split("valid"), seen=seen))
-            for b, p in fits.items()
-        }
-        beta = max(LABEL_WEIGHTS, key=lambda b: (valid[b], -b))
-        acc = chain_accuracy(fits[beta], bench.split("test"), seen=seen)
-        for r in acc.values():
-            r["top1_ci"], r["topk_ci"] = (wilson(r[m] * r["n"], r["n"]) for m in ("top1", "topk"))
-        out[kind] = dict(label_weight=beta, valid_top1=valid, per_hop=acc)
+        valid_top1 = {b: mean_top1(chain_accuracy(p, valid, seen=seen)) for b, p in fits.items()}
+        beta = max(LABEL_WEIGHTS, key=lambda b: (valid_top1[b], -b))
+        out[kind] = dict(label_weight=beta, valid_top1=valid_top1, per_hop=scored(fits[beta]))
         chosen[kind] = fits[beta]
     log(
-        f"{bench.name} blind relation paths: "
+        f"{bench.name} blind relation paths, top-1 reader / lookup / composed / training "
+        "chains (ceiling): "
         + " ".join(
-            f"{h}-hop top1={r['top1']:.3f} (training chains "
-            f"{out['training_chains']['per_hop'][h]['top1']:.3f}, ceiling {r['ceiling']:.3f})"
-            for h, r in out["composed"]["per_hop"].items()
+            f"{h}-hop {r['top1']:.3f} / {out['lookup']['per_hop'][h]['top1']:.3f} / "
+            f"{out['composed']['per_hop'][h]['top1']:.3f} / "
+            f"{out['training_chains']['per_hop'][h]['top1']:.3f} ({r['ceiling']:.3f})"
+            for h, r in out["reader"]["per_hop"].items()
         )
     )
-    return dict(out["composed"], training_chains=out["training_chains"]), chosen["composed"]
+    return out, {k: chosen[k] for k in ("reader", "lookup", "composed")}
 
 
 def _with_label_weight(predictor: T, weight: float) -> T:

@@ -32,13 +32,16 @@ class _System:
 
 
 def test_both_columns_come_from_one_scorer(monkeypatch):
-    monkeypatch.setattr(learned, "blind_paths", lambda bench, log: ({}, None))
-    monkeypatch.setattr(learned, "fitted", lambda make, valid: (None, 1.0))
-    monkeypatch.setattr(learned, "BlindQA", _System)
-    monkeypatch.setattr(learned, "GroundedQA", _System)
     test = [
         SimpleNamespace(text=f"q{i}", topic="t", id=f"q{i}", answers=("gold",)) for i in range(4)
     ]
+    # the held-out wordings of the same questions (here the same stubs)
+    monkeypatch.setattr(learned, "SETTINGS", {False: {"stub": None}})
+    monkeypatch.setattr(learned, "build", lambda setting: (SimpleNamespace(questions=test),))
+    monkeypatch.setattr(learned, "blind_paths", lambda bench, log: ({}, {"reader": None}))
+    monkeypatch.setattr(learned, "fitted", lambda make, bench, valid: (None, 1.0))
+    monkeypatch.setattr(learned, "BlindQA", _System)
+    monkeypatch.setattr(learned, "GroundedQA", _System)
     bench = SimpleNamespace(name="stub")
     out = learned.downstream(bench, None, {}, {}, test, test, lambda s: None)
     row = out["pcr"]

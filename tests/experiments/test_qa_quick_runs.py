@@ -72,13 +72,22 @@ def test_grounded_qa(results):
             # it equals the oracle (tests/plans/test_template_parser.py)
             for m in ("prior", "hard", "soft"):
                 assert not any(blind_row["parser"][m]["hit"])
-            # both path predictors are scored on the same questions against one ceiling (the
-            # training chains); the composed predictor passing it is checked at a real size
-            # in tests/plans/test_composed_chains.py
+            # every other blind system against the reader's loop, on the same questions
+            for n in ("lookup", "parser", "composed"):
+                d = blind_row[n]["soft"]["vs_reader"]
+                assert d["diff"] == pytest.approx(
+                    blind_row[n]["soft"]["hits1"] - blind_row["soft"]["hits1"]
+                )
+                assert pooled["systems"][n] == blind_row[n]["soft"]["hits1"]
+            # the path predictors are scored on the same questions against one ceiling (the
+            # training chains); the reader beating the lookup is checked at a real size in
+            # tests/plans/test_chain_reader.py
             paths = rep["blind_paths"]
-            for hop, acc in paths["per_hop"].items():
-                other = paths["training_chains"]["per_hop"][hop]
-                assert (acc["n"], acc["ceiling"]) == (other["n"], other["ceiling"])
+            for hop, acc in paths["reader"]["per_hop"].items():
+                for kind in ("lookup", "composed", "training_chains"):
+                    other = paths[kind]["per_hop"][hop]
+                    assert (acc["n"], acc["ceiling"]) == (other["n"], other["ceiling"])
+                    assert 0 <= other["top1"] <= other["topk"] <= 1
                 assert 0 <= acc["top1"] <= acc["topk"] <= 1
     # the worked example: one 2-hop question through the loop, with its supporting walks
     ex = r["reports"][0]["example"]

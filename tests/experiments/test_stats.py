@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from experiments._stats import paired_bootstrap, seed_bootstrap, verdict, wilson
+from experiments._stats import (
+    paired_bootstrap,
+    seed_bootstrap,
+    seed_t_interval,
+    t975,
+    verdict,
+    welch_t_interval,
+    wilson,
+)
 
 
 def test_wilson_matches_the_textbook_value():
@@ -109,3 +119,24 @@ def test_the_seed_bootstrap_carries_the_variance_between_seeds():
     assert narrow["ci"][1] - narrow["ci"][0] < wide["ci"][1] - wide["ci"][0]
     one = seed_bootstrap(disagree[:1], base[:1])
     assert one["seeds"] == 1 and one["ci"] == paired_bootstrap(disagree[0], base[0])["ci"]
+
+
+def test_the_seed_level_t_interval_by_hand():
+    got = seed_t_interval([1.0, 2.0, 3.0])  # mean 2, s.d. 1, t(2) = 4.303
+    half = 4.303 / math.sqrt(3)
+    assert got["diff"] == 2.0 and got["seeds"] == 3
+    assert got["ci"] == pytest.approx((2 - half, 2 + half))
+    assert not got["resolved"]
+    with pytest.raises(ValueError, match="at least 2 seeds"):
+        seed_t_interval([1.0])
+
+
+def test_welch_interval_by_hand_and_the_t_table_reads_down():
+    # equal s.d. and seeds: df = 2 (n - 1) = 4, t = 2.776, se = s sqrt(2 / n)
+    got = welch_t_interval((0.5, 0.1, 3), (0.2, 0.1, 3))
+    assert got["df"] == pytest.approx(4.0)
+    half = 2.776 * 0.1 * math.sqrt(2 / 3)
+    assert got["ci"] == pytest.approx((0.3 - half, 0.3 + half)) and got["resolved"]
+    assert t975(4.9) == t975(4) == 2.776 and t975(1e12) == 1.96
+    with pytest.raises(ValueError, match="degree of freedom"):
+        t975(0.5)
