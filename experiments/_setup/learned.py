@@ -202,15 +202,6 @@ def blind_queries(questions) -> list[Query]:
     return [Query(q.text, anchor=q.topic) for q in questions]
 
 
-def fitting_queries(bench, questions) -> list[Query]:
-    """Training and validation questions as retrieval queries whose relevant entities are
-    their answers read off the train and valid triples
-    (:meth:`~grounding.datasets.KGQABenchmark.fitting_answers`): no test triple labels a
-    training or early-stopping target."""
-    return [Query(q.text, anchor=q.topic, relevant=bench.fitting_answers(q), id=q.id)
-            for q in questions]  # fmt: skip
-
-
 def shared_candidates(bench, sc: Scale, variants: dict) -> tuple[dict, list, list, list]:
     """A run's training, validation and test questions (hop by hop) and their one candidate
     set, built once for every variant and seed: ``prep`` holds the base retriever and its
@@ -220,9 +211,9 @@ def shared_candidates(bench, sc: Scale, variants: dict) -> tuple[dict, list, lis
     valid = by_hop(bench, "valid", sc.valid_per_hop)
     test = by_hop(bench, "test", sc.test_per_hop)
     base = make(bench, VARIANTS["subgraphrag"], sc, 0, "base")
-    prep = dict(base=base, facts=base.facts, valid=base.prepare(fitting_queries(bench, valid)),
+    prep = dict(base=base, facts=base.facts, valid=base.prepare([q.query() for q in valid]),
                 test=base.prepare(blind_queries(test)),
-                train_all=base.prepare(fitting_queries(bench, train)))  # fmt: skip
+                train_all=base.prepare([q.query() for q in train]))  # fmt: skip
     if any(v[3] == "pair" for v in variants.values()):
         t = prep["train_all"]
         prep["train_pair"] = base.prepare_subgraphs(t.subgraphs, t.q, t.ids, "pair")
