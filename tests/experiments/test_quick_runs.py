@@ -327,3 +327,7 @@ def test_proh(results):
     assert curve["60"]["f1"] == pytest.approx(r["systems"]["hypergraphrag"]["all"]["f1"])
     d = curve["60"]["proh_minus"]
     assert d["diff"] == pytest.approx(r["systems"]["proh"]["all"]["f1"] - curve["60"]["f1"])
+    # the verdict against HyperGraphRAG is decided at the matched retrieval size
+    m = r["comparisons"]["proh_vs_hypergraphrag_matched"]["f1"]
+    matched = curve[str(r["matched_k"])]
+    assert m["diff"] == pytest.approx(r["systems"]["proh"]["all"]["f1"] - matched["f1"])
