@@ -316,8 +316,12 @@ def blind_paths(bench, log) -> tuple[dict, dict]:
 
     def scored(predictor) -> dict:
         acc = chain_accuracy(predictor, test, seen=seen)
-        for r in acc.values():
+        top = predictor.predict([blind(q) for q in test], 1)
+        for h, r in acc.items():
             r["top1_ci"], r["topk_ci"] = (wilson(r[m] * r["n"], r["n"]) for m in ("top1", "topk"))
+            # per question, for paired comparisons between predictors
+            r["hit"] = [float(bool(p) and p[0][0] == tuple(q.chain))
+                        for q, p in zip(test, top) if q.hops == h]  # fmt: skip
         return acc
 
     out, chosen = {}, {}

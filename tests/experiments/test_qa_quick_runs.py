@@ -83,6 +83,13 @@ def test_grounded_qa(results):
             # training chains); the reader beating the lookup is checked at a real size in
             # tests/plans/test_chain_reader.py
             paths = rep["blind_paths"]
+            d = pooled["path_reader_minus_lookup"]
+            assert pooled["paths_top1"]["reader"] == pytest.approx(
+                paths["reader"]["per_hop"][h]["top1"]
+            )
+            assert d["diff"] == pytest.approx(
+                paths["reader"]["per_hop"][h]["top1"] - paths["lookup"]["per_hop"][h]["top1"]
+            )
             for hop, acc in paths["reader"]["per_hop"].items():
                 for kind in ("lookup", "composed", "training_chains"):
                     other = paths[kind]["per_hop"][hop]
