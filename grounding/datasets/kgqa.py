@@ -142,20 +142,10 @@ class KGQABenchmark:
         return _adjacency(np.concatenate([self.kg.train, self.kg.valid]), self.kg.n_relations)
 
     def fitting_answers(self, question: KGQuestion) -> tuple[str, ...]:
-        """The answers a system may fit on (a temperature, lambda): the entities the
-        question's chain reaches from its topic in the train and valid triples, never a test
-        triple (``question.answers`` are read off the whole world, test triples included).
-        Empty when only test triples lead to an answer.
-
-        Example:
-            >>> b = kgqa_benchmark("umls", questions_per_hop=30, seed=0)
-            >>> q = b.split("valid")[0]
-            >>> set(b.fitting_answers(q)) <= set(q.answers)
-            True
-        """
+        """What a system may fit on (T, lambda): the answers the chain reaches from the topic
+        in the train and valid triples, no test triple (``question.answers``: the world's)."""
         g = self.graph
-        t = g.entity_index(question.topic)
-        ids = [g.relation_index(r) for r in question.chain]
+        t, ids = g.entity_index(question.topic), [g.relation_index(r) for r in question.chain]
         return tuple(self.kg.entities[a] for a in chain_answers(self._fitting_adjacency, t, ids))
 
     def make_question(
