@@ -22,7 +22,9 @@ test questions per hop count (``--per-hop N``: N). Each system's budget per ques
   (:func:`grounding.query.blind`); the chain reader of the grounded QA experiment
   (``blind_paths``: :class:`~grounding.plans.ChainReader`, fitted on the training questions,
   its weights chosen on validation) replaces the gold chain. PankRAG blind plans one step per relation of the top-1 predicted
-  path (:class:`~grounding.plans.PredictedPathPlanner`); also without the reranker; the
+  path (:class:`~grounding.plans.PredictedPathPlanner`); also with one answer passed on;
+  planned from the top-1 path of the reader's baseline, label lookup
+  (:class:`~grounding.plans.LabelLookup`); without the reranker; the
   one-step (no-DAG) pipeline on the same predicted path at the node and candidate budget of
   PankRAG's largest plan (3 steps of 20 nodes: 60 nodes; 5 anchors of 20 candidates: 100);
   and the one-loop PCR system on blind questions (:class:`~grounding.qa.BlindQA`, top-3 paths
@@ -123,7 +125,14 @@ ORACLE = (
     "pcr",
     "soft_pcr",
 )
-BLIND = ("pankrag_blind", "pankrag_beam1_blind", "no_rerank_blind", "flat_blind", "pcr_blind")
+BLIND = (
+    "pankrag_blind",
+    "pankrag_beam1_blind",
+    "pankrag_lookup_blind",
+    "no_rerank_blind",
+    "flat_blind",
+    "pcr_blind",
+)
 SYSTEMS = ORACLE + BLIND
 LABELS = {
     "pankrag": "PankRAG",
@@ -137,6 +146,7 @@ LABELS = {
     "soft_pcr": "soft PCR, one loop",
     "pankrag_blind": "PankRAG",
     "pankrag_beam1_blind": "PankRAG, one answer passed on",
+    "pankrag_lookup_blind": "PankRAG, label lookup's path",
     "no_rerank_blind": "without the reranker",
     "flat_blind": "without the DAG, matched budget",
     "pcr_blind": "PCR, one loop (top-3 paths)",
@@ -276,7 +286,8 @@ def matched_budget(largest_plan: int) -> dict[str, int]:
 
 def blind_predictor(bench, answerer, pcr, log, per_hop: int | None = None):
     """The chain reader of the grounded QA experiment (fitted on the training questions, its
-    weights chosen on validation) and the one lambda of every blind system: the grounded QA
+    weights chosen on validation) with its baseline, label lookup (the predictors by name),
+    and the one lambda of every blind system: the grounded QA
     experiment's blind fit on the blind validation outcomes of the one-loop system
     (:class:`BlindQA`), on the first ``per_hop`` validation questions of each hop count
     (``None``: all)."""
@@ -284,7 +295,7 @@ def blind_predictor(bench, answerer, pcr, log, per_hop: int | None = None):
     predictor = predictors["reader"]
     valid = [q for h in HOPS for q in bench.split("valid", h)[:per_hop]]
     _, lam = fitted(lambda c: BlindQA(answerer, predictor, lambda d: pcr[d], c), bench, valid)
-    return paths, predictor, lam
+    return paths, predictors, lam
 
 
 def run_system(name, questions, parts):
@@ -292,6 +303,7 @@ def run_system(name, questions, parts):
     calls, grounding passes, evidence edges). Blind systems get ``blind(q)`` only."""
     bench, answerer, (pcr, soft), index, communities, lam = parts["oracle"]
     predictor, blind_lam = parts["predictor"], parts["blind_lam"]
+    lookup = parts["lookup"]
     t = time.perf_counter()
     if name in ("pcr", "soft_pcr"):
         retr = pcr if name == "pcr" else soft
@@ -307,6 +319,7 @@ def run_system(name, questions, parts):
     texts = dict(zip(bench.kg.entities, bench.kg.node_texts))
     predicted = PredictedPathPlanner(predictor, bench.relation_labels, texts)
     predicted_flat = PredictedPathPlanner(predictor, bench.relation_labels, texts, flat=True)
+    looked_up = PredictedPathPlanner(lookup, bench.relation_labels, texts)
     largest = predictor.max_hops  # the longest chain the predictor proposes
     kw = dict(
         # the fewest answerer calls: one per step (the accuracy-calls comparison)
@@ -321,6 +334,8 @@ def run_system(name, questions, parts):
         pankrag_blind=dict(planner=predicted),
         # the fewest answerer calls: one per step (the accuracy-calls comparison)
         pankrag_beam1_blind=dict(planner=predicted, beam=1),
+        # the reader's baseline: the plan of label lookup's top-1 path
+        pankrag_lookup_blind=dict(planner=looked_up),
         no_rerank_blind=dict(planner=predicted, rerank=False),
         flat_blind=dict(planner=predicted_flat, **matched_budget(largest)),
     ).get(name, {})
@@ -464,7 +479,8 @@ def answer_seed(seed: int, full: bool, log, per_hop: int | None = None) -> dict:
     # quick: a smoke run on fewer questions (--per-hop N: N per hop count)
     per_hop = None if full else (per_hop or QUICK_PER_HOP)
     t = time.perf_counter()
-    paths, predictor, blind_lam = blind_predictor(bench, answerer, retrievers[0], log, per_hop)
+    paths, predictors, blind_lam = blind_predictor(bench, answerer, retrievers[0], log, per_hop)
+    predictor = predictors["reader"]
     blind_fit_seconds = time.perf_counter() - t
     log(
         f"codex-m seed {seed} lambda: oracle {lam:.3f}, blind {blind_lam:.3f} ({blind_fit_seconds:.1f} s)"
@@ -472,6 +488,7 @@ def answer_seed(seed: int, full: bool, log, per_hop: int | None = None) -> dict:
     parts = dict(
         oracle=(bench, answerer, retrievers, index, communities, lam),
         predictor=predictor,
+        lookup=predictors["lookup"],
         blind_lam=blind_lam,
     )
     test = [q for h in HOPS for q in bench.split("test", h)[:per_hop]]

@@ -59,6 +59,11 @@ def test_pankrag(results):
     calls = {s: systems[s]["budget"]["answerer_calls"] for s in systems}
     assert 1 <= calls["pankrag_beam1_blind"] <= 3 and calls["flat_blind"] == 1
     assert calls["pankrag_beam1_blind"] < calls["pankrag_blind"]
+    # the reader's baseline plans PankRAG too, compared with the reader's plan question by question
+    assert (
+        "pankrag_lookup_blind" in systems
+        and "against_pankrag_blind" in systems["pankrag_lookup_blind"]
+    )
     prop = r["error_propagation"]
     assert prop["n_questions"] > 0
     for s in ("rerank", "no_rerank"):
