@@ -89,11 +89,25 @@ def seed_t_interval(per_seed: Sequence[float]) -> dict:
                 per_seed=x.tolist(), resolved=bool(lo > 0 or hi < 0))  # fmt: skip
 
 
+def paired_seed_interval(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]]) -> dict:
+    """:func:`seed_t_interval` of the paired differences ``a[s] - b[s]``: each seed's mean
+    difference over its questions (``a[s]``, ``b[s]``: seed ``s``'s per-question values) as
+    one observation."""
+    return seed_t_interval(
+        [
+            float(np.mean(np.asarray(x, float) - np.asarray(y, float)))
+            for x, y in zip(a, b, strict=True)
+        ]
+    )
+
+
 def welch_t_interval(a: tuple[float, float, int], b: tuple[float, float, int]) -> dict:
     """The seed-level 95 % interval of ``mean_a - mean_b`` from each side's mean, sample s.d.
     and number of seeds ``(mean, sd, n)`` (Welch: unequal variances, Welch-Satterthwaite
     degrees of freedom), for two systems trained on their own seeds."""
     (ma, sa, na), (mb, sb, nb) = a, b
+    if na < 2 or nb < 2:
+        raise ValueError(f"Welch's interval needs at least 2 seeds a side, got {na} and {nb}")
     va, vb = sa * sa / na, sb * sb / nb
     se = math.sqrt(va + vb)
     df = (va + vb) ** 2 / (va * va / (na - 1) + vb * vb / (nb - 1)) if se > 0 else 1e9

@@ -93,7 +93,7 @@ from experiments._setup import (
     score,
     settings,
 )
-from experiments._stats import paired_bootstrap, seed_bootstrap, seed_t_interval
+from experiments._stats import paired_bootstrap, paired_seed_interval, seed_bootstrap
 from grounding import (
     EvidenceStatus,
     GroundingResult,
@@ -354,9 +354,7 @@ def over_seeds(reports: list[dict], log) -> dict:
             for key, (a, b) in pairs.items():
                 cell[key] = seed_bootstrap(a, b)
                 if len(runs) > 1:
-                    cell[key]["seed_level"] = seed_t_interval(
-                        [float((x - y).mean()) for x, y in zip(a, b)]
-                    )
+                    cell[key]["seed_level"] = paired_seed_interval(a, b)
             for key in ("soft_minus_prior", "hard_minus_prior", "blind_minus_oracle"):
                 c = cell[key]
                 seed_level = c.get("seed_level")

@@ -97,7 +97,7 @@ from experiments._setup import (
     fitted,
     mean_budget,
 )
-from experiments._stats import paired_bootstrap, seed_bootstrap, seed_t_interval
+from experiments._stats import paired_bootstrap, paired_seed_interval, seed_bootstrap
 from grounding import programs
 from grounding.datasets import load_fanoutqa, load_musique
 from grounding.language import Endpoint
@@ -543,9 +543,7 @@ def over_seeds(runs: list[dict]) -> dict:
         a, b = np.concatenate(per_seed[ref]), np.concatenate(per_seed[s])
         out = paired(a, b) | seed_bootstrap(per_seed[ref], per_seed[s])
         if len(runs) > 1:  # the seeds as the sample: each seed's mean difference
-            out["seed_level"] = seed_t_interval(
-                [float(np.mean(x - y)) for x, y in zip(per_seed[ref], per_seed[s])]
-            )
+            out["seed_level"] = paired_seed_interval(per_seed[ref], per_seed[s])
         return out
 
     for s in SYSTEMS:

@@ -58,7 +58,7 @@ from experiments._io import (
     write_csv,
     write_json,
 )
-from experiments._stats import paired_bootstrap, seed_t_interval, verdict
+from experiments._stats import paired_bootstrap, paired_seed_interval, verdict
 from grounding import GroundingConfig, GroundingProblem, TypedGraph, ground_batch
 from grounding.datasets import hypergraph_qa_benchmark
 from grounding.graph import inverse_relation
@@ -471,10 +471,8 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
                 np.concatenate(per_seed[a][m]), np.concatenate(per_seed[b][m])
             )
             if len(runs) > 1:  # the seeds as the sample: each seed's fit and questions
-                row[m]["seed_level"] = seed_t_interval(
-                    [float(np.mean(x - y)) for x, y in zip(per_seed[a][m], per_seed[b][m])]
-                )
-        # the verdict reads the seed-level interval where there is one (the wider)
+                row[m]["seed_level"] = paired_seed_interval(per_seed[a][m], per_seed[b][m])
+        # the verdict reads the seed-level interval where there is one
         ci = row["f1"].get("seed_level", row["f1"])["ci"]
         points = [100 * x for x in ci]  # the paper reports F1 in points
         row.update(a=a, b=b, paper_f1=paper, verdict=verdict(points, paper, **READ.get(name, {})))

@@ -6,7 +6,7 @@ question's topic).
 
 Surface phrases come from labels (:func:`label_phrases`: the label and its plain
 inflections) and from examples (:func:`learned_phrases`: the word sequences of training texts
-that predict a key, e.g. "kind of" for a relation labelled ``isa``, or "directed" for
+that predict a key, e.g. "kind" for a relation labelled ``isa``, or "directed" for
 ``directed_by``).
 """
 
@@ -22,11 +22,13 @@ from grounding.language.linking import normalize_answer
 
 __all__ = ["PhraseIndex", "PhraseMention", "label_phrases", "learned_phrases", "words"]
 
-#: Words that never make a phrase alone (a one-word phrase of these names nothing).
+#: Words that never make a phrase alone (a one-word phrase of these names nothing): English
+#: function words and the question words of the training wordings (none is read off the
+#: held-out test wordings; ``tests/language/test_phrases.py`` checks it).
 FUNCTION_WORDS = frozenset(
     "a an and are as at be by did do does for from has have he her his how in is it its of on "
     "or she that the their they this to was were what when where which who whom whose why "
-    "with something entity one thing whatever whichever name tell me identify s".split()
+    "with something entity one thing whatever whichever name s".split()
 )
 
 
@@ -67,6 +69,15 @@ class PhraseIndex:
         max_words: int = 8,
     ):
         self.max_words = check_int(max_words, "max_words")
+        for name, table in (("phrases", phrases), ("secondary", secondary or {})):
+            if not isinstance(table, Mapping):
+                raise TypeError(f"{name} must map each key to its phrases, got {table!r:.100}")
+            bare = next((k for k, v in table.items() if isinstance(v, str)), None)
+            if bare is not None:
+                raise TypeError(
+                    f"{name}[{bare!r:.100}] must be a list of phrases, not one string "
+                    f"({table[bare]!r:.100}: its letters would be read as phrases)"
+                )
         self._tables = [self._table(phrases)]
         if secondary:
             self._tables.append(self._table(secondary))
@@ -152,6 +163,22 @@ def learned_phrases(
     """
     if len(texts) != len(keys):
         raise ValueError(f"{len(texts)} texts but {len(keys)} key lists")
+    if blank is not None and len(blank) != len(texts):
+        raise ValueError(f"{len(texts)} texts but {len(blank)} blank span lists")
+    bare = next((j for j, ks in enumerate(keys) if isinstance(ks, str)), None)
+    if bare is not None:
+        raise TypeError(
+            f"keys[{bare}] must be a list of keys, not one string ({keys[bare]!r:.100})"
+        )
+    max_words, min_count = check_int(max_words, "max_words"), check_int(min_count, "min_count")
+    if not 0 < min_precision <= 1:  # NaN fails too
+        raise ValueError(f"min_precision must be in (0, 1], got {min_precision!r}")
+    for j, spans in enumerate(blank or ()):
+        for lo, hi in spans:
+            if not 0 <= lo <= hi:
+                raise ValueError(
+                    f"blank[{j}]: a span (start, end) needs 0 <= start <= end, got {(lo, hi)}"
+                )
     seen: Counter = Counter()
     by_key: Counter = Counter()
     for j, (text, ks) in enumerate(zip(texts, keys)):

@@ -6,7 +6,7 @@
   (``plan(question) -> Plan``): templated (binary KG and hypergraph), flat, heuristic free
   text, and any OpenAI-compatible LLM;
 - :mod:`~grounding.plans.relation_chains`: relation chains predicted from a blind question's
-  text (:class:`RelationChainPredictor`), the blind replacement for a gold relation chain;
+  text by prototypes of the training questions (:class:`RelationChainPredictor`);
 - :mod:`~grounding.plans.composed_chains`: chains composed relation by relation by a beam
   over the graph (:class:`ComposedChainPredictor`), which can propose chains no training
   question used;
@@ -15,7 +15,7 @@
   checked against the graph) and the label-lookup baseline a reader is measured against
   (:class:`LabelLookup`);
 - :mod:`~grounding.plans.template_parser`: the templated benchmark's chains read back off
-  its texts (:class:`TemplateChainParser`), the baseline a blind reader is measured against;
+  its texts (:class:`TemplateChainParser`), exact on the wordings it knows and on none other;
 - :mod:`~grounding.plans.role_chains`: role chains predicted from a blind hypergraph question
   (:class:`RoleChainPredictor`) and the plans built on them (:class:`RoleChainPlanner`).
 """

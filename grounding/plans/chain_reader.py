@@ -29,7 +29,8 @@ For a :class:`~grounding.query.BlindQuestion` (text and topic), :class:`ChainRea
    of :math:`r_t` on the same side of the stretch they wrap (the mention before it, as in
    *the capital of X*, or after it, as in *X's capital*) that read it that way (add-one
    smoothed: a direction read from position);
-4. keeps the ``k`` best with the softmax of :math:`s/T`.
+4. keeps the ``k`` best with the softmax of :math:`s/T` over every candidate, renormalized
+   over the ``k`` kept (the same as the softmax of the ``k`` scores).
 
 :meth:`ChainReader.fit` learns the phrasings, counts and direction shares from training
 questions and, given validation questions, picks the weights (a grid, by top-1 accuracy) and
@@ -132,6 +133,8 @@ class ChainReader:
         self.weights = dict(DEFAULT_WEIGHTS if weights is None else weights)
         if set(self.weights) != set(FEATURES):
             raise ValueError(f"weights must name {FEATURES}, got {sorted(self.weights)}")
+        if not all(np.isfinite(float(x)) for x in self.weights.values()):
+            raise ValueError(f"weights must be finite numbers, got {self.weights}")
         if not (np.isfinite(temperature) and temperature > 0):
             raise ValueError(f"temperature must be finite and > 0, got {temperature!r}")
         self.temperature = float(temperature)
@@ -220,6 +223,7 @@ class ChainReader:
         """Per question, up to ``k`` ``(chain, probability)`` pairs, best first; empty when no
         relation is mentioned (or the topic is not in the graph)."""
         k = check_int(k, "k")
+        questions = list(questions)  # a generator is read once, here
         if not all(isinstance(q, BlindQuestion) for q in questions):
             raise TypeError("predict takes BlindQuestion objects (grounding.query.blind(q))")
         w = np.array([self.weights[f] for f in FEATURES])
@@ -237,10 +241,15 @@ class ChainReader:
 
     def mentions(self, question: BlindQuestion) -> list[tuple[str, tuple[str, ...]]]:
         """The relation mentions of a question, in reading order: ``(words, relations)``."""
-        toks = words(question.text)
-        span = self._topic_span(toks, question.topic)
-        found = self._index.find(toks, [span] if span else [])
+        toks, found, _ = self._found(question)
         return [(" ".join(toks[m.start : m.end]), m.keys) for m in found]
+
+    def _found(self, q: Any) -> tuple[list[str], list[Any], tuple[int, int] | None]:
+        """A question's words, every relation mention in them (the topic blanked) and the
+        topic's word span (``None`` when it is not found)."""
+        toks = words(q.text)
+        span = self._topic_span(toks, q.topic)
+        return toks, self._index.find(toks, [span] if span else []), span
 
     def _topic_span(self, toks: list[str], topic: str) -> tuple[int, int] | None:
         """Word positions of the topic in the text (its longest surface form found)."""
@@ -256,9 +265,7 @@ class ChainReader:
     def _read(self, q: Any) -> tuple[list[Any], tuple[int, int]]:
         """The question's relation mentions (at most ``max_hops``, the nearest to the topic,
         in text order) and the topic's word span (``(0, 0)`` when it is not found)."""
-        toks = words(q.text)
-        span = self._topic_span(toks, q.topic)
-        found = self._index.find(toks, [span] if span else [])
+        _, found, span = self._found(q)
         lo, hi = span if span else (0, 0)
         nearest = sorted(found, key=lambda m: _gap(m, lo, hi))[: self.max_hops]
         return sorted(nearest, key=lambda m: m.start), (lo, hi)
@@ -331,8 +338,8 @@ class ChainReader:
 class LabelLookup(ChainReader):
     """The baseline a reader must beat: the relation labels alone, as written, found in the
     text (the topic blanked, longest first); their number is the hop count; every order and
-    direction ranked by fixed weights: a chain walkable from the topic first, then the outward
-    order, then the count of the chain among the training questions, then its reach. Nothing
+    direction ranked by fixed weights: a chain walkable from the topic first, then the
+    nearest-first order, then the count of the chain among the training questions, then its reach. Nothing
     is fitted but those counts.
 
     Example:

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from experiments._stats import (
     paired_bootstrap,
+    paired_seed_interval,
     seed_bootstrap,
     seed_t_interval,
     t975,
@@ -140,3 +141,15 @@ def test_welch_interval_by_hand_and_the_t_table_reads_down():
     assert t975(4.9) == t975(4) == 2.776 and t975(1e12) == 1.96
     with pytest.raises(ValueError, match="degree of freedom"):
         t975(0.5)
+    with pytest.raises(ValueError, match="at least 2 seeds a side"):
+        welch_t_interval((0.5, 0.1, 1), (0.2, 0.1, 3))
+
+
+def test_the_paired_seed_interval_takes_each_seeds_mean_difference():
+    a = [np.array([1.0, 1.0, 0.0]), np.array([1.0, 0.0]), np.array([1.0, 1.0, 1.0, 1.0])]
+    b = [np.array([0.0, 1.0, 0.0]), np.array([1.0, 0.0]), np.array([0.0, 1.0, 0.0, 1.0])]
+    got = paired_seed_interval(a, b)  # per-seed mean differences 1/3, 0, 1/2
+    assert got["per_seed"] == pytest.approx([1 / 3, 0.0, 0.5])
+    assert got == seed_t_interval([1 / 3, 0.0, 0.5])
+    with pytest.raises(ValueError):
+        paired_seed_interval(a, b[:2])

@@ -11,6 +11,14 @@ from hypothesis import strategies as st
 
 from grounding.language import PhraseIndex, label_phrases, learned_phrases
 from grounding.language.phrases import FUNCTION_WORDS, words
+from grounding.query import (
+    FRAMES,
+    TEST_FRAMES,
+    TEST_PHRASINGS,
+    TRAIN_FRAMES,
+    TRAIN_PHRASINGS,
+    relation_phrase,
+)
 
 
 def spans(found):
@@ -97,8 +105,47 @@ def test_learned_phrases_never_read_a_blanked_stretch():
     assert all(w not in FUNCTION_WORDS for p in out["c"] for w in p.split())
 
 
+def test_no_function_word_comes_from_the_held_out_test_wordings():
+    """The reader's fixed word list may hold English function words and the words of the
+    training wordings, never a word only the held-out test wordings use (blind by
+    construction)."""
+
+    def wording_words(frames, phrasings):
+        out = set()
+        for f in frames:
+            out |= set(words(FRAMES[f].replace("{P}", "")))
+        for ph in phrasings:
+            for label in ("capital", "produces"):
+                for inverse in (False, True):
+                    text = relation_phrase(label, "xx", inverse=inverse, phrasing=ph)
+                    out |= set(words(text)) - {"xx", "capital", "produces", "produce"}
+        return out
+
+    test_only = wording_words(TEST_FRAMES, TEST_PHRASINGS) - wording_words(
+        TRAIN_FRAMES, TRAIN_PHRASINGS
+    )
+    assert {"tell", "identify", "serving", "counts"} <= test_only  # the check reads them
+    # English pronouns, articles, prepositions and conjunctions are no knowledge of the wording
+    english = set(
+        "a an and are as at be by did do does for from has have he her his how i in is it its me "
+        "of on or she that the their they this to was we were what when where which who whom "
+        "whose why with you".split()
+    )
+    assert FUNCTION_WORDS & test_only <= english, sorted(FUNCTION_WORDS & test_only - english)
+
+
 def test_learned_phrases_reject_mismatched_inputs():
     with pytest.raises(ValueError, match="2 texts but 1 key lists"):
         learned_phrases(["a", "b"], [["k"]])
+    with pytest.raises(ValueError, match="blank span lists"):
+        learned_phrases(["a", "b"], [["k"], ["k"]], blank=[[]])
+    with pytest.raises(TypeError, match="not one string"):
+        learned_phrases(["a"], ["k"])
+    with pytest.raises(ValueError, match="min_precision"):
+        learned_phrases(["a"], [["k"]], min_precision=float("nan"))
+    with pytest.raises(ValueError, match="0 <= start <= end"):
+        learned_phrases(["a"], [["k"]], blank=[[(2, 1)]])
+    with pytest.raises(TypeError, match="not one string"):
+        PhraseIndex({"k": "capital"})
     with pytest.raises(ValueError, match="max_words"):
         PhraseIndex({"k": ["a"]}, max_words=0)

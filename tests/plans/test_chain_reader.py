@@ -124,6 +124,13 @@ def test_the_topic_is_blanked_before_relations_are_looked_for():
     assert best == ("father",)
 
 
+def test_questions_may_come_as_any_iterable():
+    names, g = people()
+    reader = ChainReader(LABELS, g, learn=False)
+    qs = [BlindQuestion("Name the entity that p1 likes.", "p1")] * 2
+    assert reader.predict(q for q in qs) == reader.predict(qs) != [[], []]
+
+
 def test_a_question_without_a_mention_or_outside_the_graph_gets_no_chain():
     names, g = people()
     reader = ChainReader(LABELS, g, learn=False)
@@ -133,12 +140,25 @@ def test_a_question_without_a_mention_or_outside_the_graph_gets_no_chain():
     ]
 
 
-def test_probabilities_are_a_tempered_softmax_of_the_best_scores():
+@pytest.mark.parametrize("temperature", [0.3, 1.0, 4.0])
+def test_probabilities_are_a_tempered_softmax_of_the_best_scores(temperature):
     names, g = people()
-    reader = ChainReader(LABELS, g, learn=False)
-    out = reader.predict([BlindQuestion("Name the entity that p1 likes.", "p1")], k=2)[0]
+    # fitted, so the direction read from position separates likes from likes^-1
+    reader = ChainReader(LABELS, g, temperature=temperature).fit(
+        likes_questions(names, TRAIN_WORDINGS)
+    )
+    assert reader.temperature == temperature  # fitted without validation: T as given
+    q = BlindQuestion("Name the entity that p1 likes.", "p1")
+    out = reader.predict([q], k=2)[0]
     assert len(out) == 2 and out[0][1] >= out[1][1]
     assert sum(p for _, p in out) == pytest.approx(1.0)
+    # p_i / p_j = exp((s_i - s_j) / T), the scores of Eq. (s) with the reader's weights
+    chains, feats = reader._candidates(q)
+    s = feats @ np.array([reader.weights[f] for f in FEATURES])
+    score = {c: x for c, x in zip(chains, s)}
+    (c0, p0), (c1, p1) = out
+    assert score[c0] == max(s) and score[c0] > score[c1]
+    assert np.log(p0 / p1) == pytest.approx((score[c0] - score[c1]) / temperature, rel=1e-9)
 
 
 @pytest.fixture(scope="module")
@@ -193,6 +213,8 @@ def test_bad_input_gets_a_clear_error():
         ChainReader(LABELS, g, weights={"walk": 1.0})
     with pytest.raises(ValueError, match="temperature"):
         ChainReader(LABELS, g, temperature=float("nan"))
+    with pytest.raises(ValueError, match="weights must be finite"):
+        ChainReader(LABELS, g, weights={f: float("nan") for f in FEATURES})
     with pytest.raises(ValueError, match="at least one training question"):
         ChainReader(LABELS, g).fit([])
     bare = Q("Who likes p1?", "p1", ["likes"])
