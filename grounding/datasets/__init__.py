@@ -3,13 +3,15 @@
 running example's data, real benchmark knowledge graphs (WordNet's synset names and glosses
 among them), a TSV loader, and retrieval
 benchmarks (PathRAG-6, anchored retrieval on knowledge graphs), and
-MuSiQue's and FanOutQA's gold question decompositions (planning)."""
+MuSiQue's and FanOutQA's gold question decompositions (planning), and MetaQA's multi-hop
+questions over a movie knowledge base, full or in part."""
 
 from grounding.datasets import fanoutqa as _fanoutqa
 from grounding.datasets import kg as _kg
 from grounding.datasets import kg_retrieval as _kg_retrieval
 from grounding.datasets import kgqa as _kgqa
 from grounding.datasets import lou_seal as _lou_seal
+from grounding.datasets import metaqa as _metaqa
 from grounding.datasets import musique as _musique
 from grounding.datasets import pathrag6 as _pathrag6
 from grounding.datasets import tsv as _tsv
@@ -20,6 +22,7 @@ from grounding.datasets.kg import *  # noqa: F403
 from grounding.datasets.kg_retrieval import *  # noqa: F403
 from grounding.datasets.kgqa import *  # noqa: F403
 from grounding.datasets.lou_seal import *  # noqa: F403
+from grounding.datasets.metaqa import *  # noqa: F403
 from grounding.datasets.musique import *  # noqa: F403
 from grounding.datasets.pathrag6 import *  # noqa: F403
 from grounding.datasets.tsv import *  # noqa: F403
@@ -37,4 +40,5 @@ __all__ = [
     *_fanoutqa.__all__,
     *_wd50k.__all__,
     *_wordnet.__all__,
+    *_metaqa.__all__,
 ]
