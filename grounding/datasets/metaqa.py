@@ -37,12 +37,13 @@ from pathlib import Path
 
 from grounding._checks import check_int
 from grounding.datasets._lines import bad_name, decode_utf8, excerpt, split_lines
-from grounding.graph import Triple
+from grounding.graph import Triple, inverse_relation
 from grounding.query import BlindQuestion
 
 __all__ = [
     "MetaQAQuestion",
     "load_metaqa",
+    "metaqa_chain",
     "metaqa_kb",
     "read_metaqa_questions",
 ]
@@ -59,6 +60,19 @@ METAQA_RELATIONS = (
     "starred_actors",
     "written_by",
 )
+#: The relation that links a movie to each kind of value a question type names.
+KINDS = {
+    "director": "directed_by",
+    "writer": "written_by",
+    "actor": "starred_actors",
+    "year": "release_year",
+    "language": "in_language",
+    "genre": "has_genre",
+    "tag": "has_tags",
+    "tags": "has_tags",
+    "imdbvotes": "has_imdb_votes",
+    "imdbrating": "has_imdb_rating",
+}
 HOPS = (1, 2, 3)
 SPLITS = ("dev", "test")
 _TOPIC = re.compile(r"\[([^\[\]]+)\]")
@@ -84,9 +98,35 @@ class MetaQAQuestion:
     hops: int | None = None
     qtype: str = ""
 
+    @property
+    def chain(self) -> tuple[str, ...]:
+        """The gold relation chain its question type names (:func:`metaqa_chain`)."""
+        return metaqa_chain(self.qtype)
+
     def blind(self) -> BlindQuestion:
         """What a system under evaluation may see: the text and the topic, nothing gold."""
         return BlindQuestion(self.text, self.topic)
+
+
+def metaqa_chain(qtype: str) -> tuple[str, ...]:
+    """The relation chain a question type names, read from the topic: each step leaves a movie
+    by the relation of the kind it reaches, or reaches a movie by that relation read backwards.
+
+    Example:
+        >>> metaqa_chain("actor_to_movie_to_director")
+        ('starred_actors^-1', 'directed_by')
+    """
+    kinds = qtype.split("_to_") if isinstance(qtype, str) else []
+    if len(kinds) < 2 or not all(k == "movie" or k in KINDS for k in kinds):
+        raise ValueError(f"not a MetaQA question type: {qtype!r:.100}")
+    out = []
+    for a, b in zip(kinds, kinds[1:]):
+        if (a == "movie") == (b == "movie"):
+            raise ValueError(
+                f"not a MetaQA question type: {qtype!r:.100} (every hop has a movie on one side)"
+            )
+        out.append(KINDS[b] if a == "movie" else inverse_relation(KINDS[a]))
+    return tuple(out)
 
 
 def metaqa_kb(kb: str | float = "half", seed: int = 0) -> tuple[Triple, ...]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from grounding.datasets import load_metaqa, metaqa_kb, read_metaqa_questions
+from grounding.datasets import load_metaqa, metaqa_chain, metaqa_kb, read_metaqa_questions
 from grounding.datasets import metaqa as module
 from grounding.query import BlindQuestion
 
@@ -151,3 +151,28 @@ def test_questions_and_types_must_pair_up(copy):
     _rewrite(copy, "1-hop/qa_dev_qtype.txt.gz", "actor_to_movie\n", fix_sum=True)
     with pytest.raises(ValueError, match="more questions than question types"):
         load_metaqa(1, "dev")
+
+
+def test_the_chain_a_question_type_names():
+    assert metaqa_chain("movie_to_director") == ("directed_by",)
+    assert metaqa_chain("tag_to_movie") == ("has_tags^-1",)
+    assert metaqa_chain("movie_to_writer_to_movie_to_year") == (
+        "written_by",
+        "written_by^-1",
+        "release_year",
+    )
+    for bad in ("movie", "actor_to_director", "movie_to_movie", "movie_to_budget", None):
+        with pytest.raises(ValueError, match="not a MetaQA question type"):
+            metaqa_chain(bad)
+
+
+def test_the_chain_reaches_the_answers_in_the_full_base():
+    """Walking a 1-hop question's chain from its topic over the full base reaches its answers
+    (the README: every 1-hop answer is the topic's neighbour by the question's relation)."""
+    adj: dict = {}
+    for h, r, t in metaqa_kb("full"):
+        adj.setdefault((h, r), set()).add(t)
+        adj.setdefault((t, r + "^-1"), set()).add(h)
+    qs = load_metaqa(1, "test")
+    reached = [set(q.answers) <= adj.get((q.topic, q.chain[0]), set()) for q in qs]
+    assert sum(reached) >= 0.999 * len(qs)
