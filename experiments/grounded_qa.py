@@ -339,17 +339,13 @@ def over_seeds(reports: list[dict], log) -> dict:
                 systems={n: float(np.concatenate(x).mean()) for n, x in other.items()},
                 parser_soft=float(np.concatenate(other["parser"]).mean()),
             )
-            # the reader's top-1 path against label lookup's, question by question
+            # each predictor's top-1 path hits per seed; the reader's against label lookup's,
+            # question by question
             paths = {
                 k: [np.asarray(r["blind_paths"][k]["per_hop"][h]["hit"], float) for r in runs]
-                for k in ("reader", "lookup")
-            }
-            cell["paths_top1"] = {
-                k: float(
-                    np.concatenate([r["blind_paths"][k]["per_hop"][h]["hit"] for r in runs]).mean()
-                )
                 for k in PATH_PREDICTORS
             }
+            cell["paths_top1"] = {k: float(np.concatenate(x).mean()) for k, x in paths.items()}
             pairs["path_reader_minus_lookup"] = (paths["reader"], paths["lookup"])
             for key, (a, b) in pairs.items():
                 cell[key] = seed_bootstrap(a, b)
