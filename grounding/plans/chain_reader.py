@@ -339,8 +339,8 @@ class LabelLookup(ChainReader):
     """The baseline a reader must beat: the relation labels alone, as written, found in the
     text (the topic blanked, longest first); their number is the hop count; every order and
     direction ranked by fixed weights: a chain walkable from the topic first, then the
-    nearest-first order, then the count of the chain among the training questions, then its reach. Nothing
-    is fitted but those counts.
+    nearest-first order, then the count of the chain among the training questions, then its
+    reach. Nothing is fitted but those counts.
 
     Example:
         >>> from grounding import TypedGraph
