@@ -81,7 +81,8 @@ def parser(description: str, prog: str) -> argparse.ArgumentParser:
         metavar="N",
         help="quick mode: N questions per hop count where an experiment takes a subset "
         "(pankrag: the test questions answered, 15 by default; proh: the questions drawn, "
-        "20 by default, a tenth of them test questions)",
+        "20 by default, a tenth of them test questions; metaqa: the test questions answered, "
+        "150 by default)",
     )
     ap.set_defaults(full=False)
     return ap

@@ -37,13 +37,15 @@ from pathlib import Path
 
 from grounding._checks import check_int
 from grounding.datasets._lines import bad_name, decode_utf8, excerpt, split_lines
-from grounding.graph import Triple, inverse_relation
+from grounding.graph import Triple, TypedGraph, inverse_relation
 from grounding.query import BlindQuestion
 
 __all__ = [
     "MetaQAQuestion",
     "load_metaqa",
     "metaqa_chain",
+    "metaqa_entities",
+    "metaqa_graph",
     "metaqa_kb",
     "read_metaqa_questions",
 ]
@@ -148,6 +150,27 @@ def metaqa_kb(kb: str | float = "half", seed: int = 0) -> tuple[Triple, ...]:
     full = _kb_file("kb.txt.gz")
     seed = check_int(seed, "seed", low=0)
     return tuple(random.Random(seed).sample(full, max(1, int(kb * len(full)))))
+
+
+@cache
+def metaqa_graph(kb: str | float = "half", seed: int = 0) -> TypedGraph:
+    """The knowledge base of :func:`metaqa_kb` as an evidence graph: every triple forwards and
+    backwards (``starred_actors^-1`` from an actor to a movie, the naming of
+    :func:`~grounding.graph.inverse_relation`), so every question type's chain
+    (:func:`metaqa_chain`) can be walked from its topic; over the entities of the *full*
+    base (:func:`metaqa_entities`), so every name a question can give is a node, isolated when
+    the base in use lost its triples. Memoized (a graph is immutable)."""
+    triples = metaqa_kb(kb, seed)
+    both = list(triples) + [(t, inverse_relation(r), h) for h, r, t in triples]
+    relations = METAQA_RELATIONS + tuple(map(inverse_relation, METAQA_RELATIONS))
+    return TypedGraph.from_triples(both, entities=metaqa_entities(), relations=relations)
+
+
+@cache
+def metaqa_entities() -> tuple[str, ...]:
+    """Every entity name of the full knowledge base, sorted (43,234 names): the vocabulary of
+    the base and of its answers (a half base keeps the names, not the triples)."""
+    return tuple(sorted({x for h, _, t in _kb_file("kb.txt.gz") for x in (h, t)}))
 
 
 def load_metaqa(hops: int, split: str = "test") -> tuple[MetaQAQuestion, ...]:

@@ -249,10 +249,10 @@ class TypedGraph:
         Needs concrete edge arrays (build it outside ``jit`` and pass it in as an argument)."""
         return EdgeIndex.from_edges(self.head, self.tail, self.n_nodes)
 
-    @property
+    @functools.cached_property
     def node_texts(self) -> tuple[str, ...]:
         """:attr:`texts`, or the entity names with ``_`` read as a space when none are given
-        (so ``amino_acid`` embeds as ``amino acid``)."""
+        (so ``amino_acid`` embeds as ``amino acid``); built once per graph."""
         return self.texts or tuple(n.replace("_", " ") for n in self.entities)
 
     @functools.cached_property

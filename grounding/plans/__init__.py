@@ -14,12 +14,16 @@
   (:class:`ChainReader`: relation mentions, their order and direction read from position,
   checked against the graph) and the label-lookup baseline a reader is measured against
   (:class:`LabelLookup`);
+- :mod:`~grounding.plans.chain_classifier`: chains classified from the question's word
+  n-grams and its topic's relations (:class:`ChainClassifier`, softmax regression), and the
+  split that holds out whole wordings for its validation (:func:`wording_split`);
 - :mod:`~grounding.plans.template_parser`: the templated benchmark's chains read back off
   its texts (:class:`TemplateChainParser`), exact on the wordings it knows and on none other;
 - :mod:`~grounding.plans.role_chains`: role chains predicted from a blind hypergraph question
   (:class:`RoleChainPredictor`) and the plans built on them (:class:`RoleChainPlanner`).
 """
 
+from grounding.plans.chain_classifier import ChainClassifier, wording_split
 from grounding.plans.chain_reader import ChainReader, LabelLookup
 from grounding.plans.composed_chains import ComposedChainPredictor
 from grounding.plans.dag import Plan, SubQuestion, plan_from_decomposition
@@ -53,6 +57,8 @@ __all__ = [
     "ComposedChainPredictor",
     "ChainReader",
     "LabelLookup",
+    "ChainClassifier",
+    "wording_split",
     "TemplateChainParser",
     "chain_accuracy",
     "RoleChainPredictor",

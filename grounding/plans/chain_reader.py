@@ -254,13 +254,9 @@ class ChainReader:
     def _topic_span(self, toks: list[str], topic: str) -> tuple[int, int] | None:
         """Word positions of the topic in the text (its longest surface form found)."""
         g = self.graph
-        text = g.node_texts[g.entity_index(topic)] if g.has_entity(topic) else None
-        for form in sorted(surface_forms(topic, text), key=lambda f: -len(words(f))):
-            w = words(form)
-            for i in range(len(toks) - len(w) + 1):
-                if w and toks[i : i + len(w)] == w:
-                    return i, i + len(w)
-        return None
+        return topic_span(
+            toks, topic, g.node_texts[g.entity_index(topic)] if g.has_entity(topic) else None
+        )
 
     def _read(self, q: Any) -> tuple[list[Any], tuple[int, int]]:
         """The question's relation mentions (at most ``max_hops``, the nearest to the topic,
@@ -360,6 +356,18 @@ class LabelLookup(ChainReader):
 
     def _choose(self, valid: Sequence[Any]) -> None:
         """Nothing is chosen: the weights are fixed."""
+
+
+def topic_span(toks: list[str], topic: str, text: str | None) -> tuple[int, int] | None:
+    """Word positions of the topic in a text's words ``toks``: its longest surface form
+    (:func:`~grounding.language.surface_forms` of its name and ``text``) found, first
+    occurrence; ``None`` when no form is found."""
+    for form in sorted(surface_forms(topic, text), key=lambda f: -len(words(f))):
+        w = words(form)
+        for i in range(len(toks) - len(w) + 1):
+            if w and toks[i : i + len(w)] == w:
+                return i, i + len(w)
+    return None
 
 
 def _base(r: str) -> str:

@@ -45,6 +45,8 @@ from grounding.qa.pipeline import (
 )
 from grounding.query import BlindQuestion, Query
 from grounding.result import GroundingResult
+from grounding.retrieval._rank import top_k
+from grounding.retrieval.chain_walks import ChainWalks
 from grounding.solver import GroundingConfig
 
 __all__ = ["BlindQA", "BlindOutcome"]
@@ -94,10 +96,16 @@ class BlindQA:
         answerer: composes a relation chain from the topic (:meth:`KGEAnswerer.log_scores`).
         predictor: a fitted relation-chain predictor.
         retriever: a retriever, or a function ``depth -> retriever`` (the depth is the longest
-            predicted chain's length), called once per depth.
+            predicted chain's length), called once per depth; or a
+            :class:`~grounding.retrieval.ChainWalks`, given the predicted chains (the evidence
+            is the edges of their walks from the topic).
         config: the grounding settings (:class:`~grounding.GroundingConfig`).
         k_chains: predicted relation chains per question.
         k_candidates: answers proposed per chain.
+        walk_candidates: with :class:`~grounding.retrieval.ChainWalks`, each chain also
+            proposes up to this many of the entities its walks from the topic end at (those
+            the answerer scores best; their prior is still the answerer's): an answer the
+            evidence states is a candidate even where the answerer ranks it low.
         k_nodes: nodes asked of the retriever.
         realization: an optional :class:`~grounding.Realization` for ``ground``.
         release_programs: release every compiled program of the process after each
@@ -115,24 +123,33 @@ class BlindQA:
         k_chains: int = 3,
         k_candidates: int = 20,
         k_nodes: int = 100,
+        walk_candidates: int = 0,
         realization: Realization | None = None,
         release_programs: bool = False,
     ):
         self.config, self.realization = check_config("BlindQA", config, realization)
         self.release_programs = check_bool("release_programs", release_programs)
         self.answerer, self.predictor = answerer, predictor
-        self.retriever = Retrievers(retriever)
+        self.walks = retriever if isinstance(retriever, ChainWalks) else None
+        self.retriever = None if self.walks else Retrievers(retriever)
         self.k_chains = check_int(k_chains, "k_chains")
         self.k_candidates = check_int(k_candidates, "k_candidates")
         self.k_nodes = check_int(k_nodes, "k_nodes")
+        self.walk_candidates = check_int(walk_candidates, "walk_candidates", low=0)
+        if self.walk_candidates and self.walks is None:
+            raise ValueError("walk_candidates needs a ChainWalks retriever (it walks the chains)")
 
     def problem(
-        self, question: BlindQuestion, chains: Sequence[tuple[Chain, float]]
+        self,
+        question: BlindQuestion,
+        chains: Sequence[tuple[Chain, float]],
+        reached: Sequence[Sequence[str]] = (),
     ) -> GroundingProblem:
         r"""The claims ``topic -pi_j-> a`` of every predicted chain and its best answers, with
         prior :math:`w_j\, p(a \mid \pi_j)` (Eq. (1)), normalized; the topic is the
         anchor (a topic the evidence lacks fails the question, a candidate it lacks is
-        grounded as unsupported)."""
+        grounded as unsupported). ``reached[j]``: entities chain ``j``'s walks end at, of
+        which the ``walk_candidates`` best-scored join its candidates."""
         if not chains:
             graph = getattr(self.predictor, "graph", None)
             if graph is not None and not graph.has_entity(question.topic):
@@ -144,9 +161,14 @@ class BlindQA:
                 f"no relation chain is predicted from the topic {question.topic!r:.100}"
             )
         claims, log_prior = [], []
-        for chain, w in chains:
+        for j, (chain, w) in enumerate(chains):
             scores = self.answerer.log_scores(question.topic, chain)
-            top = np.argsort(-scores, kind="stable")[: self.k_candidates]
+            top = top_k(scores, self.k_candidates)[0]  # ties: the lower index first
+            if j < len(reached) and self.walk_candidates:
+                index = self._entity_index()
+                ends = np.array([index[e] for e in reached[j] if e in index], np.int64)
+                ends = ends[np.argsort(-scores[ends], kind="stable")][: self.walk_candidates]
+                top = np.concatenate([top, np.setdiff1d(ends, top)])
             top = top[np.isfinite(scores[top])]
             lp = scores[top] - logsumexp(scores[top])
             answers = [self.answerer.entities[j] for j in top]
@@ -159,6 +181,11 @@ class BlindQA:
             log_prior - logsumexp(log_prior),
             anchors=(question.topic,),
         )
+
+    def _entity_index(self) -> dict[str, int]:
+        if getattr(self, "_entities", None) is None:
+            self._entities = {e: i for i, e in enumerate(self.answerer.entities)}
+        return self._entities
 
     def answer(self, question: BlindQuestion) -> BlindOutcome:
         """Run one blind question (see :meth:`answer_batch`)."""
@@ -173,21 +200,17 @@ class BlindQA:
         if not all(isinstance(q, BlindQuestion) for q in questions):
             raise TypeError("BlindQA takes BlindQuestion objects (grounding.query.blind(q))")
         predicted, reasons = self._predict(questions)
+        walked = self._walk(questions, predicted, reasons)
         problems: dict[int, GroundingProblem] = {}
         for i, (q, chains) in enumerate(zip(questions, predicted)):
             if i in reasons:
                 continue
             try:
-                problems[i] = self.problem(q, chains)
+                problems[i] = self.problem(q, chains, walked[i][1] if walked else ())
             except QUESTION_ERRORS as err:
                 reasons[i] = failure("candidates", err)
         asked = list(problems)
-        found = retrieve_or_fail(
-            self.retriever,
-            [max(len(c) for c, _ in predicted[i]) for i in asked],
-            [Query(questions[i].text, anchor=questions[i].topic) for i in asked],
-            self.k_nodes,
-        )
+        found = self._retrieve(asked, questions, predicted, walked)
         states: dict[int, EvidenceState] = {}
         for i, s in zip(asked, found):
             why = s if isinstance(s, str) else unknown_entities(problems[i], s)
@@ -204,6 +227,46 @@ class BlindQA:
             for i, (q, c) in enumerate(zip(questions, predicted))
         ]
         return done_batch(outcomes, self.release_programs)
+
+    def _walk(
+        self,
+        questions: list[BlindQuestion],
+        predicted: list[list[tuple[Chain, float]]],
+        reasons: dict[int, str],
+    ) -> dict[int, tuple]:
+        """With :class:`~grounding.retrieval.ChainWalks`: each question's walks of its
+        predicted chains (edges, ends per chain, cut); a question whose walk fails (a topic
+        the graph lacks) gets its reason."""
+        if self.walks is None:
+            return {}
+        out = {}
+        for i, q in enumerate(questions):
+            if i not in reasons:
+                try:
+                    out[i] = self.walks.walk(q.topic, [c for c, _ in predicted[i]])
+                except QUESTION_ERRORS as err:
+                    reasons[i] = failure("retrieval", err)
+        return out
+
+    def _retrieve(
+        self,
+        asked: list[int],
+        questions: list[BlindQuestion],
+        predicted: list[list[tuple[Chain, float]]],
+        walked: dict[int, tuple],
+    ) -> list[EvidenceState | str]:
+        """The evidence state of each asked question (or why it has none)."""
+        if self.walks is None:
+            return retrieve_or_fail(
+                self.retriever,
+                [max(len(c) for c, _ in predicted[i]) for i in asked],
+                [Query(questions[i].text, anchor=questions[i].topic) for i in asked],
+                self.k_nodes,
+            )
+        return [
+            self.walks.state([c for c, _ in predicted[i]], walked[i][0], walked[i][2])
+            for i in asked
+        ]
 
     def _predict(
         self, questions: list[BlindQuestion]

@@ -5,6 +5,8 @@
   :class:`Retriever` protocol, :class:`TextIndex`, the base classes — where a new retriever
   starts;
 - text and graph retrieval: :mod:`~grounding.retrieval.pcr` (hard :class:`PCR`),
+  :mod:`~grounding.retrieval.chain_walks` (the walks of predicted relation chains,
+  :class:`ChainWalks`),
   :mod:`~grounding.retrieval.soft_pcr` (soft :class:`SoftPCR`, grounded by the solver),
   :mod:`~grounding.retrieval.baselines` (vector, BM25, hybrid), :mod:`~grounding.retrieval.ann`
   (approximate search, optional extra ``ann``), :mod:`~grounding.retrieval.community`
@@ -30,6 +32,7 @@ from grounding.retrieval.base import (
     subgraph_evidence,
 )
 from grounding.retrieval.baselines import BM25Retriever, HybridRetriever, VectorRetriever
+from grounding.retrieval.chain_walks import ChainWalks
 from grounding.retrieval.community import (
     Communities,
     Community,
@@ -71,6 +74,7 @@ __all__ = [
     "subgraph_evidence",
     # text and graph
     "PCR",
+    "ChainWalks",
     "SoftPCR",
     "VectorRetriever",
     "BM25Retriever",

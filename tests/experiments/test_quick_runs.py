@@ -17,8 +17,9 @@ from experiments import EXPERIMENTS
 # module-scoped ``runs`` fixture runs each experiment once, not once per worker; the question
 # answering experiments (which share one trained answerer) run in test_qa_quick_runs.py; the
 # WordNet experiment (a language model answering, minutes even at a tiny scale) runs in
-# test_wordnet_llm.py under ``-m slow``.
-NAMES = tuple(n for n in EXPERIMENTS if n not in QA and n != "wordnet_llm")
+# test_wordnet_llm.py under ``-m slow``, and MetaQA (two knowledge bases trained on) in
+# test_metaqa.py.
+NAMES = tuple(n for n in EXPERIMENTS if n not in (*QA, "wordnet_llm", "metaqa"))
 
 
 (
