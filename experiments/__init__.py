@@ -33,7 +33,8 @@ QUICK = (*SMOKE, "kg_incomplete", "retrieval_pcr", "grounded_qa")
 #: held-out question wordings and the composed chain predictor (with its set-up: 6 min 17 s),
 #: and the ``--all`` experiments by ``--only pankrag,learned_retrievers,proh`` (6 min 15 s);
 #: PankRAG and PRoH again by ``--only pankrag,proh`` after their budget rows (4 min 26 s);
-#: ``wordnet_llm`` by ``--only wordnet_llm`` on 2026-11-28 (142 s idle, 184 s beside a job).
+#: ``wordnet_llm`` by ``--only wordnet_llm`` on 2026-11-28 (142 s idle, 184 s beside a job);
+#: ``metaqa`` by ``python -m experiments.metaqa --quick`` on 2026-12-02 (idle).
 QUICK_SECONDS = {
     "fig2_two_worlds": 3,
     "thm3_tv_bound": 1,
@@ -46,5 +47,5 @@ QUICK_SECONDS = {
     "learned_retrievers": 109,
     "proh": 66,
     "wordnet_llm": 160,
-    "metaqa": 300,
+    "metaqa": 488,
 }

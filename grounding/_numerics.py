@@ -6,6 +6,9 @@ needs: slices that are entirely ``-inf`` (no admissible path, zero prior mass),
 ``1e6``. The trick used throughout is the "double ``where``": the unsafe operand is
 replaced by a harmless value *before* the unsafe operation, so that the discarded
 branch cannot inject ``nan`` into reverse-mode gradients.
+
+Also the package's one top-``k`` of host scores (:func:`top_k`, ties: the lower index first),
+shared by the retrievers and the answerers.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.typing import ArrayLike
 
 __all__ = [
@@ -25,6 +29,7 @@ __all__ = [
     "safe_norm",
     "xlogy",
     "masked_log_normalize",
+    "top_k",
 ]
 
 
@@ -148,3 +153,22 @@ def masked_log_normalize(log_w: ArrayLike, axis: int = -1) -> jax.Array:
     lse = jnp.expand_dims(logsumexp(log_w, axis=axis), axis)
     finite = jnp.isfinite(lse)
     return jnp.where(finite, log_w - jnp.where(finite, lse, 0.0), -jnp.inf)
+
+
+def top_k(scores: np.ndarray, k: int, among: np.ndarray | None = None):
+    """Indices and scores of the ``k`` best entries (ties: lower index first).
+
+    Example:
+        >>> idx, s = top_k(np.array([0.1, 0.9, 0.9, 0.5]), 2)
+        >>> idx.tolist(), s.tolist()
+        ([1, 2], [0.9, 0.9])
+    """
+    cand = np.arange(len(scores)) if among is None else among
+    s = scores if among is None else scores[among]
+    k = min(k, len(cand))
+    if k < len(cand):  # keep every entry tied with the k-th best, then break ties by index
+        part = np.flatnonzero(-s <= np.partition(-s, k - 1)[k - 1])
+    else:
+        part = np.arange(len(cand))
+    order = part[np.lexsort((cand[part], -s[part]))][:k]
+    return cand[order], s[order]

@@ -168,7 +168,7 @@ def metaqa_graph(kb: str | float = "half", seed: int = 0) -> TypedGraph:
 
 @cache
 def metaqa_entities() -> tuple[str, ...]:
-    """Every entity name of the full knowledge base, sorted (43,234 names): the vocabulary of
+    """Every entity name of the full knowledge base, sorted (42,856 names): the vocabulary of
     the base and of its answers (a half base keeps the names, not the triples)."""
     return tuple(sorted({x for h, _, t in _kb_file("kb.txt.gz") for x in (h, t)}))
 

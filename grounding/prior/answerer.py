@@ -21,10 +21,10 @@ import numpy as np
 from scipy.special import logsumexp
 
 from grounding._checks import check_int
+from grounding._numerics import top_k
 from grounding.graph import INVERSE_SUFFIX
 from grounding.learn import KGEModel, ReciprocalModel
 from grounding.prior.candidates import CandidateModel, Candidates, QuestionLike, question_chain
-from grounding.retrieval._rank import top_k
 
 __all__ = ["KGEAnswerer"]
 

@@ -25,6 +25,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from grounding._checks import check_int
+from grounding._numerics import top_k
 from grounding.evidence import EvidenceState
 from grounding.plans import RelationChainPredictor
 from grounding.prior import KGEAnswerer
@@ -45,7 +46,6 @@ from grounding.qa.pipeline import (
 )
 from grounding.query import BlindQuestion, Query
 from grounding.result import GroundingResult
-from grounding.retrieval._rank import top_k
 from grounding.retrieval.chain_walks import ChainWalks
 from grounding.solver import GroundingConfig
 
@@ -131,6 +131,7 @@ class BlindQA:
         self.release_programs = check_bool("release_programs", release_programs)
         self.answerer, self.predictor = answerer, predictor
         self.walks = retriever if isinstance(retriever, ChainWalks) else None
+        self._entities: dict[str, int] | None = None
         self.retriever = None if self.walks else Retrievers(retriever)
         self.k_chains = check_int(k_chains, "k_chains")
         self.k_candidates = check_int(k_candidates, "k_candidates")
@@ -161,12 +162,12 @@ class BlindQA:
                 f"no relation chain is predicted from the topic {question.topic!r:.100}"
             )
         claims, log_prior = [], []
-        for j, (chain, w) in enumerate(chains):
+        for c, (chain, w) in enumerate(chains):
             scores = self.answerer.log_scores(question.topic, chain)
             top = top_k(scores, self.k_candidates)[0]  # ties: the lower index first
-            if j < len(reached) and self.walk_candidates:
+            if c < len(reached) and self.walk_candidates:
                 index = self._entity_index()
-                ends = np.array([index[e] for e in reached[j] if e in index], np.int64)
+                ends = np.array([index[e] for e in reached[c] if e in index], np.int64)
                 ends = ends[np.argsort(-scores[ends], kind="stable")][: self.walk_candidates]
                 top = np.concatenate([top, np.setdiff1d(ends, top)])
             top = top[np.isfinite(scores[top])]
@@ -183,7 +184,8 @@ class BlindQA:
         )
 
     def _entity_index(self) -> dict[str, int]:
-        if getattr(self, "_entities", None) is None:
+        """The answerer's entity name -> index (built on first use)."""
+        if self._entities is None:
             self._entities = {e: i for i, e in enumerate(self.answerer.entities)}
         return self._entities
 

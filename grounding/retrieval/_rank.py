@@ -34,29 +34,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from grounding._numerics import top_k  # noqa: F401  (the retrievers' one top-k)
+
 __all__ = ["row_norm_max", "screen", "top_k", "top_k_exact"]
 
 _BLOCK = 256  # screening entries per block maximum
 _NORM_ROWS = 1 << 15  # rows per chunk of the float64 row norms (bounds the copy)
-
-
-def top_k(scores: np.ndarray, k: int, among: np.ndarray | None = None):
-    """Indices and scores of the ``k`` best entries (ties: lower index first).
-
-    Example:
-        >>> idx, s = top_k(np.array([0.1, 0.9, 0.9, 0.5]), 2)
-        >>> idx.tolist(), s.tolist()
-        ([1, 2], [0.9, 0.9])
-    """
-    cand = np.arange(len(scores)) if among is None else among
-    s = scores if among is None else scores[among]
-    k = min(k, len(cand))
-    if k < len(cand):  # keep every entry tied with the k-th best, then break ties by index
-        part = np.flatnonzero(-s <= np.partition(-s, k - 1)[k - 1])
-    else:
-        part = np.arange(len(cand))
-    order = part[np.lexsort((cand[part], -s[part]))][:k]
-    return cand[order], s[order]
 
 
 def screen(embeddings: np.ndarray, qv: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:

@@ -176,3 +176,17 @@ def test_the_chain_reaches_the_answers_in_the_full_base():
     qs = load_metaqa(1, "test")
     reached = [set(q.answers) <= adj.get((q.topic, q.chain[0]), set()) for q in qs]
     assert sum(reached) >= 0.999 * len(qs)
+
+
+def test_the_graph_has_every_triple_both_ways_over_the_full_vocabulary():
+    from grounding.datasets import metaqa_entities, metaqa_graph, metaqa_kb
+
+    full, half = metaqa_graph("full"), metaqa_graph("half")
+    assert full.entities == half.entities == metaqa_entities()
+    assert len(metaqa_entities()) == 42_856 and list(metaqa_entities()) == sorted(metaqa_entities())
+    assert full.n_edges == 2 * len(metaqa_kb("full")) and half.n_edges == 2 * len(metaqa_kb("half"))
+    h, r, t = metaqa_kb("half")[0]
+    assert half.has_triple((h, r, t)) and half.has_triple((t, r + "^-1", h))
+    assert metaqa_graph("half") is half  # memoized
+    for q in load_metaqa(3, "dev")[:50]:
+        assert all(rel in full.relations for rel in q.chain)
