@@ -29,7 +29,15 @@ def tiny(experiment):
     return experiment.Size(**TINY_SIZE)
 
 
-def test_answers_file_has_one_record_per_question_in_order(experiment, tiny, tmp_path, capsys):
+@pytest.fixture(scope="module")
+def half_system(experiment, tiny):
+    """The tiny system on the half base (seed 0), built once for this file."""
+    return experiment.build("half", tiny, 0, lambda s: None)
+
+
+def test_answers_file_has_one_record_per_question_in_order(
+    experiment, tiny, half_system, tmp_path, capsys
+):
     questions = tmp_path / "q.txt"
     questions.write_text(
         "who directed [Kismet]\tWilliam Dieterle\n"
@@ -38,11 +46,19 @@ def test_answers_file_has_one_record_per_question_in_order(experiment, tiny, tmp
         "what language is [No Such Movie Anywhere] in\tEnglish\n",
         encoding="utf-8",
     )
+    built = []
+
+    def build(kb, size, seed, log):  # the file's system (the same arguments), built once
+        built.append((kb, size, seed))
+        return half_system
+
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(experiment, "QUICK", tiny)
+        patch.setattr(experiment, "build", build)
         experiment.main(
             ["--questions", str(questions), "--hops", "1", "--kb", "half", "--out", str(tmp_path)]
         )
+    assert built == [("half", tiny, 0)]
     lines = (tmp_path / "answers.jsonl").read_text(encoding="utf-8").splitlines()
     records = [json.loads(x) for x in lines]
     assert [r["topic"] for r in records] == ["Kismet", "Tom Hanks", "No Such Movie Anywhere"]
@@ -64,7 +80,7 @@ def test_answers_file_has_one_record_per_question_in_order(experiment, tiny, tmp
     assert last["decision"].startswith("FAILED") and "No Such Movie Anywhere" in last["decision"]
 
 
-def test_no_test_question_reaches_a_fitted_setting(experiment, tiny):
+def test_no_test_question_reaches_a_fitted_setting(experiment, tiny, half_system):
     """Two builds, the second with every test question's answers scrambled: the fitted
     classifier, prior kind, temperatures and lambda are identical."""
     real = metaqa_data._questions
@@ -83,7 +99,7 @@ def test_no_test_question_reaches_a_fitted_setting(experiment, tiny):
             for q in qs
         )
 
-    plain = experiment.build("half", tiny, 0, lambda s: None).fitted
+    plain = half_system.fitted
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(metaqa_data, "_questions", scrambled)
         assert metaqa_data.load_metaqa(1, "test")[0].answers != real(1, "test")[0].answers
