@@ -143,7 +143,7 @@ class ChainClassifier:
         if not train:
             raise ValueError("fit needs at least one training question")
         gold = [_chain(q.chain, _example(i, q)) for i, q in enumerate(train)]
-        self.chains = tuple(sorted(set(gold)))
+        self.chains, self.validation = tuple(sorted(set(gold))), {}
         index = {c: j for j, c in enumerate(self.chains)}
         keys = [tuple(sorted(set(self._keys(q)))) for q in train]
         self._vocab = {k: j for j, k in enumerate(sorted({k for ks in keys for k in ks}))}

@@ -133,3 +133,11 @@ def test_refit_keeps_the_choices_and_learns_validation():
     q = [BlindQuestion("which films were made by [d9]", "d9")]
     j = refit.chains.index(DIRECTED_MOVIES)
     assert refit.scores(q)[0][j] > plain.scores(q)[0][j]
+
+
+def test_a_second_fit_forgets_the_first():
+    c = ChainClassifier(penalties=(1e-1, 1e-3))
+    c.fit(_train(), [Q(text="which person directed [m4]", topic="m4", chain=DIRECTED)])
+    c.penalties = (1e-2,)
+    c.fit(_train(), [Q(text="who wrote [m5]", topic="m5", chain=WROTE)])
+    assert set(c.validation) == {1e-2} and c.penalty == 1e-2
