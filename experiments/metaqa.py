@@ -88,6 +88,7 @@ from grounding.datasets import (
 )
 from grounding.datasets.kg import KGSplits
 from grounding.datasets.metaqa import METAQA_RELATIONS
+from grounding.learn import ReciprocalModel
 from grounding.learn.onevsall import OneVsAllConfig, train_one_vs_all
 from grounding.plans import ChainClassifier, wording_split
 from grounding.prior import KGEAnswerer
@@ -178,10 +179,11 @@ def dev_split(size: Size, seed: int) -> tuple[list, list]:
     return fit, rest
 
 
-def train_prior(kb: str | float, kind: str, size: Size, seed: int) -> tuple[KGEAnswerer, float]:
-    """A KGE answerer trained on the knowledge base ``kb`` (every triple; 2,000 of them are
+def train_prior(kb: str | float, kind: str, size: Size, seed: int) -> tuple[ReciprocalModel, float]:
+    """A KGE model trained on the knowledge base ``kb`` (every triple; 2,000 of them are
     watched for early stopping, a measure of fit, not of generalization), over the full
-    base's entity names; and its filtered MRR on the watched triples."""
+    base's entity names (:func:`~grounding.datasets.metaqa_entities`); and its filtered MRR
+    on the watched triples."""
     entities = metaqa_entities()
     e_ix = {e: i for i, e in enumerate(entities)}
     r_ix = {r: i for i, r in enumerate(METAQA_RELATIONS)}
@@ -200,15 +202,14 @@ def train_prior(kb: str | float, kind: str, size: Size, seed: int) -> tuple[KGEA
     )
     with jax.enable_x64(False):  # a model fit in 32-bit floats, widened after
         fit = train_one_vs_all(kg, kind, cfg, progress=False)
-    model = jax.tree.map(lambda x: jnp.asarray(x, jnp.float64), fit.model)
-    return KGEAnswerer(model, entities, METAQA_RELATIONS), fit.best_valid_mrr
+    return jax.tree.map(lambda x: jnp.asarray(x, jnp.float64), fit.model), fit.best_valid_mrr
 
 
 def build(kb: str | float, size: Size, seed: int, log) -> System:
     """The blind system on knowledge base ``kb`` (``"half"``, ``"full"`` or a fraction drawn
     with ``seed``), every choice made on dev questions."""
     t0 = time.perf_counter()
-    graph = metaqa_graph(kb, seed if not isinstance(kb, str) else 0)
+    graph = metaqa_graph(kb, seed)
     fit, rest = dev_split(size, seed)
     train, valid = wording_split(rest, 0.3, seed)
     classifier = ChainClassifier(graph).fit(train, valid, refit=True)
@@ -221,13 +222,13 @@ def build(kb: str | float, size: Size, seed: int, log) -> System:
     )
     best = None
     many = len(size.kinds) * len(size.beams) > 1
+    shown = [q.blind() for q in usable]
     for kind in size.kinds:
-        trained, mrr = train_prior(kb, kind, size, seed)
+        model, mrr = train_prior(kb, kind, size, seed)
         for beam in size.beams:
-            answerer = KGEAnswerer(trained.model, trained.entities, METAQA_RELATIONS, beam=beam)
+            answerer = KGEAnswerer(model, metaqa_entities(), METAQA_RELATIONS, beam=beam)
             known = [q for q in usable if q.topic in answerer._e_ix]
             answerer.fit_temperature(known, [q.answers for q in known])
-            shown = [q.blind() for q in usable]
             lam = fit_lambda(system_at(answerer, classifier, graph, 1.0).answer_batch(shown),
                              [q.answers for q in usable])  # fmt: skip
             qa = system_at(answerer, classifier, graph, lam)
@@ -260,10 +261,11 @@ class GoldChains:
         return [[(self.chain[(q.text, q.topic)], 1.0)] for q in questions]
 
 
-def system_at(answerer, classifier, graph, lam: float) -> BlindQA:
-    """The blind system of these parts at ``lam``."""
+def system_at(answerer, predictor, graph, lam: float, k_chains: int = K_CHAINS) -> BlindQA:
+    """The system of these parts at ``lam`` (the blind one, or the oracle's with
+    :class:`GoldChains` and one chain)."""
     return BlindQA(
-        answerer, classifier, ChainWalks(graph, revisit=REVISIT), config(lam), k_chains=K_CHAINS,
+        answerer, predictor, ChainWalks(graph, revisit=REVISIT), config(lam), k_chains=k_chains,
         k_candidates=K_CANDIDATES, walk_candidates=WALK_CANDIDATES,
     )  # fmt: skip
 
@@ -279,11 +281,11 @@ def sample_of_test(h: int, n: int | None) -> list:
     return qs if n is None else qs[:n]
 
 
-def reaches_gold(graph, q) -> bool:
-    """Whether the gold chain's walks from the topic reach a gold answer in ``graph``."""
-    if not graph.has_entity(q.topic):
+def reaches_gold(walks: ChainWalks, q) -> bool:
+    """Whether the gold chain's walks from the topic reach a gold answer."""
+    if not walks.graph.has_entity(q.topic):
         return False
-    _, ends, _ = ChainWalks(graph, revisit=REVISIT).walk(q.topic, [q.chain])
+    _, ends, _ = walks.walk(q.topic, [q.chain])
     return bool(set(ends[0]) & set(q.answers))
 
 
@@ -293,14 +295,14 @@ def evaluate(system: System, questions: list, log) -> dict:
     t = time.perf_counter()
     outcomes = system.qa.answer_batch([q.blind() for q in questions])
     seconds = time.perf_counter() - t
-    oracle = BlindQA(
-        system.answerer, GoldChains(questions), ChainWalks(system.graph, revisit=REVISIT), system.qa.config,
-        k_chains=1, k_candidates=K_CANDIDATES, walk_candidates=WALK_CANDIDATES,
-    )  # fmt: skip
+    oracle = system_at(
+        system.answerer, GoldChains(questions), system.graph, system.fitted["lam"], 1
+    )
     gold_outcomes = oracle.answer_batch([q.blind() for q in questions])
     out = {m: hits_of(outcomes, questions, m) for m in METHODS}
     out["oracle"] = hits_of(gold_outcomes, questions, "soft")
-    out["ceiling"] = np.array([reaches_gold(system.graph, q) for q in questions], float)
+    walks = ChainWalks(system.graph, revisit=REVISIT)
+    out["ceiling"] = np.array([reaches_gold(walks, q) for q in questions], float)
     out["causes"] = [
         miss_cause(o, q, hit, reach)
         for o, q, hit, reach in zip(outcomes, questions, out["soft"], out["ceiling"])

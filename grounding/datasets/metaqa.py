@@ -152,14 +152,19 @@ def metaqa_kb(kb: str | float = "half", seed: int = 0) -> tuple[Triple, ...]:
     return tuple(random.Random(seed).sample(full, max(1, int(kb * len(full)))))
 
 
-@cache
 def metaqa_graph(kb: str | float = "half", seed: int = 0) -> TypedGraph:
     """The knowledge base of :func:`metaqa_kb` as an evidence graph: every triple forwards and
     backwards (``starred_actors^-1`` from an actor to a movie, the naming of
     :func:`~grounding.graph.inverse_relation`), so every question type's chain
     (:func:`metaqa_chain`) can be walked from its topic; over the entities of the *full*
     base (:func:`metaqa_entities`), so every name a question can give is a node, isolated when
-    the base in use lost its triples. Memoized (a graph is immutable)."""
+    the base in use lost its triples. Memoized (a graph is immutable; ``"full"`` and
+    ``"half"`` ignore ``seed``)."""
+    return _graph(kb, seed if not isinstance(kb, str) else 0)
+
+
+@cache
+def _graph(kb: str | float, seed: int) -> TypedGraph:
     triples = metaqa_kb(kb, seed)
     both = list(triples) + [(t, inverse_relation(r), h) for h, r, t in triples]
     relations = METAQA_RELATIONS + tuple(map(inverse_relation, METAQA_RELATIONS))

@@ -106,21 +106,16 @@ class ChainClassifier:
         return scipy.sparse.csr_matrix((data, cols, indptr), shape=(len(rows), len(self._vocab)))
 
     def _keys(self, q: Any) -> list[str]:
-        toks = words(q.text)
-        text = None
         g = self.graph
-        if g is not None and g.has_entity(q.topic):
-            text = g.node_texts[g.entity_index(q.topic)]
-        span = topic_span(toks, q.topic, text)
-        if span is not None:
-            toks = toks[: span[0]] + [TOPIC] + toks[span[1] :]
-        toks = ["<s>", *toks, "</s>"]
+        known = g is not None and g.has_entity(q.topic)
+        toks = ["<s>", *_blanked(q, g.node_texts[g.entity_index(q.topic)] if known else None)]
+        toks.append("</s>")
         keys = [
             "w:" + " ".join(toks[i : i + n])
             for n in range(1, self.max_n + 1)
             for i in range(len(toks) - n + 1)
         ]
-        if g is not None and g.has_entity(q.topic):
+        if known:
             edges = g.edges_from([g.entity_index(q.topic)])
             keys += ["out:" + g.relations[r] for r in np.unique(np.asarray(g.relation)[edges])]
         return keys
@@ -257,7 +252,9 @@ def wording_split(
     return train, valid
 
 
-def _blanked(q: Any) -> list[str]:
+def _blanked(q: Any, text: str | None = None) -> list[str]:
+    """A question's words with its topic (the longest surface form of its name and ``text``)
+    as the one word ``<topic>``."""
     toks = words(q.text)
-    span = topic_span(toks, q.topic, None)
+    span = topic_span(toks, q.topic, text)
     return toks if span is None else toks[: span[0]] + [TOPIC] + toks[span[1] :]

@@ -222,23 +222,37 @@ class KGEAnswerer(CandidateModel):
         return self.temperature
 
 
+def _host_step(kind: str, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """One relation applied to queries ``x`` (``[..., d]``) in NumPy: the complex product of
+    :func:`~grounding.learn.reciprocal.complex_product` (``[real | imaginary]`` halves) or
+    the translation (transe)."""
+    if kind != "complex":
+        return x + w
+    k = x.shape[-1] // 2
+    xr, xi, wr, wi = x[..., :k], x[..., k:], w[:k], w[k:]
+    return np.concatenate([xr * wr - xi * wi, xr * wi + xi * wr], axis=-1)
+
+
+def _host_answer_scores(kind: str, entity: np.ndarray, q: np.ndarray) -> np.ndarray:
+    r"""Every entity's score as the answer to queries ``q`` (``[d]`` -> ``[n]``, ``[b, d]`` ->
+    ``[b, n]``), as :meth:`~grounding.learn.ReciprocalModel.answer_scores`:
+    :math:`\mathrm{Re}\langle x, \bar e\rangle` (complex) or :math:`-\lVert x - e\rVert_2`
+    (transe)."""
+    if kind == "complex":
+        return (entity @ q.T).T
+    if q.ndim == 1:
+        return -np.linalg.norm(entity - q, axis=-1)
+    return np.stack([-np.linalg.norm(entity - x, axis=-1) for x in q])
+
+
 def _host_scores(
     kind: str, entity: np.ndarray, relation: np.ndarray, topic: int, rows: list[int]
 ) -> np.ndarray:
-    r""":meth:`~grounding.learn.ReciprocalModel.compose` then ``answer_scores``, in NumPy:
-    complex products along the rows and :math:`\mathrm{Re}\langle x, \bar e\rangle`
-    (complex), or the summed translations and :math:`-\lVert x - e\rVert_2` (transe)."""
+    """:meth:`~grounding.learn.ReciprocalModel.compose` then ``answer_scores``, in NumPy."""
     x = entity[topic]
     for r in rows:
-        w = relation[r]
-        if kind == "complex":
-            k = len(x) // 2
-            x = np.concatenate([x[:k] * w[:k] - x[k:] * w[k:], x[:k] * w[k:] + x[k:] * w[:k]])
-        else:
-            x = x + w
-    if kind == "complex":
-        return entity @ x
-    return -np.linalg.norm(entity - x, axis=-1)
+        x = _host_step(kind, x, relation[r])
+    return _host_answer_scores(kind, entity, x)
 
 
 def _beam_scores(
@@ -255,18 +269,7 @@ def _beam_scores(
     log_p = np.zeros(1)
     at = np.array([topic])
     for t, r in enumerate(rows):
-        x = entity[at]
-        w = relation[r]
-        if kind == "complex":
-            k = x.shape[1] // 2
-            q = np.concatenate(
-                [x[:, :k] * w[:k] - x[:, k:] * w[k:], x[:, :k] * w[k:] + x[:, k:] * w[:k]], 1
-            )
-            s = q @ entity.T
-        else:
-            q = x + w
-            sq = (q * q).sum(1)[:, None] + (entity * entity).sum(1)[None, :] - 2 * q @ entity.T
-            s = -np.sqrt(np.maximum(sq, 1e-12))
+        s = _host_answer_scores(kind, entity, _host_step(kind, entity[at], relation[r]))
         s = s / temperature
         step = log_p[:, None] + s - logsumexp(s, axis=1, keepdims=True)
         total = logsumexp(step, axis=0)  # [n]: log p(entity at hop t)
