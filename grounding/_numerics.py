@@ -155,6 +155,10 @@ def masked_log_normalize(log_w: ArrayLike, axis: int = -1) -> jax.Array:
     return jnp.where(finite, log_w - jnp.where(finite, lse, 0.0), -jnp.inf)
 
 
+#: Entries per block of :func:`top_k`'s first pass over a long score vector.
+_BLOCK = 64
+
+
 def top_k(scores: np.ndarray, k: int, among: np.ndarray | None = None):
     """Indices and scores of the ``k`` best entries (ties: lower index first).
 
@@ -163,6 +167,13 @@ def top_k(scores: np.ndarray, k: int, among: np.ndarray | None = None):
         >>> idx.tolist(), s.tolist()
         ([1, 2], [0.9, 0.9])
     """
+    if among is None and len(scores) >= _BLOCK * max(k, 1) and k > 0:
+        # the k-th best of the blocks' maxima is a lower bound of the k-th best score (k
+        # entries reach it): the entries at or above it hold the k best and their ties
+        blocks = len(scores) // _BLOCK
+        peaks = scores[: blocks * _BLOCK].reshape(blocks, _BLOCK).max(axis=1)
+        if not np.isnan(peaks).any():  # (NaN sorts last: it would be counted as the best)
+            among = np.flatnonzero(scores >= np.partition(peaks, blocks - k)[blocks - k])
     cand = np.arange(len(scores)) if among is None else among
     s = scores if among is None else scores[among]
     k = min(k, len(cand))

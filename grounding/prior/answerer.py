@@ -14,6 +14,7 @@ renormalized log-softmax scores are the candidate set :math:`\Gamma(q)` and the 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import jax
@@ -106,11 +107,7 @@ class KGEAnswerer(CandidateModel):
         self._proposed: dict[tuple, Candidates] = {}  # propose() is deterministic: memoized
         # a reciprocal model's maps composed on the host (NumPy): the same products and sums
         # without a device dispatch per relation, which cost ~4 ms a question per chain
-        self._host = (
-            (np.asarray(model.entity, np.float64), np.asarray(model.relation, np.float64))
-            if reciprocal
-            else None
-        )
+        self._host = _HostModel.of(model.kind, model.entity, model.relation) if reciprocal else None
 
     def _ids(self, topic: str, chain: Sequence[str]) -> tuple[int, list[int]]:
         if topic not in self._e_ix:
@@ -134,11 +131,9 @@ class KGEAnswerer(CandidateModel):
         if self._host is None:
             s = self.model.answer_scores(self.composed(topic, chain)) / self.temperature
         elif self.beam and len(chain) > 1:
-            s = _beam_scores(
-                self.model.kind, *self._host, *self._ids(topic, chain), self.beam, self.temperature
-            )
+            s = _beam_scores(self._host, *self._ids(topic, chain), self.beam, self.temperature)
         else:
-            s = _host_scores(self.model.kind, *self._host, *self._ids(topic, chain))
+            s = _host_scores(self._host, *self._ids(topic, chain))
             s = s / self.temperature
         s[self._e_ix[topic]] = -np.inf
         return s
@@ -222,6 +217,25 @@ class KGEAnswerer(CandidateModel):
         return self.temperature
 
 
+@dataclasses.dataclass(frozen=True)
+class _HostModel:
+    """A reciprocal model's arrays on the host (float64): entities ``[n, d]``, relations
+    ``[2R, d]`` and, for ComplEx, the entities transposed (``[d, n]``, contiguous: the
+    scores of a batch of queries are then one matrix product in the layout the reductions
+    over entities read fastest)."""
+
+    kind: str
+    entity: np.ndarray
+    relation: np.ndarray
+    entity_t: np.ndarray | None
+
+    @classmethod
+    def of(cls, kind: str, entity, relation) -> _HostModel:
+        e = np.asarray(entity, np.float64)
+        t = np.ascontiguousarray(e.T) if kind == "complex" else None
+        return cls(kind, e, np.asarray(relation, np.float64), t)
+
+
 def _host_step(kind: str, x: np.ndarray, w: np.ndarray) -> np.ndarray:
     """One relation applied to queries ``x`` (``[..., d]``) in NumPy: the complex product of
     :func:`~grounding.learn.reciprocal.complex_product` (``[real | imaginary]`` halves) or
@@ -233,50 +247,56 @@ def _host_step(kind: str, x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return np.concatenate([xr * wr - xi * wi, xr * wi + xi * wr], axis=-1)
 
 
-def _host_answer_scores(kind: str, entity: np.ndarray, q: np.ndarray) -> np.ndarray:
+def _host_answer_scores(m: _HostModel, q: np.ndarray) -> np.ndarray:
     r"""Every entity's score as the answer to queries ``q`` (``[d]`` -> ``[n]``, ``[b, d]`` ->
     ``[b, n]``), as :meth:`~grounding.learn.ReciprocalModel.answer_scores`:
     :math:`\mathrm{Re}\langle x, \bar e\rangle` (complex) or :math:`-\lVert x - e\rVert_2`
     (transe)."""
-    if kind == "complex":
-        return (entity @ q.T).T
+    if m.kind == "complex":
+        return q @ m.entity_t
     if q.ndim == 1:
-        return -np.linalg.norm(entity - q, axis=-1)
-    return np.stack([-np.linalg.norm(entity - x, axis=-1) for x in q])
+        return -np.linalg.norm(m.entity - q, axis=-1)
+    return np.stack([-np.linalg.norm(m.entity - x, axis=-1) for x in q])
 
 
-def _host_scores(
-    kind: str, entity: np.ndarray, relation: np.ndarray, topic: int, rows: list[int]
-) -> np.ndarray:
+def _host_scores(m: _HostModel, topic: int, rows: list[int]) -> np.ndarray:
     """:meth:`~grounding.learn.ReciprocalModel.compose` then ``answer_scores``, in NumPy."""
-    x = entity[topic]
+    x = m.entity[topic]
     for r in rows:
-        x = _host_step(kind, x, relation[r])
-    return _host_answer_scores(kind, entity, x)
+        x = _host_step(m.kind, x, m.relation[r])
+    return _host_answer_scores(m, x)
 
 
 def _beam_scores(
-    kind: str,
-    entity: np.ndarray,
-    relation: np.ndarray,
-    topic: int,
-    rows: list[int],
-    beam: int,
-    temperature: float,
+    m: _HostModel, topic: int, rows: list[int], beam: int, temperature: float
 ) -> np.ndarray:
-    """``[n]`` log-probabilities of every entity at the end of the chain ``rows`` from
-    ``topic``, hop by hop with a beam of ``beam`` entities (see :class:`KGEAnswerer`)."""
+    r"""``[n]`` log-probabilities of every entity at the end of the chain ``rows`` from
+    ``topic``, hop by hop with a beam of ``beam`` entities (see :class:`KGEAnswerer`):
+    :math:`\log p_{t}(e) = \log \sum_b p_{t-1}(b)\, \mathrm{softmax}(s_b / T)(e)`, summed
+    in probability (one exponential per score), and in the log domain for the entities
+    whose sum underflows."""
     log_p = np.zeros(1)
     at = np.array([topic])
     for t, r in enumerate(rows):
-        s = _host_answer_scores(kind, entity, _host_step(kind, entity[at], relation[r]))
+        s = _host_answer_scores(m, _host_step(m.kind, m.entity[at], m.relation[r]))
         s = s / temperature
-        step = log_p[:, None] + s - logsumexp(s, axis=1, keepdims=True)
-        total = logsumexp(step, axis=0)  # [n]: log p(entity at hop t)
+        s -= s.max(axis=1, keepdims=True)
+        e = np.exp(s)
+        log_w = log_p - np.log(e.sum(axis=1))  # log p_{t-1}(b) - log Z_b
+        with np.errstate(divide="ignore"):
+            total = np.log(np.exp(log_w) @ e)  # [n]: log p(entity at hop t)
+        low = ~(total > _TINY)
+        if low.any():  # too small to sum as probabilities
+            total[low] = logsumexp(s[:, low] + log_w[:, None], axis=0)
         if t == len(rows) - 1:
             return total
         at, log_p = top_k(total, beam)
     raise AssertionError("unreachable: rows is not empty")
+
+
+#: Below this log-probability a sum of probabilities may have lost digits (float64's
+#: smallest normal number is ~1e-308): such entries are summed again in the log domain.
+_TINY = -700.0
 
 
 def _check_temperature(t: float) -> float:
