@@ -88,10 +88,11 @@ from grounding.datasets import (
 )
 from grounding.datasets.kg import KGSplits
 from grounding.datasets.metaqa import METAQA_RELATIONS
+from grounding.language import AnswerLinker, LocalLM, normalize_answer
 from grounding.learn import ReciprocalModel
 from grounding.learn.onevsall import OneVsAllConfig, train_one_vs_all
 from grounding.plans import ChainClassifier, wording_split
-from grounding.prior import KGEAnswerer
+from grounding.prior import KGEAnswerer, LocalCandidateModel
 from grounding.qa import BlindQA, fit_lambda
 from grounding.retrieval import ChainWalks
 from grounding.solver import GroundingConfig
@@ -454,6 +455,142 @@ def record(q, outcome) -> dict:
     return rec
 
 
+# ------------------------------------------------------------------------------ a language model
+#: The local model's system line; its worked examples are dev questions (:func:`llm_examples`).
+LLM_SYSTEM = "Answer the question about films with one name, title, year, language or genre."
+LLM_HOPS = (1, 2)
+LLM_BEAMS, LLM_POOL, LLM_FIT, LLM_TOKENS = 4, 10, 25, 10
+
+
+def llm_examples(seed: int = 0, n: int = 6) -> list:
+    """The worked examples' questions: 1-hop dev questions of ``n`` different relations (a
+    fixed draw), each shown answered by its first answer."""
+    dev = list(load_metaqa(1, "dev"))
+    random.Random(seed).shuffle(dev)
+    out, seen = [], set()
+    for q in dev:
+        if q.chain not in seen and q.answers and len(out) < n:
+            seen.add(q.chain)
+            out.append(q)
+    return out
+
+
+def remember_beams(lm: LocalLM) -> LocalLM:
+    """``lm`` answering each (question, k) once: the systems on both bases share its beams
+    (the model is deterministic; only the pool of names it scores differs by base)."""
+    memo: dict = {}
+    ask = lm.propose_batch
+
+    def propose_batch(questions, k, **kw):
+        todo = [q for q in dict.fromkeys(questions) if (q, k) not in memo]
+        memo.update(zip([(q, k) for q in todo], ask(todo, k, **kw) if todo else []))
+        return [memo[(q, k)] for q in questions]
+
+    lm.propose_batch = propose_batch  # (an instance attribute: this model only)
+    return lm
+
+
+def llm_pool(system: System, k: int):
+    """``question -> names`` the model scores beside its own answers, blind: the entities the
+    walks of the question's top predicted chain reach in the base in use, best first by the
+    system's KGE prior, then the prior's best, ``k`` in all."""
+    walks = ChainWalks(system.graph, revisit=REVISIT)
+    index = {e: i for i, e in enumerate(system.answerer.entities)}
+
+    def pool(question) -> list[str]:
+        [chains] = system.classifier.predict([question], 1)
+        if not chains or not system.graph.has_entity(question.topic):
+            return []
+        chain = chains[0][0]
+        scores = system.answerer.log_scores(question.topic, chain)
+        _, [ends], _ = walks.walk(question.topic, [chain])
+        ends = np.array([index[e] for e in ends if e in index], np.int64)
+        ranked = [*ends[np.argsort(-scores[ends], kind="stable")], *np.argsort(-scores)[: 2 * k]]
+        names = [
+            system.answerer.entities[i] for i in dict.fromkeys(ranked) if np.isfinite(scores[i])
+        ]
+        return names[:k]
+
+    return pool
+
+
+def llm_rows(systems: dict[str, System], per_hop: int, log) -> dict:
+    """SmolLM2 (:class:`~grounding.language.LocalLM`) proposes its ``LLM_BEAMS`` best answers
+    to ``per_hop`` test questions per hop (1 and 2) and scores them beside ``LLM_POOL`` names
+    of the base (:func:`llm_pool`); :class:`~grounding.qa.BlindQA` grounds them blind against
+    the walks of the predicted chains, lambda fitted on ``LLM_FIT`` dev fitting questions per
+    hop. Per base and hop: Hits@1 of the model's first answer, of its prior over the
+    candidates, of soft and hard grounding (soft - prior paired), how often the gold answer is
+    among the model's own answers, how often its first answer copies a worked example, and
+    what grounding does to the prior's first answer (wrong -> right, right -> wrong, wrong ->
+    another wrong; with the number of right priors)."""
+    examples = [(q.text, q.answers[0]) for q in llm_examples()]
+    lm = remember_beams(
+        LocalLM.load(system=LLM_SYSTEM, examples=examples, max_answer_tokens=LLM_TOKENS)
+    )
+    # a first answer that names an example's answer or topic copies the prompt
+    copied = {normalize_answer(x) for q in llm_examples() for x in (q.answers[0], q.topic)}
+    linker = AnswerLinker(metaqa_entities())
+    fit = [q for q in dev_split(dataclasses.replace(QUICK, fit_per_hop=LLM_FIT), 0)[0]
+           if q.hops in LLM_HOPS and q.answers]  # fmt: skip
+    test = {h: sample_of_test(h, per_hop) for h in LLM_HOPS}
+    out: dict = dict(system=LLM_SYSTEM, examples=examples, beams=LLM_BEAMS, pool=LLM_POOL)
+    for kb, system in systems.items():
+        model = LocalCandidateModel(lm, linker, pool=llm_pool(system, LLM_POOL))
+        t = time.perf_counter()
+        lam = fit_lambda(llm_system(model, system, 1.0).answer_batch([q.blind() for q in fit]),
+                         [q.answers for q in fit])  # fmt: skip
+        out[kb] = dict(lam=lam)
+        for h in LLM_HOPS:
+            qs = test[h]
+            outs = llm_system(model, system, lam).answer_batch([q.blind() for q in qs])
+            row = {m: hits_of(outs, qs, m) for m in METHODS}
+            own = [model.answers(q.blind(), LLM_BEAMS) for q in qs]
+            gold = [{normalize_answer(a) for a in q.answers} for q in qs]
+            first = [normalize_answer(a[0][0]) if a else "" for a in own]
+            row["first"] = np.array([f in g for f, g in zip(first, gold)], float)
+            knows = np.mean(
+                [bool(g & {normalize_answer(t) for t, _ in a}) for a, g in zip(own, gold)]
+            )
+            tops = {m: [top_answer(o, m) for o in outs] for m in ("prior", "soft")}
+            p, s = row["prior"], row["soft"]
+            changed = np.array([a != b for a, b in zip(tops["prior"], tops["soft"])])
+            out[kb][h] = dict(
+                **{m: interval([row[m]]) for m in (*METHODS, "first")},
+                soft_vs_prior=seed_bootstrap([s], [p]),
+                gold_among_own_answers=float(knows),
+                answered=float(np.mean([bool(a) for a in own])),
+                copy_rate=float(np.mean([f in copied for f in first if f])) if any(first) else 0.0,
+                right_priors=int(p.sum()),
+                overturned=dict(
+                    wrong_to_right=int(((p == 0) & (s == 1)).sum()),
+                    right_to_wrong=int(((p == 1) & (s == 0)).sum()),
+                    wrong_to_other_wrong=int(((p == 0) & (s == 0) & changed).sum()),
+                    n=len(qs),
+                ),
+            )
+            r = out[kb][h]
+            log(f"metaqa llm {kb} {h}-hop: first={r['first']['hits1']:.3f} "
+                f"prior={r['prior']['hits1']:.3f} soft={r['soft']['hits1']:.3f} "
+                f"hard={r['hard']['hits1']:.3f} own={knows:.3f} copy={r['copy_rate']:.3f} "
+                f"{r['overturned']} ({time.perf_counter() - t:.0f} s)")  # fmt: skip
+    return out
+
+
+def llm_system(model, system: System, lam: float) -> BlindQA:
+    """The language model's candidates grounded blind by the system's chains and walks."""
+    return BlindQA(
+        model, system.classifier, ChainWalks(system.graph, revisit=REVISIT), config(lam),
+        k_chains=K_CHAINS, k_candidates=LLM_BEAMS,
+    )  # fmt: skip
+
+
+def top_answer(outcome, method: str) -> str | None:
+    """The first answer of ``method`` (``None`` without one)."""
+    answers, probs = outcome.answer_probabilities(method)
+    return answers[int(np.argmax(probs))] if answers else None
+
+
 # ------------------------------------------------------------------------------ throughput
 def throughput(size: Size, out: Path, log) -> Path:
     """Every test question (39,093) answered blind on the half base by the seed-0 system, in
@@ -531,6 +668,14 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
         action="store_true",
         help="answer every test question on the half base and time the stages",
     )
+    ap.add_argument(
+        "--llm-per-hop",
+        type=int,
+        default=None,
+        metavar="N",
+        help="test questions per hop (1 and 2) SmolLM2 answers, grounded on both bases "
+        "(default: 300 with --full, none in quick mode; needs the llm extra)",
+    )
     args = ap.parse_args(list(sys.argv[1:] if argv is None else argv))
     out = checked_out_dir(ap, args.out)
     size = FULL if args.full else QUICK
@@ -568,7 +713,9 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
             log(f"metaqa {kb} {h}-hop: " + " ".join(f"{m}={row[m]['hits1']:.3f}"
                 for m in (*METHODS, "oracle")) + f" ceiling={row['ceiling']:.3f}")  # fmt: skip
     swept = sweep(size, log, built)
-    paths = write_outputs(out, tables, fitted, swept, args.full, n_seeds)
+    llm_n = args.llm_per_hop if args.llm_per_hop is not None else (300 if args.full else 0)
+    llm = llm_rows({"half": built[0.5], "full": built[1.0]}, llm_n, log) if llm_n else None
+    paths = write_outputs(out, tables, fitted, swept, llm, args.full, n_seeds)
     seconds = time.perf_counter() - t0
     write_json(out / "metaqa_run.json", dict(seconds=seconds, seeds=n_seeds,
                size=dataclasses.asdict(size)))  # fmt: skip
@@ -576,14 +723,16 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
         **{f"half_hits1_{h}hop": tables["half"][h]["soft"]["hits1"] for h in (1, 2, 3)},
         **{f"full_hits1_{h}hop": tables["full"][h]["soft"]["hits1"] for h in (1, 2, 3)},
         **{f"half_prior_hits1_{h}hop": tables["half"][h]["prior"]["hits1"] for h in (1, 2, 3)},
-        "llm_prior_hits1": float("nan"),
-        "llm_soft_hits1": float("nan"),
+        "llm_prior_hits1": llm["half"][1]["prior"]["hits1"] if llm else float("nan"),
+        "llm_soft_hits1": llm["half"][1]["soft"]["hits1"] if llm else float("nan"),
     }
     print(" ".join(f"{k}={v:.4f}" for k, v in keys.items()))
     return paths
 
 
-def write_outputs(out: Path, tables: dict, fitted: dict, swept: dict, full: bool, seeds: int):
+def write_outputs(
+    out: Path, tables: dict, fitted: dict, swept: dict, llm: dict | None, full: bool, seeds: int
+):
     rows = []
     for kb, table in tables.items():
         for h, row in table.items():
@@ -592,7 +741,7 @@ def write_outputs(out: Path, tables: dict, fitted: dict, swept: dict, full: bool
                 rows.append([kb, h, m, row[m]["hits1"], lo, hi, row[m]["n"], row["ceiling"]])
     paths = [
         write_json(out / "metaqa.json", dict(tables=tables, fitted=fitted, sweep=swept,
-                                             quick=not full, seeds=seeds)),  # fmt: skip
+                                             llm=llm, quick=not full, seeds=seeds)),  # fmt: skip
         write_csv(out / "metaqa.csv",
                   ["kb", "hops", "method", "hits1", "ci_low", "ci_high", "n", "ceiling"], rows),
     ]  # fmt: skip

@@ -28,9 +28,10 @@ from grounding._checks import check_int
 from grounding._numerics import top_k
 from grounding.evidence import EvidenceState
 from grounding.plans import RelationChainPredictor
-from grounding.prior import KGEAnswerer
+from grounding.prior import Candidates, KGEAnswerer
 from grounding.problem import GroundingProblem, Realization
 from grounding.qa._checks import check_bool, check_config, check_questions
+from grounding.qa.grounded import proposals
 from grounding.qa.outcome import result_probabilities
 from grounding.qa.pipeline import (
     QUESTION_ERRORS,
@@ -89,11 +90,15 @@ class BlindOutcome:
 
 
 class BlindQA:
-    """Blind question → predicted relation chains → candidates claiming them → retrieval →
+    r"""Blind question → predicted relation chains → candidates claiming them → retrieval →
     :func:`grounding.ground` (see the module docstring).
 
     Args:
-        answerer: composes a relation chain from the topic (:meth:`KGEAnswerer.log_scores`).
+        answerer: composes a relation chain from the topic and scores every entity
+            (:meth:`KGEAnswerer.log_scores`); or any candidate model
+            (:class:`~grounding.prior.CandidateModel`, e.g. a language model,
+            :class:`~grounding.prior.LocalCandidateModel`), whose candidates every predicted
+            chain then claims, with prior :math:`w_j\, p(a)`.
         predictor: a fitted relation-chain predictor.
         retriever: a retriever, or a function ``depth -> retriever`` (the depth is the longest
             predicted chain's length), called once per depth; or a
@@ -106,6 +111,8 @@ class BlindQA:
             proposes up to this many of the entities its walks from the topic end at (those
             the answerer scores best; their prior is still the answerer's): an answer the
             evidence states is a candidate even where the answerer ranks it low.
+            Needs an answerer that scores every entity (give a candidate model a ``pool``
+            of names instead).
         k_nodes: nodes asked of the retriever.
         realization: an optional :class:`~grounding.Realization` for ``ground``.
         release_programs: release every compiled program of the process after each
@@ -130,6 +137,12 @@ class BlindQA:
         self.config, self.realization = check_config("BlindQA", config, realization)
         self.release_programs = check_bool("release_programs", release_programs)
         self.answerer, self.predictor = answerer, predictor
+        self._scores = callable(getattr(answerer, "log_scores", None))
+        if not (self._scores or callable(getattr(answerer, "propose", None))):
+            raise TypeError(
+                "answerer must score entities (log_scores) or propose candidates (propose), "
+                f"got {answerer!r:.100}"
+            )
         self.walks = retriever if isinstance(retriever, ChainWalks) else None
         self._entities: dict[str, int] | None = None
         self.retriever = None if self.walks else Retrievers(retriever)
@@ -139,18 +152,26 @@ class BlindQA:
         self.walk_candidates = check_int(walk_candidates, "walk_candidates", low=0)
         if self.walk_candidates and self.walks is None:
             raise ValueError("walk_candidates needs a ChainWalks retriever (it walks the chains)")
+        if self.walk_candidates and not self._scores:
+            raise ValueError(
+                "walk_candidates needs an answerer that scores every entity (log_scores); "
+                "give a candidate model a pool of names instead"
+            )
 
     def problem(
         self,
         question: BlindQuestion,
         chains: Sequence[tuple[Chain, float]],
         reached: Sequence[Sequence[str]] = (),
+        candidates: Candidates | None = None,
     ) -> GroundingProblem:
         r"""The claims ``topic -pi_j-> a`` of every predicted chain and its best answers, with
         prior :math:`w_j\, p(a \mid \pi_j)` (Eq. (1)), normalized; the topic is the
         anchor (a topic the evidence lacks fails the question, a candidate it lacks is
         grounded as unsupported). ``reached[j]``: entities chain ``j``'s walks end at, of
-        which the ``walk_candidates`` best-scored join its candidates."""
+        which the ``walk_candidates`` best-scored join its candidates. With a candidate
+        model as the answerer, its ``candidates`` of the question (asked here when not
+        given) are every chain's, with prior :math:`w_j\, p(a)`."""
         if not chains:
             graph = getattr(self.predictor, "graph", None)
             if graph is not None and not graph.has_entity(question.topic):
@@ -162,6 +183,15 @@ class BlindQA:
                 f"no relation chain is predicted from the topic {question.topic!r:.100}"
             )
         claims, log_prior = [], []
+        if not self._scores:
+            if candidates is None:
+                [candidates] = proposals(self.answerer, [question], self.k_candidates)
+            if candidates.abstained:
+                raise ValueError(f"the model abstained: {candidates.abstain_reason}")
+            for chain, w in chains:
+                claims += claim_chains([(question.topic, a) for a in candidates.entities], chain)
+                log_prior += [np.log(w) + x for x in candidates.log_prior]
+            chains = ()  # (every chain's claims are made)
         for c, (chain, w) in enumerate(chains):
             scores = self.answerer.log_scores(question.topic, chain)
             top = top_k(scores, self.k_candidates)[0]  # ties: the lower index first
@@ -203,12 +233,15 @@ class BlindQA:
             raise TypeError("BlindQA takes BlindQuestion objects (grounding.query.blind(q))")
         predicted, reasons = self._predict(questions)
         walked = self._walk(questions, predicted, reasons)
+        proposed = self._propose(questions, reasons)
         problems: dict[int, GroundingProblem] = {}
         for i, (q, chains) in enumerate(zip(questions, predicted)):
             if i in reasons:
                 continue
             try:
-                problems[i] = self.problem(q, chains, walked[i][1] if walked else ())
+                problems[i] = self.problem(
+                    q, chains, walked[i][1] if walked else (), proposed.get(i)
+                )
             except QUESTION_ERRORS as err:
                 reasons[i] = failure("candidates", err)
         asked = list(problems)
@@ -249,6 +282,18 @@ class BlindQA:
                 except QUESTION_ERRORS as err:
                     reasons[i] = failure("retrieval", err)
         return out
+
+    def _propose(self, questions: list[BlindQuestion], reasons: dict[int, str]) -> dict:
+        """With a candidate model as the answerer: the candidates of every question not
+        failed yet (one batch); a question the model abstains on gets its reason."""
+        if self._scores:
+            return {}
+        asked = [i for i in range(len(questions)) if i not in reasons]
+        got = proposals(self.answerer, [questions[i] for i in asked], self.k_candidates)
+        for i, c in zip(asked, got):
+            if c.abstained:
+                reasons[i] = c.abstain_reason
+        return {i: c for i, c in zip(asked, got) if not c.abstained}
 
     def _retrieve(
         self,

@@ -235,7 +235,7 @@ class GroundedQA:
         questions whose model did not abstain. A question that fails (module docstring) gets
         an outcome with the reason; the others are answered as if it were not there."""
         questions = check_questions(questions)
-        cands = self._propose(questions)
+        cands = proposals(self.model, questions, self.k_candidates)
         reasons = {i: c.abstain_reason for i, c in enumerate(cands) if c.abstained}
         asked = [i for i in range(len(questions)) if i not in reasons]
         found = self.evidence_batch([questions[i] for i in asked])
@@ -258,18 +258,18 @@ class GroundedQA:
         ]
         return done_batch(outcomes, self.release_programs)
 
-    def _propose(self, questions: list[QuestionLike]) -> list[Candidates]:
-        """The model's candidates of each question (one ``propose_batch`` call when the model
-        runs questions together, else ``propose`` one by one), or an abstention naming the
-        model's failure (:func:`~grounding.qa.pipeline.batch_or_each`)."""
-        k = self.k_candidates
-        got = batch_or_each(
-            (lambda qs: propose_batch(self.model, qs, k)) if runs_batches(self.model) else None,
-            questions,
-            "candidate model",
-            one=lambda q: checked_candidates(self.model.propose(q, k)),
-        )
-        return [Candidates.abstain(c) if isinstance(c, str) else c for c in got]
+
+def proposals(model: CandidateModel, questions: Sequence[QuestionLike], k: int) -> list[Candidates]:
+    """A candidate model's candidates of each question (one ``propose_batch`` call when the
+    model runs questions together, else ``propose`` one by one), or an abstention naming the
+    model's failure (:func:`~grounding.qa.pipeline.batch_or_each`)."""
+    got = batch_or_each(
+        (lambda qs: propose_batch(model, qs, k)) if runs_batches(model) else None,
+        questions,
+        "candidate model",
+        one=lambda q: checked_candidates(model.propose(q, k)),
+    )
+    return [Candidates.abstain(c) if isinstance(c, str) else c for c in got]
 
 
 def _query(question: QuestionLike) -> Query:
