@@ -33,7 +33,8 @@ Systems, per hop count, on the same test questions:
 Reported: Hits@1 (a candidate synset or answer name among the gold answers), AURC, ECE, the
 share of the model's top answers that name no synset (``out_of_graph``), the share of
 questions with a gold answer among the candidates (and among the model's own answers), how
-often grounding overturns the prior's first answer (rightly, wrongly), paired bootstrap
+often grounding overturns the prior's first answer (wrong to right, right to wrong, wrong to another
+wrong answer, beside the number of right first answers), paired bootstrap
 intervals of every system against ``llm_prior``; per hop count, per stratum (``held_out``: a
 gold answer the evidence lacks; ``observed``: none) and for all test questions. The per-question
 rows are in ``wordnet_llm.csv``. Final line: ``llm_prior_hits1= llm_soft_hits1= llm_hard_hits1=
@@ -106,15 +107,14 @@ def examples(bench, names: Sequence[str]) -> list[tuple[str, str]]:
 def hit_names(outcome, method: str, gold_names: set[str], names: dict) -> dict:
     """Hits@1 by name: the top candidate's name (a synset's lemma, or an out-of-graph answer's
     text) among the gold answers' names (an answer naming the right word for another synset of
-    it counts: the question names its topic by a word, not a synset)."""
+    it counts: the question names its topic by a word, not a synset); ``top``: that name."""
     r = score(outcome, method, ())
     answers, probs = outcome.answer_probabilities(method)
     if not answers:
-        return dict(hit=0.0, confidence=0.0)
-    top = answers[int(np.argmax(probs))]
-    return dict(
-        hit=float(normalize_answer(names.get(top, top)) in gold_names), confidence=r["confidence"]
-    )
+        return dict(hit=0.0, confidence=0.0, top=None)
+    first = answers[int(np.argmax(probs))]
+    top = normalize_answer(names.get(first, first))
+    return dict(hit=float(top in gold_names), confidence=r["confidence"], top=top)
 
 
 def evaluate(rows: dict[str, list[dict]]) -> dict:
@@ -318,9 +318,12 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
             if k != "llm_prior":
                 ev[k]["vs_prior"] = paired_bootstrap(np.array([r["hit"] for r in sub[k]]), prior)
         soft = np.array([r["hit"] for r in sub["llm_soft"]])
+        moved = np.array([a["top"] != b["top"] for a, b in zip(sub["llm_prior"], sub["llm_soft"])])
         ev["overturned"] = dict(
             rightly=int(((soft == 1) & (prior == 0)).sum()),
             wrongly=int(((soft == 0) & (prior == 1)).sum()),
+            wrong_to_other_wrong=int(((soft == 0) & (prior == 0) & moved).sum()),
+            right_priors=int(prior.sum()),
             n=len(sel),
         )
         for k in ("first_out_of_graph", "gold_among_candidates", "gold_among_model_answers"):

@@ -11,9 +11,10 @@ import pytest
 
 from grounding.datasets import metaqa as metaqa_data
 
+#: (two kinds and two beams: the build chooses among four priors, as ``--full`` does)
 TINY_SIZE = dict(
-    test_per_hop=5, fit_per_hop=20, dev_per_hop=60, kinds=("complex",), beams=(8,), dim=8, epochs=1,
-    sweep_per_hop=5,
+    test_per_hop=5, fit_per_hop=20, dev_per_hop=60, kinds=("complex", "transe"), beams=(0, 8),
+    dim=8, epochs=1, sweep_per_hop=5,
 )  # fmt: skip
 
 
@@ -100,6 +101,8 @@ def test_no_test_question_reaches_a_fitted_setting(experiment, tiny, half_system
         )
 
     plain = half_system.fitted
+    assert len(plain["kinds"]) == 4 and plain["kind"] in plain["kinds"]  # a choice was made
+    assert all(v["fit_soft_hits1"] is not None for v in plain["kinds"].values())
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(metaqa_data, "_questions", scrambled)
         assert metaqa_data.load_metaqa(1, "test")[0].answers != real(1, "test")[0].answers
@@ -133,3 +136,41 @@ def test_quick_run_at_a_tiny_size_writes_its_tables_figure_and_final_line(
         "llm_prior_hits1",
         "llm_soft_hits1",
     ]
+
+
+def test_the_language_models_pool_is_walk_ends_of_the_predicted_chain_then_the_prior(
+    experiment, half_system
+):
+    """The names SmolLM2 scores beside its own answers come from the base in use and the
+    blind question: first the ends of the top predicted chain's walks (best by the KGE prior),
+    then the prior's best; never the topic, never a repeat."""
+    pool = experiment.llm_pool(half_system, 10)
+    walks = experiment.ChainWalks(half_system.graph, revisit=experiment.REVISIT)
+    for q in experiment.sample_of_test(1, 5) + experiment.sample_of_test(2, 5):
+        names = pool(q.blind())
+        [chains] = half_system.classifier.predict([q.blind()], 1)
+        _, [ends], _ = walks.walk(q.topic, [chains[0][0]])
+        ends = set(ends) - {q.topic}
+        assert len(names) == len(set(names)) == 10 and q.topic not in names
+        is_end = [e in ends for e in names]
+        assert is_end == sorted(is_end, reverse=True) and sum(is_end) == min(len(ends), 10)
+        scores = half_system.answerer.log_scores(q.topic, chains[0][0])
+        ix = {e: i for i, e in enumerate(half_system.answerer.entities)}
+        for part in (names[: sum(is_end)], names[sum(is_end) :]):  # each best first
+            got = [scores[ix[e]] for e in part]
+            assert got == sorted(got, reverse=True)
+
+
+@pytest.mark.slow
+def test_the_language_model_rows_at_a_tiny_size(experiment, half_system):
+    """SmolLM2 on 2 questions per hop, grounded on the half base: every reported row."""
+    pytest.importorskip("gguf", reason="the grounding[llm] extra is not installed")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(experiment, "LLM_FIT", 1)
+        out = experiment.llm_rows({"half": half_system}, 2, lambda s: None)
+    for h in experiment.LLM_HOPS:
+        row = out["half"][h]
+        assert {"prior", "soft", "hard", "first", "soft_vs_prior", "copy_rate"} <= set(row)
+        o = row["overturned"]
+        assert o["n"] == 2 and o["wrong_to_right"] + o["right_to_wrong"] <= 2
+        assert 0 <= row["right_priors"] <= 2
