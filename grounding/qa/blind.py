@@ -183,26 +183,17 @@ class BlindQA:
                 f"no relation chain is predicted from the topic {question.topic!r:.100}"
             )
         claims, log_prior = [], []
-        if not self._scores:
-            if candidates is None:
-                [candidates] = proposals(self.answerer, [question], self.k_candidates)
-            if candidates.abstained:
-                raise ValueError(f"the model abstained: {candidates.abstain_reason}")
-            for chain, w in chains:
-                claims += claim_chains([(question.topic, a) for a in candidates.entities], chain)
-                log_prior += [np.log(w) + x for x in candidates.log_prior]
-            chains = ()  # (every chain's claims are made)
         for c, (chain, w) in enumerate(chains):
-            scores = self.answerer.log_scores(question.topic, chain)
-            top = top_k(scores, self.k_candidates)[0]  # ties: the lower index first
-            if c < len(reached) and self.walk_candidates:
-                index = self._entity_index()
-                ends = np.array([index[e] for e in reached[c] if e in index], np.int64)
-                ends = ends[np.argsort(-scores[ends], kind="stable")][: self.walk_candidates]
-                top = np.concatenate([top, np.setdiff1d(ends, top)])
-            top = top[np.isfinite(scores[top])]
-            lp = scores[top] - logsumexp(scores[top])
-            answers = [self.answerer.entities[j] for j in top]
+            if self._scores:
+                answers, lp = self._scored(
+                    question.topic, chain, reached[c] if c < len(reached) else ()
+                )
+            else:
+                if candidates is None:
+                    [candidates] = proposals(self.answerer, [question], self.k_candidates)
+                if candidates.abstained:
+                    raise ValueError(f"the model abstained: {candidates.abstain_reason}")
+                answers, lp = candidates.entities, candidates.log_prior
             claims += claim_chains([(question.topic, a) for a in answers], chain)
             log_prior += [np.log(w) + x for x in lp]
         log_prior = np.asarray(log_prior)
@@ -212,6 +203,21 @@ class BlindQA:
             log_prior - logsumexp(log_prior),
             anchors=(question.topic,),
         )
+
+    def _scored(self, topic: str, chain: Chain, reached: Sequence[str]) -> tuple[list, np.ndarray]:
+        r"""The answerer's best ``k_candidates`` answers to ``chain`` from ``topic``, with the
+        ``walk_candidates`` best-scored of the entities its walks ``reached``, and their
+        log-probabilities :math:`\log p(a \mid \pi)` renormalized over them."""
+        scores = self.answerer.log_scores(topic, chain)
+        top = top_k(scores, self.k_candidates)[0]  # ties: the lower index first
+        if reached and self.walk_candidates:
+            index = self._entity_index()
+            ends = np.array([index[e] for e in reached if e in index], np.int64)
+            ends = ends[np.argsort(-scores[ends], kind="stable")][: self.walk_candidates]
+            top = np.concatenate([top, np.setdiff1d(ends, top)])
+        top = top[np.isfinite(scores[top])]
+        answers = [self.answerer.entities[j] for j in top]
+        return answers, scores[top] - logsumexp(scores[top])
 
     def _entity_index(self) -> dict[str, int]:
         """The answerer's entity name -> index (built on first use)."""
