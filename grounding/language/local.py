@@ -260,12 +260,19 @@ class LocalLM:
         return self.score_batch([question], [answers])[0]
 
     def score_batch(
-        self, questions: Sequence[str], answers: Sequence[Sequence[str]], *, chunk: int = 64
+        self,
+        questions: Sequence[str],
+        answers: Sequence[Sequence[str]],
+        *,
+        chunk: int = 64,
+        group: int = 16,
     ) -> list[np.ndarray]:
         r"""``log p(answer, <|im_end|> | chat(question))`` of each question's answers.
 
-        The prompts are evaluated together, then every (question, answer) pair is one row
-        continuing its question's cache, ``chunk`` rows at a time."""
+        ``group`` questions at a time (the cache of a group's prompts bounds the memory of a
+        call: ``docs/limits.md``): their prompts are evaluated together, then every
+        (question, answer) pair is one row continuing its question's cache, ``chunk`` rows at
+        a time."""
         questions = check_texts(questions, "questions")
         if isinstance(answers, (str, bytes)) or len(questions) != len(answers):
             raise TypeError(f"{len(questions)} questions need as many answer lists")
@@ -273,6 +280,14 @@ class LocalLM:
         for i, al in enumerate(answers):
             if len(al) > MAX_ANSWERS:
                 raise ValueError(f"question {i}: {len(al)} answers (at most {MAX_ANSWERS})")
+        if len(questions) > check_int(group, "group"):
+            return [
+                x
+                for lo in range(0, len(questions), group)
+                for x in self.score_batch(
+                    questions[lo : lo + group], answers[lo : lo + group], chunk=chunk, group=group
+                )
+            ]
         pairs = [(i, self.encode(a) + [self.end]) for i, al in enumerate(answers) for a in al]
         out = [np.zeros(len(al)) for al in answers]
         if not pairs:

@@ -72,6 +72,20 @@ def test_scores_do_not_depend_on_the_batch(lm):
     assert together[0] > together[3]  # "tree" beats a stray letter
 
 
+def test_many_questions_are_scored_a_group_at_a_time_with_the_same_scores(lm):
+    """A list of questions longer than ``group`` is scored group by group (the cache of one
+    group's prompts bounds a call's memory): the same scores as one group of all of them."""
+    questions = [f"What is item {i} a kind of?" for i in range(5)]
+    answers = [["tree", "a plant"][: 1 + i % 2] for i in range(5)]
+    grouped = lm.score_batch(questions, answers, group=2)
+    whole = lm.score_batch(questions, answers, group=16)
+    assert [len(x) for x in grouped] == [len(a) for a in answers]
+    for g, w in zip(grouped, whole):
+        np.testing.assert_allclose(g, w, atol=2e-3)
+    with pytest.raises(ValueError, match="group"):
+        lm.score_batch(questions, answers, group=0)
+
+
 def test_beam_answers_carry_their_scores_best_first(lm):
     q = "What is the capital of France?"
     got = lm.propose(q, 3)
