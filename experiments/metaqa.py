@@ -12,7 +12,7 @@ test question's text and bracketed topic, nothing else:
   (:func:`grounding.plans.wording_split`: 30 % of each chain's wordings held out) to choose
   the classifier's penalty and temperature on wordings it never saw, after which it is fitted
   again on all of that rest;
-- **prior**: a knowledge-graph embedding (1-vs-all, reciprocal relations) trained on the
+- **prior**: a knowledge-graph embedding (1-vs-all, reciprocal relations, N3 penalty) trained on the
   knowledge base in use (the half for KG-50), over the full base's entity names; it answers
   the chain from the topic hop by hop with a beam of 8 entities, or by composing its maps
   (:class:`grounding.prior.KGEAnswerer`, ``beam``); quick mode runs ComplEx with the beam,
