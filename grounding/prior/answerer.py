@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 import jax
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import logsumexp
 
 from grounding._checks import check_int
@@ -230,7 +231,7 @@ class _HostModel:
     entity_t: np.ndarray | None
 
     @classmethod
-    def of(cls, kind: str, entity, relation) -> _HostModel:
+    def of(cls, kind: str, entity: ArrayLike, relation: ArrayLike) -> _HostModel:
         e = np.asarray(entity, np.float64)
         t = np.ascontiguousarray(e.T) if kind == "complex" else None
         return cls(kind, e, np.asarray(relation, np.float64), t)

@@ -31,7 +31,6 @@ from grounding.plans import RelationChainPredictor
 from grounding.prior import Candidates, KGEAnswerer
 from grounding.problem import GroundingProblem, Realization
 from grounding.qa._checks import check_bool, check_config, check_questions
-from grounding.qa.grounded import proposals
 from grounding.qa.outcome import result_probabilities
 from grounding.qa.pipeline import (
     QUESTION_ERRORS,
@@ -42,6 +41,7 @@ from grounding.qa.pipeline import (
     done_batch,
     failure,
     ground_questions,
+    proposals,
     retrieve_or_fail,
     unknown_entities,
 )

@@ -31,9 +31,7 @@ from grounding.prior.candidates import (
     CandidateModel,
     Candidates,
     QuestionLike,
-    propose_batch,
     question_chain,
-    runs_batches,
 )
 from grounding.problem import GroundingProblem, Realization
 from grounding.qa._checks import (
@@ -42,18 +40,17 @@ from grounding.qa._checks import (
     check_has,
     check_questions,
     check_triples,
-    checked_candidates,
 )
 from grounding.qa.outcome import result_probabilities
 from grounding.qa.pipeline import (
     QUESTION_ERRORS,
     Retrievers,
     RetrieverSpec,
-    batch_or_each,
     claim_chains,
     done_batch,
     failure,
     ground_questions,
+    proposals,
     retrieve_or_fail,
     split_failures,
     unknown_entities,
@@ -257,19 +254,6 @@ class GroundedQA:
             for i, (q, c) in enumerate(zip(questions, cands))
         ]
         return done_batch(outcomes, self.release_programs)
-
-
-def proposals(model: CandidateModel, questions: Sequence[QuestionLike], k: int) -> list[Candidates]:
-    """A candidate model's candidates of each question (one ``propose_batch`` call when the
-    model runs questions together, else ``propose`` one by one), or an abstention naming the
-    model's failure (:func:`~grounding.qa.pipeline.batch_or_each`)."""
-    got = batch_or_each(
-        (lambda qs: propose_batch(model, qs, k)) if runs_batches(model) else None,
-        questions,
-        "candidate model",
-        one=lambda q: checked_candidates(model.propose(q, k)),
-    )
-    return [Candidates.abstain(c) if isinstance(c, str) else c for c in got]
 
 
 def _query(question: QuestionLike) -> Query:

@@ -26,8 +26,10 @@ from typing import Any, TypeVar
 from grounding import programs
 from grounding.evidence import EvidenceState
 from grounding.language import EndpointError
-from grounding.prior import CandidateModelError
+from grounding.prior import CandidateModel, CandidateModelError, Candidates, QuestionLike
+from grounding.prior.candidates import propose_batch, runs_batches
 from grounding.problem import ClaimChain, GroundingProblem, Realization
+from grounding.qa._checks import checked_candidates
 from grounding.query import Query
 from grounding.result import GroundingResult
 from grounding.retrieval.base import Retrieval, Retriever
@@ -262,3 +264,16 @@ def done_batch(outcomes: list, release: bool) -> list:
     if release:
         programs.release_programs()
     return outcomes
+
+
+def proposals(model: CandidateModel, questions: Sequence[QuestionLike], k: int) -> list[Candidates]:
+    """A candidate model's candidates of each question (one ``propose_batch`` call when the
+    model runs questions together, else ``propose`` one by one), or an abstention naming the
+    model's failure (:func:`~grounding.qa.pipeline.batch_or_each`)."""
+    got = batch_or_each(
+        (lambda qs: propose_batch(model, qs, k)) if runs_batches(model) else None,
+        questions,
+        "candidate model",
+        one=lambda q: checked_candidates(model.propose(q, k)),
+    )
+    return [Candidates.abstain(c) if isinstance(c, str) else c for c in got]
