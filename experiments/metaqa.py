@@ -547,12 +547,13 @@ def llm_rows(systems: dict[str, System], per_hop: int, log) -> dict:
     among the model's own answers, how often its first answer copies a worked example, and
     what grounding does to the prior's first answer (wrong -> right, right -> wrong, wrong ->
     another wrong; with the number of right priors)."""
-    examples = [(q.text, q.answers[0]) for q in llm_examples()]
+    shown = llm_examples()
+    examples = [(q.text, q.answers[0]) for q in shown]
     lm = remember_beams(
         LocalLM.load(system=LLM_SYSTEM, examples=examples, max_answer_tokens=LLM_TOKENS)
     )
     # a first answer that names an example's answer or topic copies the prompt
-    copied = {normalize_answer(x) for q in llm_examples() for x in (q.answers[0], q.topic)}
+    copied = {normalize_answer(x) for q in shown for x in (q.answers[0], q.topic)}
     linker = AnswerLinker(metaqa_entities())
     fit = [q for q in dev_split(dataclasses.replace(QUICK, fit_per_hop=LLM_FIT), 0)[0]
            if q.hops in LLM_HOPS and q.answers]  # fmt: skip
